@@ -1,0 +1,271 @@
+"""The `kgplan` command line: build, inspect and correct the world graph."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections import Counter
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from pydantic import ValidationError
+from rich.console import Console
+from rich.table import Table
+from rich.tree import Tree
+
+from domains.model import Problem, resolve_domain
+from domains.sexpr import PDDLError
+from graph.base import ChangeRefused, GraphError, WorldGraph
+from graph.model import Change, Delta, Fact
+from graph.store import open_graph
+
+app = typer.Typer(help=__doc__, no_args_is_help=True, pretty_exceptions_enable=False,
+                  context_settings={"help_option_names": ["-h", "--help"]})
+out = Console()
+err = Console(stderr=True)
+STATE: dict[str, str | None] = {"store": None}
+EXPECTED = (GraphError, PDDLError, FileNotFoundError, ValidationError, json.JSONDecodeError)
+
+
+@app.callback()
+def main(
+    store: Annotated[str | None, typer.Option(
+        "--store", "-s", envvar="KGPLAN_STORE",
+        help="Where the world graph lives: sqlite:PATH (default sqlite:kgplan.db) or "
+             "neo4j://HOST:PORT / bolt://HOST:PORT (credentials from NEO4J_USER, NEO4J_PASSWORD, "
+             "database from KGPLAN_NEO4J_DATABASE).")] = None,
+) -> None:
+    """kgplan: a planning agent whose memory is a verified world-state graph.
+
+    Start with `kgplan init --domain household --problem world.pddl`, then inspect it with
+    `show` and `facts`, correct it with `add`/`remove`/`observe`, and look back with `history`.
+    """
+    STATE["store"] = store
+
+
+def run_guarded(fn: Callable[[], None]) -> None:
+    """Run a command, turning expected errors into a red message and exit code 1."""
+    try:
+        fn()
+    except ChangeRefused as e:
+        err.print("[red]Change refused[/red] (the graph is unchanged):")
+        for issue in e.issues:
+            err.print(f"  [yellow]-[/yellow] [{issue.kind}] {issue.message}", highlight=False)
+        raise typer.Exit(1) from None
+    except EXPECTED as e:
+        err.print(f"[red]error:[/red] {e}", highlight=False)
+        raise typer.Exit(1) from None
+
+
+@contextmanager
+def graph() -> Iterator[WorldGraph]:
+    g = open_graph(STATE["store"])
+    try:
+        yield g
+    finally:
+        g.close()
+
+
+def print_change(c: Change, title: str = "Applied change") -> None:
+    d = c.delta
+    out.print(f"[green]{title} #{c.id}[/green] ({d.source}{': ' + d.text if d.text else ''})",
+              highlight=False)
+    for e in d.new_entities:
+        out.print(f"  [cyan]new[/cyan] {e.name} - {e.type}", highlight=False)
+    for f in d.remove:
+        out.print(f"  [red]-[/red] {f}", highlight=False)
+    for f in d.add:
+        out.print(f"  [green]+[/green] {f}", highlight=False)
+
+
+@app.command()
+def init(
+    domain: Annotated[str, typer.Option(help="A bundled domain name (e.g. household) or a path "
+                                             "to a domain.pddl or its folder.")] = "household",
+    problem: Annotated[Path | None, typer.Option(help="A PDDL problem whose :objects and :init "
+                                                      "become the initial graph.")] = None,
+    force: Annotated[bool, typer.Option(help="Wipe an existing store first.")] = False,
+) -> None:
+    """Create the world graph for a domain, optionally loading a PDDL problem."""
+
+    def go() -> None:
+        dom = resolve_domain(domain)
+        prob = Problem.parse(problem.read_text(), str(problem)) if problem else None
+        with graph() as g:
+            g.init(dom, force=force)
+            out.print(f"Initialised {g.url} with domain [bold]{dom.name}[/bold] "
+                      f"({len(dom.predicates)} predicates, {len(dom.actions)} actions, "
+                      f"{len(g.domain.invariants)} invariants)")
+            if prob:
+                c = g.load_problem(prob)
+                n_ent, n_fact = g.count()
+                out.print(f"Loaded {problem} as change #{c.id}: {n_ent} entities, {n_fact} facts")
+
+    run_guarded(go)
+
+
+@app.command()
+def show(entity: Annotated[str | None, typer.Argument(help="Entity to show; omit for a summary.")] = None,
+         depth: Annotated[int, typer.Option(help="Fact hops around the entity.")] = 1) -> None:
+    """Show the facts around an entity as a tree, or a summary of the whole graph."""
+
+    def go() -> None:
+        with graph() as g:
+            dom = g.domain
+            if entity is None:
+                ents, facts = g.entities(), g.facts()
+                out.print(f"{g.url}: domain {dom.name}, {len(ents)} entities, {len(facts)} facts, "
+                          f"{len(g.history(1)) and g.history(1)[0].id} changes")
+                t = Table("type", "entities", title="Entities by type")
+                for k, v in sorted(Counter(e.type for e in ents).items()):
+                    t.add_row(k, str(v))
+                p = Table("predicate", "facts", "meaning", title="Facts by predicate")
+                for k, v in sorted(Counter(f.predicate for f in facts).items()):
+                    p.add_row(k, str(v), dom.gloss(k))
+                out.print(t, p)
+                return
+            found = g.entities([entity])
+            if not found:
+                raise GraphError(f"no entity named {entity!r}")
+            ents, facts = g.neighborhood([entity], depth)
+            types = {e.name: e.type for e in ents}
+            tree = Tree(f"[bold]{entity}[/bold] - {found[0].type}")
+            for k, v in found[0].attrs.items():
+                tree.add(f"[dim]{k}: {v}[/dim]")
+            by_pred: dict[str, list[Fact]] = {}
+            for f in facts:
+                by_pred.setdefault(f.predicate, []).append(f)
+            for pred, fs in sorted(by_pred.items()):
+                branch = tree.add(f"[cyan]{pred}[/cyan]  [dim]{dom.gloss(pred)}[/dim]")
+                for f in fs:
+                    args = ", ".join(f"{a} ({types.get(a, '?')})" if a != entity else f"[bold]{a}[/bold]"
+                                     for a in f.args)
+                    branch.add(args or "(true)")
+            out.print(tree)
+
+    run_guarded(go)
+
+
+@app.command()
+def facts(predicate: Annotated[str | None, typer.Option(help="Only this predicate.")] = None,
+          entity: Annotated[str | None, typer.Option(help="Only facts mentioning this entity.")] = None
+          ) -> None:
+    """List facts as PDDL atoms, one per line."""
+
+    def go() -> None:
+        with graph() as g:
+            if predicate and predicate not in g.domain.predicates:
+                raise GraphError(f"unknown predicate {predicate!r}")
+            for f in g.facts(predicate, entity):
+                out.print(str(f), highlight=False, soft_wrap=True)
+
+    run_guarded(go)
+
+
+def _edit(adds: list[str], removes: list[str], text: str) -> None:
+    def go() -> None:
+        delta = Delta(add=[Fact.parse(a) for a in adds], remove=[Fact.parse(r) for r in removes],
+                      source="user", text=text)
+        with graph() as g:
+            print_change(g.apply(delta))
+
+    run_guarded(go)
+
+
+@app.command()
+def add(facts: Annotated[list[str], typer.Argument(help='Facts such as "(light_on kitchen_light)".')],
+        note: Annotated[str, typer.Option(help="Why (kept in the history).")] = "") -> None:
+    """Add facts to the graph (verified; all or nothing)."""
+    _edit(facts, [], note)
+
+
+@app.command()
+def remove(facts: Annotated[list[str], typer.Argument(help='Facts such as "(light_on kitchen_light)".')],
+           note: Annotated[str, typer.Option(help="Why (kept in the history).")] = "") -> None:
+    """Remove facts from the graph (verified; all or nothing)."""
+    _edit([], facts, note)
+
+
+def load_observations(path: Path) -> list[Delta]:
+    """Read sensor observations: one JSON object or a list, each {add, remove, new_entities, text}."""
+    data = json.loads(path.read_text())
+    items = data if isinstance(data, list) else [data]
+    deltas = []
+    for i, item in enumerate(items):
+        if not isinstance(item, dict):
+            raise GraphError(f"{path}: observation {i} must be a JSON object")
+        item = {**item, "source": "sensor"}
+        for k in ("add", "remove"):
+            item[k] = [Fact.parse(x) if isinstance(x, str) else x for x in item.get(k, [])]
+        deltas.append(Delta.model_validate(item))
+    return deltas
+
+
+@app.command()
+def observe(file: Annotated[Path, typer.Argument(help="JSON: {\"add\": [\"(fact ...)\"], \"remove\": "
+                                                     "[...], \"new_entities\": [{\"name\", \"type\"}], "
+                                                     "\"text\": \"...\"}, or a list of those.")]) -> None:
+    """Apply sensor observations; each is verified and applied as one change."""
+
+    def go() -> None:
+        deltas = load_observations(file)
+        with graph() as g:
+            for d in deltas:
+                print_change(g.apply(d))
+
+    run_guarded(go)
+
+
+@app.command()
+def history(limit: Annotated[int, typer.Option(help="Show the newest N changes.")] = 20) -> None:
+    """Show the change history with provenance."""
+
+    def go() -> None:
+        with graph() as g:
+            t = Table("id", "time (UTC)", "source", "text", "+", "-", "new", "undo of")
+            for c in g.history(limit):
+                d = c.delta
+                t.add_row(str(c.id), c.time.strftime("%Y-%m-%d %H:%M:%S"), d.source, d.text[:60],
+                          str(len(d.add)), str(len(d.remove)), str(len(d.new_entities)),
+                          str(c.undo_of or ""))
+            out.print(t)
+
+    run_guarded(go)
+
+
+@app.command()
+def undo(change_id: Annotated[int, typer.Argument(help="The id shown by `kgplan history`.")]) -> None:
+    """Undo a change by applying its inverse as a new change."""
+
+    def go() -> None:
+        with graph() as g:
+            print_change(g.undo(change_id), "Undo applied as change")
+
+    run_guarded(go)
+
+
+@app.command()
+def export(pddl: Annotated[bool, typer.Option("--pddl", help="Print a PDDL problem (:objects "
+                                                            "and :init).")] = False) -> None:
+    """Export the graph; `--pddl` prints it as a complete PDDL problem on stdout."""
+
+    def go() -> None:
+        if not pddl:
+            raise GraphError("choose an export format: --pddl")
+        with graph() as g:
+            sys.stdout.write(g.to_problem())
+
+    run_guarded(go)
+
+
+@app.command()
+def demo(store: Annotated[str, typer.Option(help="Store for the demo (wiped first).")]
+         = "sqlite:kgplan-demo.db") -> None:
+    """The main job: build the household world, apply sensor observations, show what changed."""
+    from agent.demo import run_demo
+
+    STATE["store"] = store
+    run_guarded(lambda: run_demo(store, out))

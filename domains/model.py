@@ -1,0 +1,432 @@
+"""The domain model: types, predicates, actions, problems, and `either` compiled away for planners."""
+
+from __future__ import annotations
+
+import functools
+import re
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from domains.formula import (
+    TRUE,
+    And,
+    Atom,
+    Effect,
+    Formula,
+    Imply,
+    Not,
+    Or,
+    Param,
+    Quantified,
+    atoms,
+    params_pddl,
+    parse_effect,
+    parse_formula,
+    parse_typed_list,
+    to_pddl,
+)
+from domains.sexpr import Expr, PDDLError, SList, Sym, pos_of, read
+
+if TYPE_CHECKING:
+    from domains.invariants import MutexGroup
+
+NAME_RE = re.compile(r"^[a-z][a-z0-9_\-]*$")
+
+
+@dataclass(frozen=True)
+class Predicate:
+    name: str
+    params: tuple[Param, ...]
+
+    @property
+    def arity(self) -> int:
+        return len(self.params)
+
+
+@dataclass(frozen=True)
+class Action:
+    name: str
+    params: tuple[Param, ...]
+    precondition: Formula
+    effects: tuple[Effect, ...]
+
+
+@dataclass
+class Problem:
+    """A PDDL problem: objects with types, the initial atoms and an optional goal."""
+
+    name: str
+    domain: str
+    objects: dict[str, str]
+    init: list[Atom]
+    goal: Formula | None = None
+
+    @classmethod
+    def parse(cls, text: str, source: str = "") -> Problem:
+        exprs = read(text, source)
+        if len(exprs) != 1 or not isinstance(exprs[0], SList) or exprs[0][:1] != ["define"]:
+            raise PDDLError("a problem must be one (define (problem NAME) ...)", 1, 1, source)
+        d = exprs[0]
+        name, domain, objects, init, goal = "problem", "", {}, [], None
+        for sec in d[1:]:
+            if not isinstance(sec, SList) or not sec:
+                raise PDDLError("expected a section", *pos_of(sec), source)
+            key = sec[0]
+            if key == "problem":
+                name = str(sec[1])
+            elif key == ":domain":
+                domain = str(sec[1])
+            elif key == ":objects":
+                for p in parse_typed_list(list(sec[1:]), source):
+                    if len(p.types) != 1:
+                        raise PDDLError(f"object {p.name} must have one type", *pos_of(sec), source)
+                    objects[p.name] = p.types[0]
+            elif key == ":init":
+                for e in sec[1:]:
+                    f = parse_formula(e, source)
+                    if not isinstance(f, Atom):
+                        raise PDDLError(":init may only hold atoms", *pos_of(e), source)
+                    init.append(f)
+            elif key == ":goal":
+                goal = parse_formula(sec[1], source)
+            elif key not in (":requirements", ":metric"):
+                raise PDDLError(f"unknown problem section '{key}'", *pos_of(sec), source)
+        return cls(name, domain, objects, init, goal)
+
+
+@dataclass
+class Domain:
+    """A parsed PDDL domain with its type hierarchy and optional metadata (domain.toml)."""
+
+    name: str
+    requirements: list[str]
+    types: dict[str, str | None]  # type -> parent (None for "object")
+    constants: dict[str, str]
+    predicates: dict[str, Predicate]
+    actions: dict[str, Action]
+    text: str = ""
+    path: Path | None = None
+    meta: dict = field(default_factory=dict)
+
+    # ---- loading -------------------------------------------------------------------------
+    @classmethod
+    def parse(cls, text: str, source: str = "") -> Domain:
+        exprs = read(text, source)
+        if len(exprs) != 1 or not isinstance(exprs[0], SList) or exprs[0][:1] != ["define"]:
+            raise PDDLError("a domain must be one (define (domain NAME) ...)", 1, 1, source)
+        d = exprs[0]
+        name = ""
+        reqs: list[str] = []
+        types: dict[str, str | None] = {"object": None}
+        constants: dict[str, str] = {}
+        preds: dict[str, Predicate] = {}
+        raw_actions: list[SList] = []
+        for sec in d[1:]:
+            if not isinstance(sec, SList) or not sec or not isinstance(sec[0], Sym):
+                raise PDDLError("expected a section like (:predicates ...)", *pos_of(sec), source)
+            key = sec[0]
+            if key == "domain":
+                name = str(sec[1])
+            elif key == ":requirements":
+                reqs = [str(r) for r in sec[1:]]
+            elif key == ":types":
+                for p in parse_typed_list(list(sec[1:]), source):
+                    if len(p.types) != 1:
+                        raise PDDLError(f"type {p.name} must have one parent", *pos_of(sec), source)
+                    if p.name != "object":
+                        types[p.name] = p.types[0]
+            elif key == ":constants":
+                constants.update({p.name: p.types[0] for p in parse_typed_list(list(sec[1:]), source)})
+            elif key == ":predicates":
+                for pe in sec[1:]:
+                    if not isinstance(pe, SList) or not pe or not isinstance(pe[0], Sym):
+                        raise PDDLError("expected (predicate ?x - type ...)", *pos_of(pe), source)
+                    if str(pe[0]) in preds:
+                        raise PDDLError(f"predicate '{pe[0]}' declared twice", *pos_of(pe), source)
+                    preds[str(pe[0])] = Predicate(str(pe[0]), tuple(parse_typed_list(list(pe[1:]), source)))
+            elif key == ":action":
+                raw_actions.append(sec)
+            else:
+                raise PDDLError(f"unsupported domain section '{key}'", *pos_of(sec), source)
+        dom = cls(name, reqs, types, constants, preds, {}, text)
+        dom._check_types(d, source)
+        for sec in raw_actions:
+            act = _parse_action(sec, source)
+            dom._check_action(act, sec, source)
+            dom.actions[act.name] = act
+        return dom
+
+    @classmethod
+    def load(cls, path: str | Path) -> Domain:
+        """Load `domain.pddl` (or a folder holding it, with an optional domain.toml)."""
+        import tomllib
+
+        path = Path(path)
+        folder = path if path.is_dir() else path.parent
+        pddl = path / "domain.pddl" if path.is_dir() else path
+        if not pddl.is_file():
+            raise FileNotFoundError(f"no domain file at {pddl}")
+        dom = cls.parse(pddl.read_text(), str(pddl))
+        dom.path = pddl
+        toml = folder / "domain.toml"
+        if toml.is_file() and toml.resolve() != pddl.resolve():
+            dom.meta = tomllib.loads(toml.read_text())
+        return dom
+
+    def _check_types(self, d: SList, source: str) -> None:
+        for t, parent in self.types.items():
+            if parent is not None and parent not in self.types:
+                raise PDDLError(f"type '{t}' has unknown parent '{parent}'", *pos_of(d), source)
+            seen = {t}
+            while (parent := self.types.get(t)) is not None:
+                if parent in seen:
+                    raise PDDLError(f"type hierarchy has a cycle through '{t}'", *pos_of(d), source)
+                seen.add(parent)
+                t = parent
+        for p in self.predicates.values():
+            for par in p.params:
+                self._known_types(par.types, f"predicate '{p.name}'", d, source)
+        for c, t in self.constants.items():
+            self._known_types((t,), f"constant '{c}'", d, source)
+
+    def _known_types(self, ts: tuple[str, ...], where: str, e: Expr, source: str) -> None:
+        for t in ts:
+            if t not in self.types:
+                raise PDDLError(f"unknown type '{t}' in {where}", *pos_of(e), source)
+
+    def _check_action(self, act: Action, e: SList, source: str) -> None:
+        where = f"action '{act.name}'"
+        for p in act.params:
+            self._known_types(p.types, where, e, source)
+        consts = set(self.constants)
+        for atom in [*atoms(act.precondition), *(x.atom for x in act.effects)]:
+            pred = self.predicates.get(atom.predicate)
+            if pred is None:
+                raise PDDLError(f"unknown predicate '{atom.predicate}' in {where}", *pos_of(e), source)
+            if pred.arity != len(atom.args):
+                raise PDDLError(
+                    f"{atom} in {where}: '{pred.name}' takes {pred.arity} argument(s)", *pos_of(e), source
+                )
+            for a in atom.args:
+                if not a.startswith("?") and a not in consts:
+                    raise PDDLError(f"unknown constant '{a}' in {where}", *pos_of(e), source)
+
+    # ---- types -----------------------------------------------------------------------------
+    def ancestors(self, t: str) -> list[str]:
+        """`t` and its supertypes up to `object`."""
+        out = []
+        cur: str | None = t
+        while cur is not None:
+            out.append(cur)
+            cur = self.types.get(cur)
+        return out
+
+    def is_subtype(self, t: str, of: str) -> bool:
+        return of in self.ancestors(t)
+
+    def accepts(self, types: tuple[str, ...], t: str) -> bool:
+        """Whether an object of type `t` fits a parameter typed `types` (either-aware)."""
+        anc = self.ancestors(t)
+        return any(x in anc for x in types)
+
+    def reduce_types(self, types: tuple[str, ...]) -> tuple[str, ...]:
+        """Drop members of an either-set already covered by a supertype in the set."""
+        return tuple(
+            sorted(t for t in types if not any(o != t and self.is_subtype(t, o) for o in types))
+        )
+
+    def common_supertype(self, types: tuple[str, ...]) -> str:
+        common = self.ancestors(types[0])
+        for t in types[1:]:
+            anc = set(self.ancestors(t))
+            common = [c for c in common if c in anc]
+        return common[0]
+
+    # ---- either compilation ------------------------------------------------------------------
+    @cached_property
+    def either_sets(self) -> dict[tuple[str, ...], str]:
+        """Either-sets that need a type predicate for planners, mapped to that predicate's name."""
+        sets: dict[tuple[str, ...], str] = {}
+
+        def note(params: tuple[Param, ...]) -> None:
+            for p in params:
+                r = self.reduce_types(p.types)
+                if len(r) > 1:
+                    sets.setdefault(r, "is_" + "_or_".join(r))
+
+        for a in self.actions.values():
+            note(a.params)
+            for f in [a.precondition, *(e.condition for e in a.effects)]:
+                for q in _quantifiers(f):
+                    note(q.params)
+            for e in a.effects:
+                note(e.params)
+        return sets
+
+    def type_text(self, types: tuple[str, ...]) -> str:
+        """A planner-safe type: the single reduced type or the common supertype of an either-set."""
+        r = self.reduce_types(types)
+        return r[0] if len(r) == 1 else self.common_supertype(r)
+
+    def guard(self, params: tuple[Param, ...]) -> list[Formula]:
+        """Type-predicate atoms that restore the meaning of widened either-typed params."""
+        out: list[Formula] = []
+        for p in params:
+            r = self.reduce_types(p.types)
+            if len(r) > 1:
+                out.append(Atom(self.either_sets[r], (p.name,)))
+        return out
+
+    def compile_formula(self, f: Formula) -> Formula:
+        """Rewrite quantifiers over either-types with type-predicate guards."""
+        if isinstance(f, Not):
+            return Not(self.compile_formula(f.arg))
+        if isinstance(f, And | Or):
+            return type(f)(tuple(self.compile_formula(a) for a in f.args))
+        if isinstance(f, Imply):
+            return Imply(self.compile_formula(f.left), self.compile_formula(f.right))
+        if isinstance(f, Quantified):
+            body = self.compile_formula(f.body)
+            g = self.guard(f.params)
+            if g:
+                cond = g[0] if len(g) == 1 else And(tuple(g))
+                body = Imply(cond, body) if f.kind == "forall" else And((cond, body))
+            return Quantified(f.kind, f.params, body)
+        return f
+
+    def compiled_pddl(self) -> str:
+        """This domain as PDDL without `either` types, accepted by unified-planning and FD."""
+        tt = self.type_text
+        lines = [f"(define (domain {self.name})"]
+        if self.requirements:
+            lines.append(f"  (:requirements {' '.join(self.requirements)})")
+        lines.append("  (:types " + " ".join(f"{t} - {p}" for t, p in self.types.items() if p) + ")")
+        if self.constants:
+            lines.append("  (:constants " + " ".join(f"{c} - {t}" for c, t in self.constants.items()) + ")")
+        preds = [f"({p.name} {params_pddl(p.params, tt)})".replace(" )", ")") for p in self.predicates.values()]
+        preds += [f"({name} ?x - {self.common_supertype(s)})" for s, name in self.either_sets.items()]
+        lines.append("  (:predicates\n    " + "\n    ".join(preds) + ")")
+        for a in self.actions.values():
+            pre = self.compile_formula(a.precondition)
+            g = self.guard(a.params)
+            if g:
+                pre = And((*g, *(pre.args if isinstance(pre, And) else (pre,))))
+            lines.append(f"  (:action {a.name}\n    :parameters ({params_pddl(a.params, tt)})")
+            lines.append(f"    :precondition {to_pddl(pre, tt)}")
+            lines.append(f"    :effect (and {' '.join(self._effect_pddl(e) for e in a.effects)}))")
+        lines.append(")")
+        return "\n".join(lines) + "\n"
+
+    def _effect_pddl(self, e: Effect) -> str:
+        tt = self.type_text
+        lit = str(e.atom) if e.add else f"(not {e.atom})"
+        conds = [*self.guard(e.params), *([] if e.condition == TRUE else [self.compile_formula(e.condition)])]
+        if conds:
+            c = conds[0] if len(conds) == 1 else And(tuple(conds))
+            lit = f"(when {to_pddl(c, tt)} {lit})"
+        if e.params:
+            lit = f"(forall ({params_pddl(e.params, tt)}) {lit})"
+        return lit
+
+    def type_facts(self, objects: dict[str, str]) -> list[Atom]:
+        """The static type-predicate atoms the compiled domain needs for these objects."""
+        return [
+            Atom(name, (o,))
+            for s, name in self.either_sets.items()
+            for o, t in {**self.constants, **objects}.items()
+            if self.accepts(s, t)
+        ]
+
+    # ---- metadata -------------------------------------------------------------------------------
+    def gloss(self, predicate: str) -> str:
+        """English gloss of a predicate from domain.toml, or a readable default."""
+        g = self.meta.get("predicates", {}).get(predicate, {}).get("gloss")
+        return g or predicate.replace("_", " ")
+
+    @cached_property
+    def invariants(self) -> list[MutexGroup]:
+        """Mutex groups synthesised from the action schemas, plus domain.toml's declared ones.
+
+        Declared invariants may only constrain predicates that no action changes (such as where
+        people are): everything an action changes is covered by the synthesis.
+        """
+        from domains.invariants import InvariantPart, MutexGroup
+
+        groups = list(_synthesized(self.compiled_pddl()))
+        static = self.static_predicates()
+        for decl in self.meta.get("invariants", []):
+            parts = []
+            for p in decl["parts"]:
+                pred = self.predicates.get(p["predicate"])
+                if pred is None or pred.name not in static:
+                    raise ValueError(f"domain.toml invariant on '{p['predicate']}': only predicates "
+                                     f"of the domain that no action changes may be declared")
+                key = tuple(p["key"])
+                rest = [i for i in range(pred.arity) if i not in key]
+                parts.append(InvariantPart(pred.name, key, rest[0] if len(rest) == 1 else None))
+            groups.append(MutexGroup(tuple(parts), bool(decl.get("exactly_one", False))))
+        return groups
+
+    def static_predicates(self) -> set[str]:
+        """Predicates that no action adds or deletes."""
+        changed = {e.atom.predicate for a in self.actions.values() for e in a.effects}
+        return set(self.predicates) - changed
+
+
+@functools.lru_cache(maxsize=16)
+def _synthesized(compiled_pddl: str) -> tuple[MutexGroup, ...]:
+    from domains.invariants import synthesize_invariants
+
+    return tuple(synthesize_invariants(compiled_pddl))
+
+
+def _parse_action(sec: SList, source: str) -> Action:
+    if len(sec) < 2 or not isinstance(sec[1], Sym):
+        raise PDDLError("action needs a name", *pos_of(sec), source)
+    name = str(sec[1])
+    fields: dict[str, Expr] = {}
+    it = iter(sec[2:])
+    for k in it:
+        if not isinstance(k, Sym) or not k.startswith(":"):
+            raise PDDLError(f"expected a keyword in action '{name}'", *pos_of(k), source)
+        v = next(it, None)
+        if v is None:
+            raise PDDLError(f"keyword {k} has no value", *pos_of(k), source)
+        fields[str(k)] = v
+    params_e = fields.get(":parameters", SList())
+    if not isinstance(params_e, SList):
+        raise PDDLError(":parameters must be a list", *pos_of(params_e), source)
+    params = tuple(parse_typed_list(list(params_e), source))
+    pre_e = fields.get(":precondition")
+    pre = parse_formula(pre_e, source) if pre_e is not None and pre_e != SList() else TRUE
+    eff_e = fields.get(":effect")
+    effects = tuple(parse_effect(eff_e, source)) if eff_e is not None else ()
+    return Action(name, params, pre, effects)
+
+
+def _quantifiers(f: Formula) -> list[Quantified]:
+    if isinstance(f, Quantified):
+        return [f, *_quantifiers(f.body)]
+    if isinstance(f, Not):
+        return _quantifiers(f.arg)
+    if isinstance(f, And | Or):
+        return [q for a in f.args for q in _quantifiers(a)]
+    if isinstance(f, Imply):
+        return _quantifiers(f.left) + _quantifiers(f.right)
+    return []
+
+
+BUNDLED = Path(__file__).parent
+
+
+def resolve_domain(spec: str | Path) -> Domain:
+    """Load a bundled domain by name (e.g. ``household``) or a domain.pddl / folder path."""
+    p = Path(spec)
+    if not p.exists() and (BUNDLED / str(spec) / "domain.pddl").is_file():
+        p = BUNDLED / str(spec)
+    if not p.exists():
+        names = sorted(d.name for d in BUNDLED.iterdir() if (d / "domain.pddl").is_file())
+        raise FileNotFoundError(f"no domain '{spec}': not a file, and bundled domains are {names}")
+    return Domain.load(p)

@@ -1,0 +1,172 @@
+"""Verification of proposed state changes against a domain and the current state."""
+
+from __future__ import annotations
+
+import difflib
+from collections import defaultdict
+from collections.abc import Collection, Iterable
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Protocol
+
+from domains.invariants import MutexGroup
+from domains.model import NAME_RE, Domain
+
+GroundAtom = tuple[str, tuple[str, ...]]
+Instance = tuple[int, tuple[str, ...]]  # (group index, key)
+
+
+class IssueKind(StrEnum):
+    UNKNOWN_PREDICATE = "unknown_predicate"
+    WRONG_ARITY = "wrong_arity"
+    UNKNOWN_ENTITY = "unknown_entity"
+    WRONG_TYPE = "wrong_type"
+    ABSENT_FACT = "absent_fact"
+    PRESENT_FACT = "present_fact"
+    CONTRADICTION = "contradiction"
+    INVARIANT = "invariant"
+    BAD_NAME = "bad_name"
+    UNKNOWN_TYPE = "unknown_type"
+    DUPLICATE_ENTITY = "duplicate_entity"
+
+
+@dataclass(frozen=True)
+class Issue:
+    """One reason a change is refused, rendered as a short English message."""
+
+    kind: IssueKind
+    message: str
+    fact: str | None = None
+
+    def __str__(self) -> str:
+        return self.message
+
+
+class StateView(Protocol):
+    """The read access verification needs, answered inside the store's write transaction."""
+
+    def entity_types(self, names: Collection[str]) -> dict[str, str]: ...
+
+    def present(self, atoms: Collection[GroundAtom]) -> set[GroundAtom]: ...
+
+    def facts_about(self, names: Collection[str]) -> list[GroundAtom]:
+        """Every fact with one of `names` among its arguments."""
+
+    def facts_of(self, predicates: Collection[str]) -> list[GroundAtom]:
+        """Every fact of the given predicates."""
+
+
+def show(atom: GroundAtom) -> str:
+    return f"({' '.join((atom[0], *atom[1]))})"
+
+
+def verify(
+    domain: Domain,
+    add: Iterable[GroundAtom],
+    remove: Iterable[GroundAtom],
+    new_entities: dict[str, str],
+    view: StateView,
+) -> list[Issue]:
+    """All issues that forbid applying the change; an empty list means it is valid."""
+    add, remove = list(dict.fromkeys(add)), list(dict.fromkeys(remove))
+    issues: list[Issue] = []
+    mentioned = {a for _, args in add + remove for a in args}
+    known = {**domain.constants, **view.entity_types(mentioned | set(new_entities))}
+    for name, t in new_entities.items():
+        if not NAME_RE.match(name):
+            issues.append(Issue(IssueKind.BAD_NAME, f"'{name}' is not a valid name: use lower-case "
+                                "letters, digits, '_' and '-', starting with a letter"))
+        if t not in domain.types:
+            issues.append(Issue(IssueKind.UNKNOWN_TYPE, f"new entity '{name}' has unknown type '{t}'"
+                                f"{_suggest(t, domain.types)}"))
+        elif name in known and known[name] != t:
+            issues.append(Issue(IssueKind.DUPLICATE_ENTITY,
+                                f"'{name}' already exists as a {known[name]}, not a {t}"))
+    types = {**new_entities, **known}
+    for atom in add + remove:
+        issues += _check_atom(domain, atom, types)
+    if issues:
+        return issues
+    for atom in set(add) & set(remove):
+        issues.append(Issue(IssueKind.CONTRADICTION, f"{show(atom)} is both added and removed", show(atom)))
+    present = view.present(add + remove)
+    for atom in remove:
+        if atom not in present:
+            issues.append(Issue(IssueKind.ABSENT_FACT, f"cannot remove {show(atom)}: it is not true now",
+                                show(atom)))
+    for atom in add:
+        if atom in present:
+            issues.append(Issue(IssueKind.PRESENT_FACT, f"cannot add {show(atom)}: it is already true",
+                                show(atom)))
+    if issues:
+        return issues
+    return _check_invariants(domain.invariants, add, remove, view)
+
+
+def _check_atom(domain: Domain, atom: GroundAtom, types: dict[str, str]) -> list[Issue]:
+    pred_name, args = atom
+    pred = domain.predicates.get(pred_name)
+    s = show(atom)
+    if pred is None:
+        return [Issue(IssueKind.UNKNOWN_PREDICATE,
+                      f"{s}: unknown predicate '{pred_name}'{_suggest(pred_name, domain.predicates)}", s)]
+    if pred.arity != len(args):
+        sig = " ".join(f"?{p.name.lstrip('?')}" for p in pred.params)
+        return [Issue(IssueKind.WRONG_ARITY, f"{s}: '{pred_name}' takes {pred.arity} argument(s): "
+                      f"({pred_name} {sig})".replace(" )", ")"), s)]
+    out = []
+    for i, (arg, param) in enumerate(zip(args, pred.params, strict=True), 1):
+        t = types.get(arg)
+        if t is None:
+            out.append(Issue(IssueKind.UNKNOWN_ENTITY,
+                             f"{s}: argument {i} '{arg}' is not a known entity{_suggest(arg, types)}", s))
+        elif not domain.accepts(param.types, t):
+            want = " or ".join(param.types)
+            out.append(Issue(IssueKind.WRONG_TYPE,
+                             f"{s}: argument {i} '{arg}' is a {t}, but {pred_name} expects a {want}", s))
+    return out
+
+
+def _check_invariants(groups: list[MutexGroup], add: list[GroundAtom], remove: list[GroundAtom],
+                      view: StateView) -> list[Issue]:
+    """Check every mutex group instance the change touches, reading the state in two queries."""
+    parts: dict[str, list[tuple[int, tuple[int, ...]]]] = defaultdict(list)
+    for gi, g in enumerate(groups):
+        for part in g.parts:
+            parts[part.predicate].append((gi, part.key_positions))
+
+    def instances(atoms: Iterable[GroundAtom]) -> dict[Instance, set[GroundAtom]]:
+        out: dict[Instance, set[GroundAtom]] = defaultdict(set)
+        for atom in atoms:
+            for gi, keys in parts.get(atom[0], ()):
+                out[(gi, tuple(atom[1][k] for k in keys))].add(atom)
+        return out
+
+    touched = instances(add + remove)
+    if not touched:
+        return []
+    keyed = {key[0] for _, key in touched if key}
+    keyless = {p.predicate for gi, key in touched if not key for p in groups[gi].parts}
+    state = (view.facts_about(keyed) if keyed else []) + (view.facts_of(keyless) if keyless else [])
+    before_all, added, removed = instances(state), instances(add), set(remove)
+    out = []
+    for gi, key in sorted(touched):
+        g = groups[gi]
+        before = before_all.get((gi, key), set())
+        after = (before - removed) | added.get((gi, key), set())
+        who = ", ".join(key) or "the world"
+        if len(after) > 1:
+            listed = " and ".join(show(a) for a in sorted(after))
+            out.append(Issue(IssueKind.INVARIANT,
+                             f"{who} would have {listed} at once, but {g.describe()}", listed))
+        elif g.exactly_one and before and not after:
+            gone = " and ".join(show(a) for a in sorted(before))
+            out.append(Issue(IssueKind.INVARIANT,
+                             f"removing {gone} leaves {who} with none, but {g.describe()}; "
+                             "say where it is now", gone))
+    return out
+
+
+def _suggest(word: str, choices: Iterable[str]) -> str:
+    close = difflib.get_close_matches(word, list(choices), n=1)
+    return f"; did you mean '{close[0]}'?" if close else ""

@@ -1,0 +1,402 @@
+"""The Neo4j backend: the official driver, Cypher 5, parameterised and batched queries.
+
+Mapping: entities are ``(:Entity {name, type, attrs})`` nodes (``attrs`` as JSON); unary facts
+are ``true`` node properties named after the predicate, binary facts are relationships typed by
+the predicate, nullary facts are properties of one ``(:World)`` node, and higher arities are
+``(:Fact {predicate, args})`` nodes with ``[:ARG {pos}]`` edges. The history is ``(:Change)``
+nodes, metadata ``(:Meta {key, value})`` nodes. User data only ever travels as parameters; the
+only names put into query text are the domain's predicate names (checked, backtick-quoted) and
+this module's own labels.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+import time
+from collections import defaultdict
+from collections.abc import Callable, Collection, Iterator
+from contextlib import contextmanager
+from typing import Any, TypeVar
+
+from neo4j import READ_ACCESS, WRITE_ACCESS, GraphDatabase, Session, Transaction
+from neo4j.exceptions import (
+    AuthError,
+    ClientError,
+    ConfigurationError,
+    ConstraintError,
+    ServiceUnavailable,
+    SessionExpired,
+    TransientError,
+)
+
+from domains.model import Domain
+from domains.verify import GroundAtom, Issue
+from graph.base import GraphError, Tx, WorldGraph, fact_of
+from graph.model import Change, Delta, Entity, Fact
+
+T = TypeVar("T")
+Runner = Session | Transaction
+
+CHUNK = 2000  # rows per UNWIND write
+RETRIES = 8  # attempts for a write that lost a race with another writer
+TIMEOUT = 5.0  # seconds to connect
+LABELS = ("Entity", "Fact", "Change", "Meta", "World")
+RESERVED_TYPES = {*LABELS, "ARG"}  # ArcadeDB: labels and relationship types share one namespace
+RESERVED_PROPS = {"name", "type", "attrs"}
+IDENT = re.compile(r"[A-Za-z][A-Za-z0-9_-]*")
+SCHEMA = (
+    "CREATE CONSTRAINT kgplan_entity_name IF NOT EXISTS FOR (n:Entity) REQUIRE n.name IS UNIQUE",
+    "CREATE INDEX kgplan_entity_type IF NOT EXISTS FOR (n:Entity) ON (n.type)",
+    "CREATE INDEX kgplan_fact IF NOT EXISTS FOR (f:Fact) ON (f.predicate, f.args)",
+    "CREATE CONSTRAINT kgplan_change_id IF NOT EXISTS FOR (c:Change) REQUIRE c.id IS UNIQUE",
+    "CREATE CONSTRAINT kgplan_meta_key IF NOT EXISTS FOR (m:Meta) REQUIRE m.key IS UNIQUE",
+)
+LOCK = "MERGE (l:Meta {key: 'lock'}) SET l.at = timestamp()"  # every writer touches it first
+
+# Reads: each part answers one arity class; parts are joined with UNION ALL into one query.
+PRESENT = {
+    0: "UNWIND $a0 AS r MATCH (w:World) WHERE w[r.p] = true RETURN r.i AS i",
+    1: "UNWIND $a1 AS r MATCH (n:Entity {name: r.a}) WHERE n[r.p] = true RETURN r.i AS i",
+    2: "UNWIND $a2 AS r MATCH (:Entity {name: r.a})-[x]->(:Entity {name: r.b}) "
+       "WHERE type(x) = r.p RETURN r.i AS i",
+    3: "UNWIND $a3 AS r MATCH (f:Fact {predicate: r.p, args: r.j}) RETURN r.i AS i",
+}
+ABOUT = (
+    "UNWIND $names AS nm MATCH (n:Entity {name: nm}) "
+    "UNWIND [p IN $unary WHERE n[p] = true] AS p RETURN p, [nm] AS args",
+    "UNWIND $names AS nm MATCH (:Entity {name: nm})-[x]-(:Entity) "
+    "RETURN type(x) AS p, [startNode(x).name, endNode(x).name] AS args",
+    "UNWIND $names AS nm MATCH (:Entity {name: nm})<-[:ARG]-(f:Fact) "
+    "RETURN DISTINCT f.predicate AS p, f.args AS args",
+)
+OF = {
+    0: "MATCH (w:World) UNWIND [p IN $nullary WHERE w[p] = true] AS p RETURN p, [] AS args",
+    1: "MATCH (n:Entity) UNWIND [p IN $unary WHERE n[p] = true] AS p RETURN p, [n.name] AS args",
+    2: "MATCH (a:Entity)-[x:{types}]->(b:Entity) RETURN type(x) AS p, [a.name, b.name] AS args",
+    3: "MATCH (f:Fact) WHERE f.predicate IN $reified RETURN f.predicate AS p, f.args AS args",
+}
+# Writes.
+MERGE_ENTITIES = ("UNWIND $rows AS r MERGE (n:Entity {name: r.name}) "
+                  "ON CREATE SET n.type = r.type, n.attrs = r.attrs")
+MISSING = ("UNWIND $names AS nm OPTIONAL MATCH (n:Entity {name: nm}) WITH nm, n WHERE n IS NULL "
+           "RETURN nm")
+SET_PROPS = "UNWIND $rows AS r MATCH (n:Entity {name: r.a}) SET n += r.props"
+SET_WORLD = "MERGE (w:World) SET w += $props"
+ADD_EDGES = ("UNWIND $rows AS r MATCH (a:Entity {name: r.a}), (b:Entity {name: r.b}) "
+             "MERGE (a)-[:`{p}`]->(b)")
+DEL_EDGES = ("UNWIND $rows AS r MATCH (:Entity {name: r.a})-[x:`{p}`]->(:Entity {name: r.b}) "
+             "DELETE x")
+ADD_FACTS = ("UNWIND $rows AS r MERGE (f:Fact {predicate: r.p, args: r.j}) WITH f, r "
+             "UNWIND range(0, size(r.args) - 1) AS i MATCH (e:Entity {name: r.args[i]}) "
+             "MERGE (f)-[:ARG {pos: i}]->(e)")
+DEL_FACTS = "UNWIND $rows AS r MATCH (f:Fact {predicate: r.p, args: r.j}) DETACH DELETE f"
+ADD_CHANGE = ("MERGE (s:Meta {key: 'change_seq'}) ON CREATE SET s.seq = 0 SET s.seq = s.seq + 1 "
+              "CREATE (c:Change {id: s.seq, time: $time, undo_of: $undo_of, delta: $delta}) "
+              "RETURN c.id AS id")
+CHANGE_FIELDS = " RETURN c.id AS id, c.time AS time, c.undo_of AS undo_of, c.delta AS delta"
+COUNT = ("MATCH (n:Entity) WITH count(CASE WHEN NOT n.name IN $consts THEN 1 END) AS e, "
+         "sum(size([p IN $unary WHERE n[p] = true])) AS u OPTIONAL MATCH (w:World) "
+         "RETURN e, u + size([p IN $nullary WHERE w[p] = true]) "
+         "+ COUNT { (:Entity)-->(:Entity) } + COUNT { (:Fact) } AS f")
+
+
+def _key(args: Collection[str]) -> str:
+    return json.dumps(list(args), separators=(",", ":"))
+
+
+def _chunks(rows: list[Any]) -> Iterator[list[Any]]:
+    for i in range(0, len(rows), CHUNK):
+        yield rows[i : i + CHUNK]
+
+
+def _arities(domain: Domain) -> dict[str, int]:
+    """The domain's predicate arities; refuses names this mapping cannot store safely."""
+    for p in domain.predicates.values():
+        if not IDENT.fullmatch(p.name):
+            raise GraphError(f"predicate '{p.name}' cannot be stored in Neo4j: "
+                             "use letters, digits, '_' and '-', starting with a letter")
+        if p.name in RESERVED_TYPES:
+            raise GraphError(f"predicate '{p.name}' cannot be stored in Neo4j: "
+                             f"{', '.join(sorted(RESERVED_TYPES))} are reserved labels")
+        if p.arity == 1 and p.name in RESERVED_PROPS:
+            raise GraphError(f"unary predicate '{p.name}' cannot be stored in Neo4j: "
+                             f"{', '.join(sorted(RESERVED_PROPS))} are reserved properties")
+    return {name: p.arity for name, p in domain.predicates.items()}
+
+
+def _atoms(rows: Iterator[Any]) -> list[GroundAtom]:
+    """(predicate, args) rows, args a list or JSON; duplicates dropped."""
+    out = ((r["p"], tuple(json.loads(a) if isinstance(a, str) else a)) for r in rows
+           for a in [r["args"]])
+    return list(dict.fromkeys(out))
+
+
+def _entity_types(q: Runner, names: Collection[str]) -> dict[str, str]:
+    rows = q.run("UNWIND $names AS nm MATCH (n:Entity {name: nm}) RETURN nm, n.type AS type",
+                 {"names": list(names)})
+    return {r["nm"]: r["type"] for r in rows}
+
+
+def _present(q: Runner, atoms: Collection[GroundAtom]) -> set[GroundAtom]:
+    atoms = list(atoms)
+    if not atoms:
+        return set()
+    groups: dict[int, list[dict[str, Any]]] = defaultdict(list)
+    for i, (p, args) in enumerate(atoms):
+        row = {"i": i, "p": p, "j": _key(args), **dict(zip("ab", args, strict=False))}
+        groups[min(len(args), 3)].append(row)
+    query = " UNION ALL ".join(PRESENT[k] for k in sorted(groups))
+    return {atoms[r["i"]] for r in q.run(query, {f"a{k}": rows for k, rows in groups.items()})}
+
+
+def _facts_about(q: Runner, names: Collection[str], arity: dict[str, int]) -> list[GroundAtom]:
+    unary = [p for p, n in arity.items() if n == 1]
+    return _atoms(q.run(" UNION ALL ".join(ABOUT), {"names": list(names), "unary": unary}))
+
+
+def _facts_of(q: Runner, predicates: Collection[str], arity: dict[str, int]) -> list[GroundAtom]:
+    by: dict[int, list[str]] = {k: [] for k in OF}
+    for p in predicates:
+        if p in arity:
+            by[min(arity[p], 3)].append(p)
+    types = "|".join(f"`{p}`" for p in by[2])  # names checked by _arities
+    parts = [OF[k].replace("{types}", types) for k in OF if by[k]]
+    if not parts:
+        return []
+    return _atoms(q.run(" UNION ALL ".join(parts),
+                        {"nullary": by[0], "unary": by[1], "reified": by[3]}))
+
+
+def _change(r: Any) -> Change:
+    return Change(id=r["id"], time=r["time"], undo_of=r["undo_of"],
+                  delta=Delta.model_validate_json(r["delta"]))
+
+
+class _Neo4jTx(Tx):
+    def __init__(self, tx: Transaction, graph: Neo4jGraph) -> None:
+        self.tx, self.graph = tx, graph
+
+    def entity_types(self, names: Collection[str]) -> dict[str, str]:
+        return _entity_types(self.tx, names)
+
+    def present(self, atoms: Collection[GroundAtom]) -> set[GroundAtom]:
+        return _present(self.tx, atoms)
+
+    def facts_about(self, names: Collection[str]) -> list[GroundAtom]:
+        return _facts_about(self.tx, names, _arities(self.graph.domain))
+
+    def facts_of(self, predicates: Collection[str]) -> list[GroundAtom]:
+        return _facts_of(self.tx, predicates, _arities(self.graph.domain))
+
+    def write(self, delta: Delta, undo_of: int | None) -> Change:
+        domain = self.graph.domain
+        arity = _arities(domain)
+        add, remove = list(dict.fromkeys(delta.add)), list(dict.fromkeys(delta.remove))
+        for f in add + remove:
+            if arity.get(f.predicate) != len(f.args):
+                raise GraphError(f"{f} does not match a predicate of domain {domain.name}")
+        used = {a for f in add for a in f.args}
+        rows = [{"name": e.name, "type": e.type, "attrs": json.dumps(e.attrs)}
+                for e in delta.new_entities]
+        rows += [{"name": c, "type": domain.constants[c], "attrs": "{}"}
+                 for c in sorted(used & domain.constants.keys())]  # constants get nodes on use
+        self._run(MERGE_ENTITIES, rows)
+        if missing := [r["nm"] for r in self.tx.run(MISSING, {"names": sorted(used)})]:
+            raise GraphError(f"cannot add facts about unknown entities: {missing}")
+
+        props: dict[str, dict[str, bool | None]] = defaultdict(dict)  # entity -> unary changes
+        world: dict[str, bool | None] = {}
+        edges: dict[tuple[str, bool], list[dict[str, str]]] = defaultdict(list)
+        reified: dict[bool, list[dict[str, Any]]] = defaultdict(list)
+        for added, facts in ((False, remove), (True, add)):  # removals first, as sqlite does
+            for f in facts:
+                value = True if added else None  # a null property is removed
+                if not f.args:
+                    world[f.predicate] = value
+                elif len(f.args) == 1:
+                    props[f.args[0]][f.predicate] = value
+                elif len(f.args) == 2:
+                    edges[f.predicate, added].append({"a": f.args[0], "b": f.args[1]})
+                else:
+                    reified[added].append({"p": f.predicate, "j": _key(f.args), "args": f.args})
+        if world:
+            self.tx.run(SET_WORLD, {"props": world}).consume()
+        self._run(SET_PROPS, [{"a": a, "props": p} for a, p in props.items()])
+        for (p, added), pairs in sorted(edges.items(), key=lambda kv: kv[0][1]):
+            self._run((ADD_EDGES if added else DEL_EDGES).replace("{p}", p), pairs)
+        self._run(DEL_FACTS, reified[False])
+        self._run(ADD_FACTS, reified[True])
+
+        change = Change(id=0, delta=delta, undo_of=undo_of)
+        params = {"time": change.time.isoformat(), "undo_of": undo_of,
+                  "delta": delta.model_dump_json()}
+        change.id = self.tx.run(ADD_CHANGE, params).single(strict=True)["id"]
+        return change
+
+    def _run(self, query: str, rows: list[dict[str, Any]]) -> None:
+        for chunk in _chunks(rows):
+            self.tx.run(query, {"rows": chunk}).consume()
+
+    def change(self, change_id: int) -> Change | None:
+        row = self.tx.run("MATCH (c:Change {id: $id})" + CHANGE_FIELDS, {"id": change_id}).single()
+        return _change(row) if row else None
+
+
+class Neo4jGraph(WorldGraph):
+    """World graph in a Neo4j (or Bolt-compatible) database; one transaction per change."""
+
+    def __init__(self, uri: str, user: str, password: str, database: str) -> None:
+        self.url, self.database = uri, database
+        try:
+            self.driver = GraphDatabase.driver(uri, auth=(user, password),
+                                               connection_timeout=TIMEOUT)
+        except (ConfigurationError, ValueError) as e:
+            raise GraphError(f"bad Neo4j URI {uri!r}: {e}") from e
+        self.bookmarks = GraphDatabase.bookmark_manager()  # read your own writes on clusters
+        try:
+            with self._session(WRITE_ACCESS) as s:
+                for q in SCHEMA:
+                    s.run(q).consume()
+        except BaseException as e:
+            self.driver.close()  # a pooled connection may stay bound to a missing database
+            if isinstance(e, ValueError):  # the address does not resolve
+                raise GraphError(f"bad Neo4j URI {uri!r}: {e}") from e
+            raise
+
+    @contextmanager
+    def _session(self, mode: str = READ_ACCESS) -> Iterator[Session]:
+        """A session on the store's database; connection problems become GraphErrors."""
+        where = f"Neo4j at {self.url}"
+        try:
+            with self.driver.session(database=self.database, default_access_mode=mode,
+                                     bookmark_manager=self.bookmarks) as s:
+                yield s
+        except (ServiceUnavailable, SessionExpired) as e:
+            raise GraphError(f"cannot reach {where}: {e}") from e
+        except AuthError as e:
+            raise GraphError(f"{where} refused the user name or password: {e.message}") from e
+        except ClientError as e:
+            if e.code != "Neo.ClientError.Database.DatabaseNotFound":
+                raise
+            raise GraphError(f"{where} has no database '{self.database}': {e.message}") from e
+
+    def _retry(self, work: Callable[[], T]) -> T:
+        """Run a write, again if it lost a race with a concurrent writer (it was rolled back)."""
+        attempt = 0
+        while True:
+            try:
+                return work()
+            except (TransientError, ConstraintError) as e:
+                attempt += 1
+                if attempt == RETRIES:
+                    raise GraphError(f"{self.url}: write kept conflicting with others: {e}") from e
+                time.sleep(random.uniform(0, 0.01 * 2**attempt))
+
+    @contextmanager
+    def _write(self) -> Iterator[Transaction]:
+        with self._session(WRITE_ACCESS) as s:
+            tx = s.begin_transaction()
+            try:
+                tx.run(LOCK).consume()  # serialises writers: reads and writes never interleave
+                yield tx
+            except BaseException:
+                tx.rollback()
+                raise
+            tx.commit()
+
+    @contextmanager
+    def transaction(self) -> Iterator[Tx]:
+        with self._write() as tx:
+            yield _Neo4jTx(tx, self)
+
+    def init(self, domain: Domain, force: bool = False) -> None:
+        _arities(domain)  # refuse a domain this backend cannot store before binding it
+        super().init(domain, force)
+
+    def check(self, delta: Delta) -> list[Issue]:
+        return self._retry(lambda: super(Neo4jGraph, self).check(delta))
+
+    def apply(self, delta: Delta, *, verified: bool = True, undo_of: int | None = None) -> Change:
+        return self._retry(lambda: super(Neo4jGraph, self).apply(
+            delta, verified=verified, undo_of=undo_of))
+
+    def undo(self, change_id: int) -> Change:
+        return self._retry(lambda: super(Neo4jGraph, self).undo(change_id))
+
+    def get_meta(self, key: str) -> str | None:
+        with self._session() as s:
+            row = s.run("MATCH (m:Meta {key: $key}) RETURN m.value AS v", {"key": key}).single()
+        return row["v"] if row else None
+
+    def set_meta(self, values: dict[str, str]) -> None:
+        def work() -> None:
+            with self._write() as tx:
+                tx.run("UNWIND $rows AS r MERGE (m:Meta {key: r.k}) SET m.value = r.v",
+                       {"rows": [{"k": k, "v": v} for k, v in values.items()]}).consume()
+        self._retry(work)
+
+    def _bound(self) -> Domain | None:
+        """The bound domain, or None while the store is not initialised."""
+        if "domain" not in self.__dict__ and self.get_meta("domain_pddl") is None:
+            return None
+        return self.domain
+
+    def _arity(self) -> dict[str, int]:
+        return _arities(d) if (d := self._bound()) else {}
+
+    def _constants(self) -> list[str]:
+        return list(d.constants) if (d := self._bound()) else []
+
+    def entities(self, names: Collection[str] | None = None) -> list[Entity]:
+        q = "MATCH (n:Entity)"
+        if names is not None:
+            q = "UNWIND $names AS nm MATCH (n:Entity {name: nm})"
+        q += " WHERE NOT n.name IN $consts RETURN n.name AS name, n.type AS type, n.attrs AS attrs"
+        with self._session() as s:
+            rows = s.run(q + " ORDER BY name", {"names": list(names or ()),
+                                                "consts": self._constants()})
+            return [Entity(name=r["name"], type=r["type"], attrs=json.loads(r["attrs"]))
+                    for r in rows]
+
+    def facts(self, predicate: str | None = None, entity: str | None = None) -> list[Fact]:
+        arity = self._arity()
+        with self._session() as s:
+            if entity is not None:
+                atoms = [a for a in _facts_about(s, [entity], arity) if predicate in (None, a[0])]
+            else:
+                atoms = _facts_of(s, arity if predicate is None else [predicate], arity)
+        return [fact_of(a) for a in sorted(atoms)]
+
+    def facts_about(self, names: Collection[str]) -> list[Fact]:
+        with self._session() as s:
+            return [fact_of(a) for a in _facts_about(s, names, self._arity())]
+
+    def history(self, limit: int | None = None) -> list[Change]:
+        q = "MATCH (c:Change)" + CHANGE_FIELDS + " ORDER BY c.id DESC"
+        q += " LIMIT $limit" if limit else ""
+        with self._session() as s:
+            rows = [_change(r) for r in s.run(q, {"limit": limit})]
+        return rows[::-1]
+
+    def count(self) -> tuple[int, int]:
+        arity = self._arity()
+        params = {"consts": self._constants(),
+                  "unary": [p for p, n in arity.items() if n == 1],
+                  "nullary": [p for p, n in arity.items() if n == 0]}
+        with self._session() as s:
+            row = s.run(COUNT, params).single(strict=True)
+        return row["e"], row["f"]
+
+    def clear(self) -> None:
+        with self._session(WRITE_ACCESS) as s:
+            for label in LABELS:
+                q = f"MATCH (n:{label}) WITH n LIMIT {CHUNK} DETACH DELETE n RETURN count(*) AS n"
+                while s.run(q).single(strict=True)["n"]:
+                    pass
+        self.__dict__.pop("domain", None)
+
+    def close(self) -> None:
+        self.driver.close()
+

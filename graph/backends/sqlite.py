@@ -1,0 +1,204 @@
+"""The embedded default backend: one SQLite database file (WAL, indexed, atomic changes)."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Collection, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from domains.verify import GroundAtom
+from graph.base import GraphError, Tx, WorldGraph
+from graph.model import Change, Delta, Entity, Fact
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS entities(
+    name TEXT PRIMARY KEY, type TEXT NOT NULL, attrs TEXT NOT NULL DEFAULT '{}') WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS facts(
+    id INTEGER PRIMARY KEY, predicate TEXT NOT NULL, args TEXT NOT NULL, UNIQUE(predicate, args));
+CREATE TABLE IF NOT EXISTS fact_args(
+    entity TEXT NOT NULL, fact_id INTEGER NOT NULL, pos INTEGER NOT NULL,
+    PRIMARY KEY(entity, fact_id, pos)) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS fact_args_fact ON fact_args(fact_id);
+CREATE TABLE IF NOT EXISTS changes(
+    id INTEGER PRIMARY KEY AUTOINCREMENT, time TEXT NOT NULL, undo_of INTEGER, delta TEXT NOT NULL);
+"""
+CHUNK = 500  # rows per statement, well under SQLite's bound-parameter limit
+
+
+def _key(args: tuple[str, ...]) -> str:
+    return json.dumps(list(args), separators=(",", ":"))
+
+
+def _chunks(items: list, n: int = CHUNK) -> Iterator[list]:
+    for i in range(0, len(items), n):
+        yield items[i : i + n]
+
+
+class _SqliteTx(Tx):
+    def __init__(self, db: sqlite3.Connection) -> None:
+        self.db = db
+
+    def entity_types(self, names: Collection[str]) -> dict[str, str]:
+        return _entity_types(self.db, names)
+
+    def present(self, atoms: Collection[GroundAtom]) -> set[GroundAtom]:
+        out: set[GroundAtom] = set()
+        for chunk in _chunks(list(atoms)):
+            values = ",".join("(?,?)" for _ in chunk)
+            params = [x for p, a in chunk for x in (p, _key(a))]
+            rows = self.db.execute(
+                f"SELECT predicate, args FROM facts WHERE (predicate, args) IN (VALUES {values})", params
+            )
+            out |= {(p, tuple(json.loads(a))) for p, a in rows}
+        return out
+
+    def facts_about(self, names: Collection[str]) -> list[GroundAtom]:
+        return [(f.predicate, f.args) for f in _facts_about(self.db, names)]
+
+    def facts_of(self, predicates: Collection[str]) -> list[GroundAtom]:
+        out = []
+        for chunk in _chunks(list(predicates)):
+            q = f"SELECT predicate, args FROM facts WHERE predicate IN ({','.join('?' * len(chunk))})"
+            out += [(p, tuple(json.loads(a))) for p, a in self.db.execute(q, chunk)]
+        return out
+
+    def write(self, delta: Delta, undo_of: int | None) -> Change:
+        db = self.db
+        db.executemany(
+            "INSERT OR IGNORE INTO entities(name, type, attrs) VALUES (?,?,?)",
+            [(e.name, e.type, json.dumps(e.attrs)) for e in delta.new_entities],
+        )
+        for f in delta.remove:
+            row = db.execute("DELETE FROM facts WHERE predicate=? AND args=? RETURNING id",
+                             (f.predicate, _key(f.args))).fetchone()
+            if row:
+                db.execute("DELETE FROM fact_args WHERE fact_id=?", row)
+        for f in dict.fromkeys(delta.add):
+            row = db.execute("INSERT OR IGNORE INTO facts(predicate, args) VALUES (?,?) RETURNING id",
+                             (f.predicate, _key(f.args))).fetchone()
+            if row:
+                db.executemany("INSERT OR IGNORE INTO fact_args(entity, fact_id, pos) VALUES (?,?,?)",
+                               [(a, row[0], i) for i, a in enumerate(f.args)])
+        change = Change(id=0, delta=delta, undo_of=undo_of)
+        cur = db.execute("INSERT INTO changes(time, undo_of, delta) VALUES (?,?,?)",
+                         (change.time.isoformat(), undo_of, delta.model_dump_json()))
+        change.id = int(cur.lastrowid or 0)
+        return change
+
+    def change(self, change_id: int) -> Change | None:
+        row = self.db.execute("SELECT id, time, undo_of, delta FROM changes WHERE id=?",
+                              (change_id,)).fetchone()
+        return _change(row) if row else None
+
+
+def _change(row: tuple) -> Change:
+    return Change(id=row[0], time=row[1], undo_of=row[2], delta=Delta.model_validate_json(row[3]))
+
+
+def _entity_types(db: sqlite3.Connection, names: Collection[str]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for chunk in _chunks(list(names)):
+        q = f"SELECT name, type FROM entities WHERE name IN ({','.join('?' * len(chunk))})"
+        out.update(db.execute(q, chunk).fetchall())
+    return out
+
+
+def _facts_about(db: sqlite3.Connection, names: Collection[str]) -> list[Fact]:
+    out: dict[int, Fact] = {}
+    for chunk in _chunks(list(names)):
+        q = ("SELECT DISTINCT f.id, f.predicate, f.args FROM fact_args a JOIN facts f ON f.id = a.fact_id "
+             f"WHERE a.entity IN ({','.join('?' * len(chunk))})")
+        for i, p, a in db.execute(q, chunk):
+            out[i] = Fact(predicate=p, args=tuple(json.loads(a)))
+    return list(out.values())
+
+
+class SqliteGraph(WorldGraph):
+    """World graph in one SQLite file; every change and its history record share a transaction."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self.url = f"sqlite:{self.path}"
+        if not self.path.parent.is_dir():
+            raise GraphError(f"cannot create {self.path}: folder {self.path.parent} does not exist")
+        try:
+            self.db = sqlite3.connect(self.path, isolation_level=None, timeout=60,
+                                      check_same_thread=False)
+            self.db.execute("PRAGMA journal_mode=WAL")
+            self.db.execute("PRAGMA synchronous=NORMAL")
+            self.db.execute("PRAGMA foreign_keys=ON")
+            self.db.executescript(SCHEMA)
+        except sqlite3.DatabaseError as e:
+            raise GraphError(f"cannot open {self.path} as a kgplan store: {e}") from e
+
+    @contextmanager
+    def _tx(self) -> Iterator[sqlite3.Connection]:
+        self.db.execute("BEGIN IMMEDIATE")
+        try:
+            yield self.db
+        except BaseException:
+            self.db.execute("ROLLBACK")
+            raise
+        self.db.execute("COMMIT")
+
+    @contextmanager
+    def transaction(self) -> Iterator[Tx]:
+        with self._tx() as db:
+            yield _SqliteTx(db)
+
+    def get_meta(self, key: str) -> str | None:
+        row = self.db.execute("SELECT value FROM meta WHERE key=?", (key,)).fetchone()
+        return row[0] if row else None
+
+    def set_meta(self, values: dict[str, str]) -> None:
+        with self._tx() as db:
+            db.executemany("INSERT OR REPLACE INTO meta(key, value) VALUES (?,?)", values.items())
+
+    def entities(self, names: Collection[str] | None = None) -> list[Entity]:
+        if names is None:
+            rows = self.db.execute("SELECT name, type, attrs FROM entities ORDER BY name").fetchall()
+        else:
+            rows = []
+            for chunk in _chunks(sorted(names)):
+                q = f"SELECT name, type, attrs FROM entities WHERE name IN ({','.join('?' * len(chunk))})"
+                rows += self.db.execute(q, chunk).fetchall()
+        return [Entity(name=n, type=t, attrs=json.loads(a)) for n, t, a in rows]
+
+    def facts(self, predicate: str | None = None, entity: str | None = None) -> list[Fact]:
+        if entity is not None:
+            out = _facts_about(self.db, [entity])
+            return sorted((f for f in out if predicate in (None, f.predicate)), key=_order)
+        q, params = "SELECT predicate, args FROM facts", ()
+        if predicate is not None:
+            q, params = q + " WHERE predicate=?", (predicate,)
+        rows = self.db.execute(q + " ORDER BY predicate, args", params)
+        return [Fact(predicate=p, args=tuple(json.loads(a))) for p, a in rows]
+
+    def facts_about(self, names: Collection[str]) -> list[Fact]:
+        return _facts_about(self.db, names)
+
+    def history(self, limit: int | None = None) -> list[Change]:
+        q = "SELECT id, time, undo_of, delta FROM changes ORDER BY id DESC"
+        rows = self.db.execute(q + (" LIMIT ?" if limit else ""), (limit,) if limit else ()).fetchall()
+        return [_change(r) for r in reversed(rows)]
+
+    def count(self) -> tuple[int, int]:
+        (e,) = self.db.execute("SELECT count(*) FROM entities").fetchone()
+        (f,) = self.db.execute("SELECT count(*) FROM facts").fetchone()
+        return e, f
+
+    def clear(self) -> None:
+        with self._tx() as db:
+            for t in ("meta", "entities", "facts", "fact_args", "changes"):
+                db.execute(f"DELETE FROM {t}")
+        self.__dict__.pop("domain", None)
+
+    def close(self) -> None:
+        self.db.close()
+
+
+def _order(f: Fact) -> tuple[str, tuple[str, ...]]:
+    return (f.predicate, f.args)

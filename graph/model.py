@@ -1,0 +1,70 @@
+"""The world-state data model: entities, ground facts, deltas and applied changes."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from domains.sexpr import PDDLError, SList, Sym, read
+
+Source = Literal["nl", "sensor", "user", "plan", "load", "undo"]
+
+
+class Entity(BaseModel):
+    """A typed object; `name` is its PDDL symbol, `attrs` free text used for retrieval."""
+
+    model_config = ConfigDict(frozen=True)
+    name: str
+    type: str
+    attrs: dict[str, str] = Field(default_factory=dict)
+
+
+class Fact(BaseModel):
+    """A ground atom such as ``(light_on kitchen_light)``; the graph is closed-world."""
+
+    model_config = ConfigDict(frozen=True)
+    predicate: str
+    args: tuple[str, ...] = ()
+
+    def __str__(self) -> str:
+        return f"({' '.join((self.predicate, *self.args))})"
+
+    @classmethod
+    def parse(cls, text: str) -> Fact:
+        """Parse one ground atom written as PDDL, e.g. ``(placed_at_table pen table1)``."""
+        exprs = read(text.strip(), "fact")
+        if len(exprs) != 1 or not isinstance(exprs[0], SList) or not exprs[0]:
+            raise PDDLError(f"expected one fact like (predicate arg ...), got {text!r}")
+        e = exprs[0]
+        if not all(isinstance(x, Sym) for x in e):
+            raise PDDLError(f"a fact holds only names, got {text!r}", e.line, e.col, "fact")
+        return cls(predicate=str(e[0]), args=tuple(str(x) for x in e[1:]))
+
+
+class Delta(BaseModel):
+    """A proposed change with its provenance; applied all or nothing."""
+
+    add: list[Fact] = Field(default_factory=list)
+    remove: list[Fact] = Field(default_factory=list)
+    new_entities: list[Entity] = Field(default_factory=list)
+    source: Source = "user"
+    text: str = ""
+    model: str | None = None
+    tokens: dict[str, int] = Field(default_factory=dict)
+
+    def inverse(self) -> Delta:
+        return Delta(add=list(self.remove), remove=list(self.add), source="undo")
+
+    def is_empty(self) -> bool:
+        return not (self.add or self.remove or self.new_entities)
+
+
+class Change(BaseModel):
+    """An applied delta in the append-only history."""
+
+    id: int
+    time: datetime = Field(default_factory=lambda: datetime.now(UTC))
+    delta: Delta
+    undo_of: int | None = None

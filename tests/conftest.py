@@ -1,0 +1,81 @@
+"""Shared fixtures: the store backends (sqlite file, real Bolt server) and the L3M+P data."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from domains.model import BUNDLED, Domain, Problem, resolve_domain
+from graph.base import WorldGraph
+
+HOUSEHOLD = BUNDLED / "household"
+
+
+@pytest.fixture(scope="session")
+def household() -> Domain:
+    return resolve_domain("household")
+
+
+@pytest.fixture(scope="session")
+def world_problem() -> Problem:
+    return Problem.parse((HOUSEHOLD / "world.pddl").read_text(), "world.pddl")
+
+
+@pytest.fixture(scope="session")
+def bolt_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator:
+    """A real ArcadeDB server speaking Bolt on 127.0.0.1, for the whole session."""
+    from tests.arcadedb_server import running_arcadedb
+
+    with running_arcadedb(tmp_path_factory.mktemp("arcadedb")) as server:
+        yield server
+
+
+@pytest.fixture(params=["sqlite", pytest.param("neo4j", marks=pytest.mark.integration)])
+def store_url(request: pytest.FixtureRequest, tmp_path: Path,
+              monkeypatch: pytest.MonkeyPatch) -> str:
+    """A store URL for each backend; neo4j URLs get their credentials from the environment."""
+    if request.param == "sqlite":
+        return f"sqlite:{tmp_path / 'world.db'}"
+    server = request.getfixturevalue("bolt_server")
+    monkeypatch.setenv("NEO4J_USER", server.user)
+    monkeypatch.setenv("NEO4J_PASSWORD", server.password)
+    monkeypatch.setenv("KGPLAN_NEO4J_DATABASE", server.database)
+    return server.uri
+
+
+@pytest.fixture
+def empty_graph(store_url: str) -> Iterator[WorldGraph]:
+    """An empty, uninitialised graph on each backend (neo4j is wiped first)."""
+    from graph.store import open_graph
+
+    g = open_graph(store_url)
+    g.clear()
+    yield g
+    g.close()
+
+
+@pytest.fixture
+def graph(empty_graph: WorldGraph, household: Domain, world_problem: Problem) -> WorldGraph:
+    """The bundled household world loaded on each backend."""
+    empty_graph.init(household)
+    empty_graph.load_problem(world_problem)
+    return empty_graph
+
+
+def l3mp_runs() -> list[Path]:
+    """The L3M+P dev runs named by $KGPLAN_L3MP_DIR (skips the test where absent)."""
+    root = os.environ.get("KGPLAN_L3MP_DIR")
+    if not root or not Path(root).is_dir():
+        pytest.skip("L3M+P data not available: set KGPLAN_L3MP_DIR")
+    runs = sorted(p for p in Path(root).iterdir() if (p / "domain.pddl").is_file())
+    if not runs:
+        pytest.skip(f"no runs (folders with domain.pddl) under {root}")
+    return runs
+
+
+def run_steps(run: Path) -> list[Path]:
+    """The step folders of a run in time order."""
+    return sorted(p for p in run.iterdir() if p.is_dir() and (p / "problem.pddl").is_file())

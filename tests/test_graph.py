@@ -1,0 +1,164 @@
+"""Conformance suite: every WorldGraph backend must pass these (sqlite file and real Bolt)."""
+
+from __future__ import annotations
+
+import pytest
+
+from domains.model import Domain, Problem
+from domains.verify import IssueKind
+from graph.base import ChangeRefused, GraphError, WorldGraph
+from graph.model import Delta, Entity, Fact
+
+F = Fact.parse
+
+
+def kinds(exc: pytest.ExceptionInfo[ChangeRefused]) -> set[IssueKind]:
+    return {i.kind for i in exc.value.issues}
+
+
+def test_load_and_export_round_trip(graph: WorldGraph, world_problem: Problem) -> None:
+    assert {(f.predicate, f.args) for f in graph.facts()} == {
+        (a.predicate, a.args) for a in world_problem.init}
+    assert {e.name: e.type for e in graph.entities()} == world_problem.objects
+    again = Problem.parse(graph.to_problem())
+    assert set(again.init) == set(world_problem.init) and again.objects == world_problem.objects
+
+
+def test_uninitialised_store_says_so(empty_graph: WorldGraph) -> None:
+    with pytest.raises(GraphError, match="not initialised"):
+        _ = empty_graph.domain
+
+
+def test_init_twice_needs_force(graph: WorldGraph, household: Domain) -> None:
+    with pytest.raises(GraphError, match="already initialised"):
+        graph.init(household)
+    graph.init(household, force=True)
+    assert graph.count() == (0, 0) and graph.history() == []
+
+
+def test_queries(graph: WorldGraph) -> None:
+    assert graph.facts("agent_at") == [F("(agent_at robot hallway)")]
+    on_sofa = graph.facts(entity="living_room_sofa")
+    assert F("(on sandra_phone living_room_sofa)") in on_sofa
+    assert all("living_room_sofa" in f.args for f in on_sofa)
+    assert graph.facts("on", "living_room_sofa") == sorted(
+        [F("(on sandra_phone living_room_sofa)"), F("(on tv_remote living_room_sofa)")],
+        key=lambda f: f.args)
+    ents, facts = graph.neighborhood(["robot"], depth=1)
+    assert {e.name for e in ents} == {"robot", "hallway"}
+    ents2, facts2 = graph.neighborhood(["robot"], depth=2)
+    assert {"kitchen", "hallway_light"} <= {e.name for e in ents2} and len(facts2) > len(facts)
+    assert F("(connected hallway kitchen)") in facts2
+    assert graph.entities(["robot", "nosuch"]) == [Entity(name="robot", type="agent")]
+
+
+def test_apply_move_and_history(graph: WorldGraph) -> None:
+    d = Delta(remove=[F("(on apple kitchen_counter)")], add=[F("(on apple kitchen_table)")],
+              source="sensor", text="camera")
+    c = graph.apply(d)
+    assert F("(on apple kitchen_table)") in graph.facts("on")
+    assert F("(on apple kitchen_counter)") not in graph.facts("on")
+    last = graph.history()[-1]
+    assert last.id == c.id and last.delta.source == "sensor" and last.delta.text == "camera"
+    assert last.delta.add == d.add and last.time.tzinfo is not None
+
+
+def test_unary_binary_and_new_entities(graph: WorldGraph) -> None:
+    graph.apply(Delta(
+        new_entities=[Entity(name="green_mug", type="cup", attrs={"colour": "green"})],
+        add=[F("(on green_mug kitchen_counter)"), F("(cup_empty green_mug)"), F("(clean green_mug)")],
+    ))
+    assert graph.entities(["green_mug"])[0].attrs == {"colour": "green"}
+    assert {str(f) for f in graph.facts(entity="green_mug")} == {
+        "(on green_mug kitchen_counter)", "(cup_empty green_mug)", "(clean green_mug)"}
+
+
+@pytest.mark.parametrize(("delta", "kind"), [
+    (Delta(add=[F("(light_on kitchen_light)")]), IssueKind.UNKNOWN_PREDICATE),
+    (Delta(add=[F("(switched_on)")]), IssueKind.WRONG_ARITY),
+    (Delta(add=[F("(switched_on nosuch_light)")]), IssueKind.UNKNOWN_ENTITY),
+    (Delta(add=[F("(switched_on kitchen)")]), IssueKind.WRONG_TYPE),
+    (Delta(add=[F("(in_room apple kitchen)")]), IssueKind.WRONG_TYPE),  # either: fixtures only
+    (Delta(remove=[F("(switched_on hallway_light)")]), IssueKind.ABSENT_FACT),
+    (Delta(add=[F("(switched_on kitchen_light)")]), IssueKind.PRESENT_FACT),
+    (Delta(add=[F("(on apple kitchen_table)")]), IssueKind.INVARIANT),  # apple in two places
+    (Delta(remove=[F("(agent_at robot hallway)")]), IssueKind.INVARIANT),  # robot nowhere
+    (Delta(add=[F("(agent_at robot kitchen)")]), IssueKind.INVARIANT),  # robot in two rooms
+    (Delta(remove=[F("(person_at omar kitchen)")]), IssueKind.INVARIANT),  # declared in toml
+    (Delta(add=[F("(switched_on hallway_light)")], remove=[F("(switched_on hallway_light)")]),
+     IssueKind.CONTRADICTION),
+    (Delta(new_entities=[Entity(name="Bad Name", type="cup")]), IssueKind.BAD_NAME),
+    (Delta(new_entities=[Entity(name="vase", type="vase")]), IssueKind.UNKNOWN_TYPE),
+    (Delta(new_entities=[Entity(name="apple", type="cup")]), IssueKind.DUPLICATE_ENTITY),
+])
+def test_refused_changes_leave_graph_unchanged(graph: WorldGraph, delta: Delta,
+                                               kind: IssueKind) -> None:
+    before, n_hist = graph.facts(), len(graph.history())
+    with pytest.raises(ChangeRefused) as exc:
+        graph.apply(delta)
+    assert kind in kinds(exc)
+    assert all(i.message for i in exc.value.issues)
+    assert graph.facts() == before and len(graph.history()) == n_hist
+
+
+def test_refusal_is_whole(graph: WorldGraph) -> None:
+    """One bad fact refuses the whole delta, good facts included."""
+    before = graph.facts()
+    with pytest.raises(ChangeRefused):
+        graph.apply(Delta(add=[F("(switched_on hallway_light)"), F("(switched_on nosuch)")]))
+    assert graph.facts() == before
+
+
+def test_issue_messages_are_feedback(graph: WorldGraph) -> None:
+    with pytest.raises(ChangeRefused) as exc:
+        graph.apply(Delta(add=[F("(switched_onn hallway_light)"), F("(on apple kitchen)")]))
+    text = str(exc.value)
+    assert "did you mean 'switched_on'" in text
+    assert "'kitchen' is a room, but on expects a furniture" in text
+
+
+def test_undo_applies_inverse_as_new_change(graph: WorldGraph) -> None:
+    c = graph.apply(Delta(add=[F("(switched_on hallway_light)")]))
+    u = graph.undo(c.id)
+    assert u.id > c.id and u.undo_of == c.id and u.delta.remove == [F("(switched_on hallway_light)")]
+    assert F("(switched_on hallway_light)") not in graph.facts()
+    assert [h.id for h in graph.history()][-2:] == [c.id, u.id]  # history is never rewritten
+    with pytest.raises(ChangeRefused):  # undoing twice would remove an absent fact
+        graph.undo(c.id)
+    with pytest.raises(GraphError, match="no change with id"):
+        graph.undo(999999)
+
+
+def test_check_is_a_dry_run(graph: WorldGraph) -> None:
+    assert graph.check(Delta(add=[F("(switched_on hallway_light)")])) == []
+    assert F("(switched_on hallway_light)") not in graph.facts()
+
+
+HOSTILE = ["x'}) DETACH DELETE n //", 'a"b`c', "$param", "); DROP TABLE facts; --", "ü\n\t"]
+
+
+def test_hostile_text_is_inert_data(graph: WorldGraph) -> None:
+    """Quotes and Cypher/SQL syntax in attributes and provenance are stored as plain data."""
+    attrs = {f"k{i}": s for i, s in enumerate(HOSTILE)}
+    graph.apply(Delta(new_entities=[Entity(name="odd_mug", type="cup", attrs=attrs)],
+                      add=[F("(cup_empty odd_mug)")], text=HOSTILE[0]))
+    assert graph.entities(["odd_mug"])[0].attrs == attrs
+    assert graph.history()[-1].delta.text == HOSTILE[0]
+    assert len(graph.facts()) > 70
+
+
+@pytest.mark.parametrize("name", HOSTILE)
+def test_hostile_names_are_refused_by_verification(graph: WorldGraph, name: str) -> None:
+    with pytest.raises(ChangeRefused) as exc:
+        graph.apply(Delta(new_entities=[Entity(name=name, type="cup")]))
+    assert IssueKind.BAD_NAME in kinds(exc)
+
+
+@pytest.mark.parametrize("name", HOSTILE)
+def test_hostile_names_are_inert_below_verification(graph: WorldGraph, name: str) -> None:
+    """Even unverified writes keep hostile names as data: nothing else in the graph changes."""
+    n = len(graph.facts())
+    graph.apply(Delta(new_entities=[Entity(name=name, type="cup")],
+                      add=[Fact(predicate="cup_empty", args=(name,))]), verified=False)
+    assert Fact(predicate="cup_empty", args=(name,)) in graph.facts(entity=name)
+    assert len(graph.facts()) == n + 1
