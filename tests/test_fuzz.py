@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 
 import pytest
@@ -108,7 +109,7 @@ def corrupt(kind: str, delta: Delta, g: WorldGraph, data: st.DataObject) -> tupl
     return Delta(add=[*delta.add, extra], remove=delta.remove), IssueKind.INVARIANT
 
 
-def _same_instance(grp, r: Fact, a: Fact) -> bool:  # noqa: ANN001
+def _same_instance(grp, r: Fact, a: Fact) -> bool:
     def inst(f: Fact) -> tuple | None:
         for p in grp.parts:
             if p.predicate == f.predicate:
@@ -144,20 +145,27 @@ def test_corrupted_household_deltas_are_refused(household_graph: SqliteGraph, da
     assert_refused(household_graph, bad, expected)
 
 
+@functools.cache
+def l3mp_cases(run: Path) -> list[tuple[str, Delta, Problem]]:
+    """(step, true non-empty delta, the state it applies to) for every step of a run, parsed once."""
+    cases, prev = [], Problem.parse((run / "problem.pddl").read_text())
+    for step, delta, state in true_deltas(run):
+        if not delta.is_empty():
+            cases.append((step, delta, prev))
+        prev = state
+    return cases
+
+
 @pytest.mark.dataset
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.data())
 def test_corrupted_l3mp_deltas_are_refused(tmp_path: Path, data: st.DataObject) -> None:
     run = data.draw(st.sampled_from(l3mp_runs()))
-    steps = [(s, d) for s, d, _ in true_deltas(run) if not d.is_empty()]
-    step, delta = data.draw(st.sampled_from(steps))
-    names = [s for s, _, _ in true_deltas(run)]
-    prev = names.index(step) - 1
-    state = run / (names[prev] if prev >= 0 else ".") / "problem.pddl"
+    step, delta, state = data.draw(st.sampled_from(l3mp_cases(run)))
     g = SqliteGraph(tmp_path / "fuzz.db")
     g.init(Domain.load(run / "domain.pddl"), force=True)
-    g.load_problem(Problem.parse(state.read_text()))
-    assert g.check(delta) == []
+    g.load_problem(state)
+    assert g.check(delta) == [], step
     kind = data.draw(st.sampled_from(KINDS))
     bad, expected = corrupt(kind, delta, g, data)
     assert_refused(g, bad, expected)
