@@ -269,3 +269,73 @@ def demo(store: Annotated[str, typer.Option(help="Store for the demo (wiped firs
 
     STATE["store"] = store
     run_guarded(lambda: run_demo(store, out))
+
+
+@app.command()
+def plan(
+    goal: Annotated[str, typer.Option("--goal", "-g", help='A PDDL goal, e.g. "(and (not (switched_on '
+                                                         'kitchen_light)))"; and/or/not/imply/forall/exists.')],
+    planner: Annotated[str, typer.Option(help="fd (Fast Downward LAMA-first) or fd-opt (optimal).")] = "fd",
+    timeout: Annotated[float, typer.Option(help="Seconds per planner call.")] = 60.0,
+    memory: Annotated[int, typer.Option(help="Memory cap for the planner in MB.")] = 4096,
+    prune: Annotated[bool, typer.Option(help="Plan on the relevance-pruned state first.")] = True,
+    explain: Annotated[bool, typer.Option(help="Also print the pruned :init and the problem file.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object instead.")] = False,
+) -> None:
+    """Plan for a goal on the current graph; `kgplan run` then executes the plan."""
+    from agent.planning import plan as make_plan
+
+    def go() -> None:
+        with graph() as g:
+            r = make_plan(g, goal, planner=planner, timeout=timeout, prune=prune, memory_mb=memory)
+        if as_json:
+            sys.stdout.write(json.dumps(r.to_json()) + "\n")
+        else:
+            colour = "green" if r.solved else "red"
+            state = "the full state" if r.used_full_state else f"{r.facts_pruned} of {r.facts_full} facts"
+            out.print(f"[{colour}]{r.status}[/{colour}] by {r.planner} in {r.seconds:.2f} s on {state} "
+                      f"(pruning {r.prune_seconds * 1000:.0f} ms)", highlight=False)
+            for i, step in enumerate(r.plan, 1):
+                out.print(f"  {i:3d}. {step}", highlight=False)
+            if r.message:
+                out.print(f"[dim]{r.message}[/dim]", highlight=False)
+            if explain and r.problem_pddl:
+                out.rule("problem")
+                out.print(r.problem_pddl, highlight=False, markup=False)
+        if not r.solved:
+            raise typer.Exit(2)
+
+    run_guarded(go)
+
+
+@app.command(name="run")
+def run_plan() -> None:
+    """Execute the last plan on the graph, one verified change per action (provenance `plan`)."""
+    from agent.planning import last_plan
+    from planners.execute import execute
+
+    def go() -> None:
+        with graph() as g:
+            goal_text, steps = last_plan(g)
+            result = execute(g, steps, f"plan for {goal_text}")
+            out.print(f"Executed {len(result.changes)} of {len(steps)} steps as changes "
+                      f"{', '.join(f'#{c}' for c in result.changes) or '(none)'}")
+        if result.failure:
+            err.print(f"[red]stopped:[/red] {result.failure}; replan with `kgplan plan --goal ...`",
+                      highlight=False)
+            raise typer.Exit(1)
+
+    run_guarded(go)
+
+
+@app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
+def bench(ctx: typer.Context, name: Annotated[str, typer.Argument(help="graph_ops or planning.")]) -> None:
+    """Run a benchmark from benchmarks/ (its own options follow; see `kgplan bench NAME --help`)."""
+    import importlib
+
+    try:
+        module = importlib.import_module(f"benchmarks.{name}")
+    except ModuleNotFoundError:
+        err.print(f"[red]error:[/red] no benchmark {name!r}: choose graph_ops or planning")
+        raise typer.Exit(1) from None
+    raise typer.Exit(module.main(ctx.args))

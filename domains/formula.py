@@ -215,3 +215,16 @@ def to_pddl(f: Formula, type_text: Callable[[tuple[str, ...]], str] = " ".join) 
 
 def params_pddl(params: tuple[Param, ...] | list[Param], type_text: Callable[[tuple[str, ...]], str]) -> str:
     return " ".join(f"{p.name} - {type_text(p.types)}" for p in params)
+
+
+def quantifiers(f: Formula) -> list[Quantified]:
+    """Every quantified sub-formula of `f`, outermost first."""
+    if isinstance(f, Quantified):
+        return [f, *quantifiers(f.body)]
+    if isinstance(f, Not):
+        return quantifiers(f.arg)
+    if isinstance(f, And | Or):
+        return [q for a in f.args for q in quantifiers(a)]
+    if isinstance(f, Imply):
+        return quantifiers(f.left) + quantifiers(f.right)
+    return []

@@ -25,6 +25,7 @@ from domains.formula import (
     parse_effect,
     parse_formula,
     parse_typed_list,
+    quantifiers,
     to_pddl,
 )
 from domains.sexpr import Expr, PDDLError, SList, Sym, pos_of, read
@@ -259,7 +260,7 @@ class Domain:
         for a in self.actions.values():
             note(a.params)
             for f in [a.precondition, *(e.condition for e in a.effects)]:
-                for q in _quantifiers(f):
+                for q in quantifiers(f):
                     note(q.params)
             for e in a.effects:
                 note(e.params)
@@ -404,18 +405,6 @@ def _parse_action(sec: SList, source: str) -> Action:
     eff_e = fields.get(":effect")
     effects = tuple(parse_effect(eff_e, source)) if eff_e is not None else ()
     return Action(name, params, pre, effects)
-
-
-def _quantifiers(f: Formula) -> list[Quantified]:
-    if isinstance(f, Quantified):
-        return [f, *_quantifiers(f.body)]
-    if isinstance(f, Not):
-        return _quantifiers(f.arg)
-    if isinstance(f, And | Or):
-        return [q for a in f.args for q in _quantifiers(a)]
-    if isinstance(f, Imply):
-        return _quantifiers(f.left) + _quantifiers(f.right)
-    return []
 
 
 BUNDLED = Path(__file__).parent

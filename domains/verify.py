@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Protocol
 
+from domains.formula import And, Atom, Equals, Formula, Imply, Not, Or, Quantified
 from domains.invariants import MutexGroup
 from domains.model import NAME_RE, Domain
 
@@ -170,3 +171,38 @@ def _check_invariants(groups: list[MutexGroup], add: list[GroundAtom], remove: l
 def _suggest(word: str, choices: Iterable[str]) -> str:
     close = difflib.get_close_matches(word, list(choices), n=1)
     return f"; did you mean '{close[0]}'?" if close else ""
+
+
+def check_goal(domain: Domain, goal: Formula, objects: dict[str, str]) -> list[Issue]:
+    """Issues with a goal formula: unknown predicates or objects, wrong arity or types."""
+    issues: list[Issue] = []
+
+    def walk(f: Formula, scope: dict[str, str]) -> None:
+        if isinstance(f, Atom):
+            issues.extend(_check_atom(domain, (f.predicate, f.args), scope))
+        elif isinstance(f, Equals):
+            for a in (f.left, f.right):
+                if a not in scope:
+                    issues.append(Issue(IssueKind.UNKNOWN_ENTITY, f"'{a}' is not a known entity"
+                                        f"{_suggest(a, scope)}"))
+        elif isinstance(f, Not):
+            walk(f.arg, scope)
+        elif isinstance(f, And | Or):
+            for a in f.args:
+                walk(a, scope)
+        elif isinstance(f, Imply):
+            walk(f.left, scope)
+            walk(f.right, scope)
+        elif isinstance(f, Quantified):
+            inner = dict(scope)
+            for p in f.params:
+                unknown = [t for t in p.types if t not in domain.types]
+                if unknown:
+                    issues.append(Issue(IssueKind.UNKNOWN_TYPE, f"variable {p.name} has unknown type "
+                                        f"'{unknown[0]}'{_suggest(unknown[0], domain.types)}"))
+                    return
+                inner[p.name] = domain.type_text(p.types)
+            walk(f.body, inner)
+
+    walk(goal, {**domain.constants, **objects})
+    return issues

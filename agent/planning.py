@@ -1,0 +1,116 @@
+"""Planning from the world graph (L3M+P Algorithm 4 with the goal given in PDDL).
+
+Goal -> checked against the domain and the graph's objects -> relevance-pruned state ->
+planner -> plan checked on the full state; if the pruned state yields no valid plan, the full
+state is tried before giving up.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import asdict, dataclass, field
+
+from domains.formula import Formula, parse_formula
+from domains.sexpr import PDDLError, read
+from domains.verify import check_goal
+from graph.base import GraphError, WorldGraph, atom_of
+from planners.problem import Task
+from planners.relevance import Relevance
+from planners.solve import PlanResult, solve
+from planners.state import State, Step, simulate
+
+LAST_PLAN = "last_plan"
+
+
+@dataclass
+class PlanReport:
+    """The outcome of planning for one goal, with the measurements `kgplan plan --json` prints."""
+
+    goal: str
+    status: str
+    planner: str
+    plan: list[str] = field(default_factory=list)
+    seconds: float = 0.0  # planner time, all attempts
+    prune_seconds: float = 0.0
+    facts_full: int = 0
+    facts_pruned: int = 0
+    used_full_state: bool = False
+    message: str = ""
+    problem_pddl: str = ""  # the problem of the attempt that produced the answer
+
+    @property
+    def solved(self) -> bool:
+        return self.status == "solved"
+
+    def to_json(self) -> dict:
+        return {k: v for k, v in asdict(self).items() if k != "problem_pddl"}
+
+
+def parse_goal(text: str, graph: WorldGraph, objects: dict[str, str]) -> Formula:
+    """Parse a PDDL goal and check it against the domain and the graph's objects."""
+    exprs = read(text, "goal")
+    if len(exprs) != 1:
+        raise PDDLError("a goal is one formula, e.g. (and (not (light_on kitchen_light)))", 1, 1, "goal")
+    goal = parse_formula(exprs[0], "goal")
+    if issues := check_goal(graph.domain, goal, objects):
+        raise GraphError("goal refused:\n" + "\n".join(f"  - {i}" for i in issues))
+    return goal
+
+
+def plan(graph: WorldGraph, goal_text: str, *, planner: str = "fd", timeout: float = 60.0,
+         prune: bool = True, memory_mb: int = 4096) -> PlanReport:
+    """Plan for a PDDL goal on the graph's current state; the plan is remembered for `run`."""
+    domain = graph.domain
+    objects = {e.name: e.type for e in graph.entities()}
+    goal = parse_goal(goal_text, graph, objects)
+    state = State(domain, objects, map(atom_of, graph.facts()))
+    report = PlanReport(goal=goal_text, status="error", planner=planner, facts_full=len(state.facts))
+    if state.holds(goal):
+        report.status, report.message = "solved", "the goal already holds: nothing to do"
+        return _remember(graph, report)
+    attempts: list[tuple[bool, Task]] = []
+    if prune:
+        t = time.perf_counter()
+        pruned = Relevance(domain).prune(state, goal)
+        report.prune_seconds = time.perf_counter() - t
+        report.facts_pruned = len(pruned.facts)
+        attempts.append((False, Task(domain, pruned.objects, pruned.facts, goal)))
+    attempts.append((True, Task(domain, objects, set(state.facts), goal)))
+    notes = []
+    for full, task in attempts:
+        result = solve(task, planner, timeout, memory_mb)
+        report.seconds += result.seconds
+        report.status, report.used_full_state = result.status, full
+        report.problem_pddl = task.to_pddl()
+        if result.solved and (failure := _check(state, result, goal)) is not None:
+            report.status, result.message = "error", f"invalid on the full state: {failure}"
+        if report.status == "solved":
+            report.plan = [str(s) for s in result.plan]
+            break
+        notes.append(f"{'full' if full else 'pruned'} state: {result.status}: {result.message}")
+    report.message = "; ".join(notes)
+    return _remember(graph, report)
+
+
+def _remember(graph: WorldGraph, report: PlanReport) -> PlanReport:
+    """Keep a solved plan in the store for `kgplan run`."""
+    if report.solved:
+        graph.set_meta({LAST_PLAN: json.dumps({"goal": report.goal, "plan": report.plan})})
+    return report
+
+
+def _check(state: State, result: PlanResult, goal: Formula) -> str | None:
+    """Why the plan fails on a copy of the full state, or None if it reaches the goal."""
+    copy = State(state.domain, state.objects, state.facts)
+    failure = simulate(copy, result.plan, goal)
+    return str(failure) if failure else None
+
+
+def last_plan(graph: WorldGraph) -> tuple[str, list[Step]]:
+    """The goal and plan of the last successful `plan` on this store."""
+    raw = graph.get_meta(LAST_PLAN)
+    if raw is None:
+        raise GraphError("no plan yet: run `kgplan plan --goal ...` first")
+    data = json.loads(raw)
+    return data["goal"], [Step.parse(s) for s in data["plan"]]

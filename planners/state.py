@@ -1,0 +1,209 @@
+"""A ground state in memory: indexed facts, formula evaluation and the effects of actions."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+
+from domains.formula import And, Atom, Equals, Formula, Imply, Not, Or, Param, Quantified, to_pddl
+from domains.model import Action, Domain
+from domains.verify import GroundAtom
+
+Binding = dict[str, str]
+
+
+class PlanError(ValueError):
+    """A plan step that does not fit the domain (unknown action, wrong arguments)."""
+
+
+@dataclass(frozen=True)
+class Step:
+    """One ground action of a plan, e.g. ``(turn_off_light the_agent kitchen_light kitchen)``."""
+
+    action: str
+    args: tuple[str, ...]
+
+    def __str__(self) -> str:
+        return f"({' '.join((self.action, *self.args))})"
+
+    @classmethod
+    def parse(cls, text: str) -> Step:
+        words = text.strip().strip("()").split()
+        if not words:
+            raise PlanError(f"empty plan step {text!r}")
+        return cls(words[0].lower(), tuple(w.lower() for w in words[1:]))
+
+
+class State:
+    """Objects with their types and a set of true atoms, indexed by argument position."""
+
+    def __init__(self, domain: Domain, objects: dict[str, str], facts: Iterable[GroundAtom]) -> None:
+        self.domain = domain
+        self.objects = {**domain.constants, **objects}
+        self.facts: set[GroundAtom] = set()
+        self._by_pred: dict[str, set[tuple[str, ...]]] = defaultdict(set)
+        self._by_arg: dict[tuple[str, int, str], set[tuple[str, ...]]] = defaultdict(set)
+        self._about: dict[str, set[GroundAtom]] = defaultdict(set)
+        for f in facts:
+            self.add(f)
+
+    def add(self, atom: GroundAtom) -> None:
+        if atom in self.facts:
+            return
+        self.facts.add(atom)
+        p, args = atom
+        self._by_pred[p].add(args)
+        for i, a in enumerate(args):
+            self._by_arg[p, i, a].add(args)
+            self._about[a].add(atom)
+
+    def discard(self, atom: GroundAtom) -> None:
+        if atom not in self.facts:
+            return
+        self.facts.remove(atom)
+        p, args = atom
+        self._by_pred[p].discard(args)
+        for i, a in enumerate(args):
+            self._by_arg[p, i, a].discard(args)
+            self._about[a].discard(atom)
+
+    def about(self, name: str) -> set[GroundAtom]:
+        """The true atoms that mention `name`."""
+        return set(self._about.get(name, ()))
+
+    def match(self, predicate: str, pattern: tuple[str | None, ...]) -> Iterator[tuple[str, ...]]:
+        """Arguments of the true atoms of `predicate` that agree with `pattern` (None = any)."""
+        bound = [(i, a) for i, a in enumerate(pattern) if a is not None]
+        if not bound:
+            yield from list(self._by_pred.get(predicate, ()))
+            return
+        smallest = min((self._by_arg.get((predicate, i, a), set()) for i, a in bound), key=len)
+        for args in list(smallest):
+            if all(args[i] == a for i, a in bound):
+                yield args
+
+    def of_type(self, types: tuple[str, ...]) -> list[str]:
+        """Objects (and constants) that fit a parameter typed `types`."""
+        return sorted(o for o, t in self.objects.items() if self.domain.accepts(types, t))
+
+    # ---- evaluation ------------------------------------------------------------------------
+    def holds(self, f: Formula, b: Binding | None = None) -> bool:
+        b = b or {}
+        if isinstance(f, Atom):
+            return ground(f, b) in self.facts
+        if isinstance(f, Equals):
+            return b.get(f.left, f.left) == b.get(f.right, f.right)
+        if isinstance(f, Not):
+            return not self.holds(f.arg, b)
+        if isinstance(f, And):
+            return all(self.holds(a, b) for a in f.args)
+        if isinstance(f, Or):
+            return any(self.holds(a, b) for a in f.args)
+        if isinstance(f, Imply):
+            return not self.holds(f.left, b) or self.holds(f.right, b)
+        test = all if f.kind == "forall" else any
+        return test(self.holds(f.body, {**b, **nb}) for nb in self.bindings(f.params))
+
+    def bindings(self, params: tuple[Param, ...]) -> Iterator[Binding]:
+        """Every assignment of objects to typed parameters."""
+        if not params:
+            yield {}
+            return
+        first, rest = params[0], params[1:]
+        for o in self.of_type(first.types):
+            for tail in self.bindings(rest):
+                yield {first.name: o, **tail}
+
+    def failed_conjunct(self, f: Formula, b: Binding | None = None) -> str | None:
+        """The first top-level conjunct of `f` that is false, written as PDDL; None if `f` holds."""
+        for part in f.args if isinstance(f, And) else (f,):
+            if not self.holds(part, b):
+                return to_pddl(substitute(part, b or {}))
+        return None
+
+    # ---- actions -----------------------------------------------------------------------------
+    def bind(self, step: Step) -> tuple[Action, Binding]:
+        """The action of a step and its parameter binding; checks arity and argument types."""
+        act = self.domain.actions.get(step.action)
+        if act is None:
+            raise PlanError(f"{step}: unknown action '{step.action}'")
+        if len(act.params) != len(step.args):
+            raise PlanError(f"{step}: '{act.name}' takes {len(act.params)} argument(s)")
+        for p, a in zip(act.params, step.args, strict=True):
+            t = self.objects.get(a)
+            if t is None or not self.domain.accepts(p.types, t):
+                raise PlanError(f"{step}: '{a}' is not a {' or '.join(p.types)}")
+        return act, dict(zip((p.name for p in act.params), step.args, strict=True))
+
+    def effects(self, step: Step) -> tuple[set[GroundAtom], set[GroundAtom]]:
+        """(adds, deletes) of a step in this state (conditional and forall effects evaluated)."""
+        act, b = self.bind(step)
+        adds: set[GroundAtom] = set()
+        dels: set[GroundAtom] = set()
+        for e in act.effects:
+            for eb in self.bindings(e.params):
+                full = {**b, **eb}
+                if self.holds(e.condition, full):
+                    (adds if e.add else dels).add(ground(e.atom, full))
+        return adds, dels
+
+    def apply(self, step: Step) -> tuple[set[GroundAtom], set[GroundAtom]]:
+        """Apply a step (deletes before adds, as PDDL does); returns the net (added, removed)."""
+        adds, dels = self.effects(step)
+        removed = {a for a in dels - adds if a in self.facts}
+        added = {a for a in adds if a not in self.facts}
+        for a in removed:
+            self.discard(a)
+        for a in added:
+            self.add(a)
+        return added, removed
+
+
+def ground(atom: Atom, b: Binding) -> GroundAtom:
+    return (atom.predicate, tuple(b.get(a, a) for a in atom.args))
+
+
+def substitute(f: Formula, b: Binding) -> Formula:
+    """`f` with the variables of `b` replaced by objects."""
+    if isinstance(f, Atom):
+        return Atom(f.predicate, tuple(b.get(a, a) for a in f.args))
+    if isinstance(f, Equals):
+        return Equals(b.get(f.left, f.left), b.get(f.right, f.right))
+    if isinstance(f, Not):
+        return Not(substitute(f.arg, b))
+    if isinstance(f, And | Or):
+        return type(f)(tuple(substitute(a, b) for a in f.args))
+    if isinstance(f, Imply):
+        return Imply(substitute(f.left, b), substitute(f.right, b))
+    inner = {k: v for k, v in b.items() if k not in {p.name for p in f.params}}
+    return Quantified(f.kind, f.params, substitute(f.body, inner))
+
+
+@dataclass(frozen=True)
+class Failure:
+    """Why a plan does not work: the failing step (1-based; 0 = the goal) and what was false."""
+
+    step: int
+    action: str
+    reason: str
+
+    def __str__(self) -> str:
+        if self.step == 0:
+            return f"the plan ends without reaching the goal: {self.reason} is false"
+        return f"step {self.step} {self.action} cannot run: {self.reason}"
+
+
+def simulate(state: State, plan: Iterable[Step], goal: Formula | None) -> Failure | None:
+    """Run a plan on `state` (changed in place); the first failure, or None if it reaches `goal`."""
+    for i, step in enumerate(plan, 1):
+        try:
+            act, b = state.bind(step)
+        except PlanError as e:
+            return Failure(i, str(step), str(e))
+        if (bad := state.failed_conjunct(act.precondition, b)) is not None:
+            return Failure(i, str(step), f"precondition {bad} is false")
+        state.apply(step)
+    if goal is not None and (bad := state.failed_conjunct(goal)) is not None:
+        return Failure(0, "", bad)
+    return None
