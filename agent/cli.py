@@ -275,7 +275,7 @@ def demo(store: Annotated[str, typer.Option(help="Store for the demo (wiped firs
 def plan(
     goal: Annotated[str, typer.Option("--goal", "-g", help='A PDDL goal, e.g. "(and (not (switched_on '
                                                          'kitchen_light)))"; and/or/not/imply/forall/exists.')],
-    planner: Annotated[str, typer.Option(help="fd (Fast Downward LAMA-first) or fd-opt (optimal).")] = "fd",
+    planner: Annotated[str, typer.Option(help="fd (Fast Downward LAMA-first), fd-opt or symk-opt (optimal).")] = "fd",
     timeout: Annotated[float, typer.Option(help="Seconds per planner call.")] = 60.0,
     memory: Annotated[int, typer.Option(help="Memory cap for the planner in MB.")] = 4096,
     prune: Annotated[bool, typer.Option(help="Plan on the relevance-pruned state first.")] = True,

@@ -7,15 +7,19 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
+from agent.planning import plan
 from domains.model import BUNDLED, Problem, resolve_domain
 from graph.base import ChangeRefused
 from graph.store import open_graph
+from planners.execute import execute
+from planners.state import Step
 
 HOUSEHOLD = BUNDLED / "household"
 
 
 def run_demo(store: str, out: Console) -> None:
-    """Build the demo house, apply sensor observations (one is wrong and refused), then undo one."""
+    """Build the demo house, apply sensor observations (one is wrong and refused), undo one, then
+    plan a task on the pruned graph and execute it."""
     from agent.cli import load_observations, print_change
 
     with open_graph(store) as g:
@@ -39,7 +43,18 @@ def run_demo(store: str, out: Console) -> None:
         out.rule("3. Correction: undo the light observation")
         last = g.history(1)[0]
         print_change(g.undo(last.id), "Undo applied as change")
-        out.rule("4. History")
+        out.rule("4. Planning: hand Sandra her phone and switch off every light")
+        goal = "(and (held_by sandra_phone sandra) (forall (?l - light) (not (switched_on ?l))))"
+        out.print(f"goal: {goal}", highlight=False)
+        r = plan(g, goal)
+        out.print(f"{r.status} by {r.planner} in {r.seconds:.2f} s, on {r.facts_pruned} of {r.facts_full} "
+                  f"facts kept by relevance pruning:", highlight=False)
+        for i, step in enumerate(r.plan, 1):
+            out.print(f"  {i:2d}. {step}", highlight=False)
+        done = execute(g, [Step.parse(x) for x in r.plan], "demo task")
+        out.print(f"executed {len(done.changes)} steps, each a verified change"
+                  + (f"; stopped: {done.failure}" if done.failure else ""), highlight=False)
+        out.rule("5. History")
         t = Table("id", "source", "text", "+", "-", "new")
         for ch in g.history():
             d = ch.delta

@@ -3,7 +3,8 @@
 Engines (all through unified-planning):
 - ``fd``: Fast Downward, LAMA-first (the default: fast and robust on household tasks);
 - ``fd-opt``: Fast Downward A* with LM-cut (optimal; quantified goals are compiled away first,
-  as its translator would otherwise turn them into axioms that the heuristic rejects).
+  as its translator would otherwise turn them into axioms that the heuristic rejects);
+- ``symk-opt``: SymK, optimal symbolic search (handles ``forall`` natively).
 
 Every plan is checked with unified-planning's sequential plan validator against the problem
 it was found for before it is returned.
@@ -29,7 +30,7 @@ from planners.problem import Task, base_problem
 from planners.state import Step
 
 Status = Literal["solved", "unsolvable", "timeout", "memout", "error"]
-ENGINES = {"fd": "fast-downward", "fd-opt": "fast-downward-opt"}
+ENGINES = {"fd": "fast-downward", "fd-opt": "fast-downward-opt", "symk-opt": "symk-opt"}
 OUT_OF_MEMORY = ("MemoryError", "out of memory", "failed to map segment", "Cannot allocate memory")
 GRACE_S = 10.0  # beyond the planner's own time limit, before the child is killed
 

@@ -62,6 +62,14 @@ def test_forall_goal(world: SqliteGraph) -> None:
     assert r.facts_pruned < r.facts_full
 
 
+@pytest.mark.parametrize("planner", ["fd-opt", "symk-opt"])
+def test_optimal_planners_handle_forall_goals(world: SqliteGraph, planner: str) -> None:
+    r = plan(world, "(forall (?d - light) (not (switched_on ?d)))", planner=planner)
+    assert r.solved and r.planner == planner, r.message
+    assert len(r.plan) == 5  # hallway -> kitchen, off, -> hallway -> living room, off: optimal
+    assert simulate(full_state(world), [Step.parse(s) for s in r.plan], None) is None
+
+
 def test_exists_and_imply_goals(world: SqliteGraph) -> None:
     r = plan(world, "(exists (?c - cup) (holding robot ?c))")
     assert r.solved and any("pick_up" in s or "take_out" in s for s in r.plan)
