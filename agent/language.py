@@ -1,0 +1,166 @@
+"""The language layer (L3M+P Algorithms 1, 3 and 4): English in, verified deltas and PDDL goals out.
+
+Every reply schema is generated from the domain and the retrieved sub-graph, so predicate and
+entity names are enums: the model cannot name what does not exist. Verification issues (or
+goal-parsing errors) are fed back to the model for a bounded number of rounds; the graph is
+changed only by a delta that passed verification (or, in the unverified variants, by the
+first reply as it is).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from pydantic import BaseModel
+
+from agent.llm import LLM, CallRecord, LLMError, choice, enum_model
+from agent.planning import parse_goal
+from domains.formula import Formula
+from domains.model import Domain
+from domains.sexpr import PDDLError
+from domains.verify import Issue
+from graph.base import ChangeRefused, GraphError, WorldGraph
+from graph.model import Change, Delta, Fact
+
+SYSTEM = ("You keep the world model of a household robot as PDDL facts (a closed world: what is not "
+          "listed is false). Answer with JSON only, following the given schema.")
+
+
+@dataclass
+class Retrieval:
+    """The entities and facts shown to the model."""
+
+    entities: dict[str, str]  # name -> type
+    facts: list[Fact]
+
+
+@dataclass
+class Outcome:
+    """What the language layer did with one sentence, with every LLM call it made."""
+
+    text: str
+    calls: list[CallRecord] = field(default_factory=list)
+    rounds: list[list[str]] = field(default_factory=list)  # the issues found in each refused reply
+    delta: Delta | None = None
+    change: Change | None = None
+    goal: str | None = None
+    error: str | None = None
+
+    @property
+    def prompt_tokens(self) -> int:
+        return sum(c.prompt_tokens for c in self.calls)
+
+
+def describe_domain(domain: Domain) -> str:
+    lines = []
+    for p in domain.predicates.values():
+        sig = " ".join(f"{a.name} - {'/'.join(a.types)}" for a in p.params)
+        gloss = domain.gloss(p.name).format(*(a.name for a in p.params)) if p.params else domain.gloss(p.name)
+        lines.append(f"({p.name} {sig})".replace(" )", ")") + f": {gloss}")
+    return "Predicates:\n" + "\n".join(lines)
+
+
+def describe_state(r: Retrieval) -> str:
+    ents = "\n".join(f"{n} - {t}" for n, t in sorted(r.entities.items()))
+    facts = "\n".join(str(f) for f in r.facts)
+    return f"Entities:\n{ents}\n\nTrue facts about them:\n{facts}"
+
+
+def full_graph(graph: WorldGraph) -> Retrieval:
+    """No retrieval: the whole graph (the R- variants)."""
+    return Retrieval({e.name: e.type for e in graph.entities()}, graph.facts())
+
+
+def select_entities(llm: LLM, graph: WorldGraph, text: str, depth: int = 1,
+                    out: Outcome | None = None) -> Retrieval:
+    """L3M+P retrieval (a): the model picks the entities the sentence is about, then facts within `depth`."""
+    entities = {e.name: e.type for e in graph.entities()}
+    schema = enum_model("EntitySelection", entities=(list[choice(entities)], ...))
+    listing = "\n".join(f"{n} - {t}" for n, t in sorted(entities.items()))
+    messages = [{"role": "system", "content": SYSTEM},
+                {"role": "user", "content": f"Entities:\n{listing}\n\nSentence: {text}\n\nList every entity this "
+                 "sentence is about or that its meaning depends on (people, rooms, objects, places)."}]
+    reply, record = llm.complete(messages, schema)
+    if out is not None:
+        out.calls.append(record)
+    ents, facts = graph.neighborhood(list(dict.fromkeys(reply.entities)), depth)
+    return Retrieval({e.name: e.type for e in ents}, facts)
+
+
+def _fact_model(domain: Domain, names: Iterable[str]) -> type[BaseModel]:
+    return enum_model("Fact", predicate=list(domain.predicates), args=(list[choice(names)], ...))
+
+
+def update(llm: LLM, graph: WorldGraph, text: str, retrieval: Retrieval, *, verify: bool = True,
+           max_rounds: int = 3, dry_run: bool = False, out: Outcome | None = None) -> Outcome:
+    """Algorithm 3: turn a sentence into a delta, verify it, re-prompt with the issues, apply it."""
+    out = out or Outcome(text)
+    domain = graph.domain
+    fact = _fact_model(domain, [*retrieval.entities, *domain.constants])
+    schema = enum_model("StateChange", add=(list[fact], ...), remove=(list[fact], ...))
+    messages = [{"role": "system", "content": f"{SYSTEM}\n\n{describe_domain(domain)}"},
+                {"role": "user", "content": f"{describe_state(retrieval)}\n\nState change: {text}\n\nWhich facts "
+                 "become true (add) and which stop being true (remove)? Keep every other fact as it is."}]
+    for _ in range(max_rounds):
+        try:
+            reply, record = llm.complete(messages, schema)
+        except LLMError as e:
+            out.error = str(e)
+            return out
+        out.calls.append(record)
+        delta = Delta(add=[Fact(predicate=f.predicate, args=tuple(f.args)) for f in reply.add],
+                      remove=[Fact(predicate=f.predicate, args=tuple(f.args)) for f in reply.remove],
+                      source="nl", text=text, model=record.model,
+                      tokens={"prompt": out.prompt_tokens, "completion": sum(c.completion_tokens for c in out.calls)})
+        out.delta = delta
+        issues = graph.check(delta) if verify else []
+        if not issues:
+            if delta.is_empty():
+                out.error = "the sentence changes nothing in the graph"
+            elif not dry_run:
+                try:
+                    out.change = graph.apply(delta, verified=verify)
+                except ChangeRefused as e:  # the graph changed since the check
+                    out.rounds.append([str(i) for i in e.issues])
+                    continue
+            return out
+        out.rounds.append([str(i) for i in issues])
+        messages += [{"role": "assistant", "content": reply.model_dump_json()},
+                     {"role": "user", "content": _feedback(issues)}]
+    out.error = f"no valid change after {max_rounds} replies; the graph is unchanged"
+    return out
+
+
+def _feedback(issues: list[Issue] | list[str]) -> str:
+    return ("That change was refused, nothing was applied:\n" + "\n".join(f"- {i}" for i in issues)
+            + "\nAnswer again with the corrected complete change.")
+
+
+def write_goal(llm: LLM, graph: WorldGraph, text: str, retrieval: Retrieval, *, max_rounds: int = 3,
+               out: Outcome | None = None) -> tuple[Formula | None, Outcome]:
+    """Algorithm 4's first half: the model writes only the PDDL :goal, checked against the domain and objects."""
+    out = out or Outcome(text)
+    domain = graph.domain
+    objects = {e.name: e.type for e in graph.entities()}
+    schema = enum_model("Goal", goal=(str, ...))
+    messages = [{"role": "system", "content": f"{SYSTEM}\n\n{describe_domain(domain)}"},
+                {"role": "user", "content": f"{describe_state(retrieval)}\n\nTask: {text}\n\nWrite the PDDL goal "
+                 "formula that is true exactly when the task is done, e.g. (and (not (p a)) (q b c)); use "
+                 "forall/exists over types where the task says 'all' or 'any'."}]
+    for _ in range(max_rounds):
+        try:
+            reply, record = llm.complete(messages, schema)
+        except LLMError as e:
+            out.error = str(e)
+            return None, out
+        out.calls.append(record)
+        out.goal = reply.goal
+        try:
+            return parse_goal(reply.goal, graph, objects), out
+        except (PDDLError, GraphError) as e:
+            out.rounds.append([str(e)])
+            messages += [{"role": "assistant", "content": reply.model_dump_json()},
+                         {"role": "user", "content": f"That goal is not valid: {e}\nWrite it again."}]
+    out.error = f"no valid goal after {max_rounds} replies"
+    return None, out

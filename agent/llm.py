@@ -1,0 +1,337 @@
+"""LLM clients with structured (pydantic-validated) replies and per-call usage records.
+
+`OpenAIClient` talks to any OpenAI-compatible chat endpoint (OpenAI, vLLM, Ollama, llama.cpp server);
+`ScriptedLLM` replays replies a test or an oracle specifies. Both implement `LLM.complete(messages, schema)`,
+which returns the reply validated against the pydantic model `schema` and its `CallRecord`, or raises `LLMError`.
+
+Reply schemas are plain pydantic models; restrict names to known ones with `choice` (a `Literal`, i.e. a
+JSON-schema `enum`), e.g. ``enum_model("Fact", predicate=["at", "holding"], args=(list[choice(objects)], ...))``.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import random
+import re
+import time
+from abc import ABC, abstractmethod
+from collections import deque
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any, Literal, TypeVar
+
+import openai
+from pydantic import BaseModel, ValidationError, create_model
+
+M = TypeVar("M", bound=BaseModel)
+Mode = Literal["json_schema", "json_object", "text"]
+MODES: tuple[Mode, ...] = ("json_schema", "json_object", "text")
+RETRYABLE = (openai.APIConnectionError, openai.RateLimitError, openai.InternalServerError)  # incl. APITimeoutError
+FORMAT_WORDS = ("response_format", "json_schema", "json_object")  # in a 400 that rejects the reply format
+RAW_LIMIT = 500
+
+
+class LLMError(RuntimeError):
+    """A call that failed: endpoint unreachable or refusing, or a reply that does not fit the schema."""
+
+    def __init__(self, reason: str, raw: str | None = None) -> None:
+        super().__init__(reason if raw is None else f"{reason}; raw reply: {truncate(raw)!r}")
+        self.reason = reason
+        self.raw = raw
+
+
+@dataclass(frozen=True)
+class CallRecord:
+    """One `complete` call: tokens from the API's `usage` (0 when not reported), wall time over all attempts."""
+
+    model: str
+    mode: Mode
+    prompt_tokens: int
+    completion_tokens: int
+    latency_s: float
+    attempts: int
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class Usage:
+    """Totals over a client's calls."""
+
+    calls: int
+    failed: int
+    prompt_tokens: int
+    completion_tokens: int
+    latency_s: float
+
+
+@dataclass(frozen=True)
+class LLMConfig:
+    """Endpoint and call policy; `from_env` reads it, callers override fields with `dataclasses.replace`.
+
+    `response_format` is the first reply format tried; the client falls back json_schema -> json_object -> text
+    when the endpoint rejects one with HTTP 400.
+    """
+
+    model: str = "gpt-4o-mini"
+    base_url: str | None = None
+    api_key: str | None = None
+    response_format: Mode = "json_schema"
+    temperature: float | None = None
+    timeout_s: float = 60.0
+    max_attempts: int = 4
+    backoff_s: float = 1.0
+    max_backoff_s: float = 30.0
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None, **overrides: Any) -> LLMConfig:
+        """`KGPLAN_LLM_BASE_URL`, `KGPLAN_LLM_MODEL`, `OPENAI_API_KEY`, `KGPLAN_LLM_RESPONSE_FORMAT`."""
+        env = os.environ if env is None else env
+        config = cls(
+            model=env.get("KGPLAN_LLM_MODEL") or cls.model,
+            base_url=env.get("KGPLAN_LLM_BASE_URL") or None,
+            api_key=env.get("OPENAI_API_KEY") or None,
+        )
+        fmt = env.get("KGPLAN_LLM_RESPONSE_FORMAT")
+        if fmt:
+            if fmt not in MODES:
+                raise ValueError(f"KGPLAN_LLM_RESPONSE_FORMAT={fmt!r}: expected one of {', '.join(MODES)}")
+            config = replace(config, response_format=fmt)
+        return replace(config, **overrides)
+
+
+def truncate(text: str, limit: int = RAW_LIMIT) -> str:
+    return text if len(text) <= limit else f"{text[:limit]}... [{len(text) - limit} more chars]"
+
+
+def choice(values: Iterable[str]) -> Any:
+    """The type accepting exactly these strings: `Literal[...]`, whose JSON schema is an `enum`."""
+    values = tuple(dict.fromkeys(values))
+    if not values:
+        raise ValueError("choice() needs at least one value")
+    return Literal[values]
+
+
+def enum_model(name: str, /, **fields: Any) -> type[BaseModel]:
+    """`pydantic.create_model(name, **fields)`, where a field given as a list of strings is a required `choice`.
+
+    Other field values go to `create_model` unchanged: a type, or `(type, default)`.
+    """
+    spec = {k: (choice(v), ...) if isinstance(v, list) else v for k, v in fields.items()}
+    return create_model(name, **spec)
+
+
+def strict_schema(model: type[BaseModel]) -> dict[str, Any]:
+    """The model's JSON schema made valid for OpenAI strict mode.
+
+    Every object lists all its properties as required and has `additionalProperties: false`; defaults are
+    dropped (the model still applies them); `const` becomes a one-value `enum`; a `$ref` with sibling keywords
+    (e.g. a description) is inlined. Free-form dicts (`dict[str, X]`) cannot be made strict.
+    """
+    root = model.model_json_schema()
+    defs = root.get("$defs", {})
+
+    def fix(node: Any) -> Any:
+        if isinstance(node, list):
+            return [fix(item) for item in node]
+        if not isinstance(node, dict):
+            return node
+        if "$ref" in node and len(node) > 1:
+            node = dict(node)
+            node = {**defs[node.pop("$ref").rsplit("/", 1)[-1]], **node}
+        out = {
+            key: {name: fix(sub) for name, sub in value.items()} if key in ("properties", "$defs") else fix(value)
+            for key, value in node.items()
+            if key != "default"
+        }
+        if "const" in out:
+            out["enum"] = [out.pop("const")]
+        if "properties" in out:
+            out["required"] = list(out["properties"])
+            out["additionalProperties"] = False
+        return out
+
+    return fix(root)
+
+
+def schema_name(model: type[BaseModel]) -> str:
+    """The model's name as the API accepts it (letters, digits, `_`, `-`; at most 64)."""
+    return re.sub(r"[^A-Za-z0-9_-]", "_", model.__name__)[:64]
+
+
+def extract_json(text: str) -> Any:
+    """The reply's JSON value: the whole text, else the first decodable `{...}` in it (code fences, prose)."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        pass
+    decoder = json.JSONDecoder()
+    for i, ch in enumerate(text):
+        if ch == "{":
+            try:
+                return decoder.raw_decode(text, i)[0]
+            except json.JSONDecodeError:
+                continue
+    raise ValueError("no JSON object found")
+
+
+def parse_reply(text: str, schema: type[M]) -> M:
+    """Validate a text reply against `schema`; `LLMError` says what is wrong and shows the (truncated) text."""
+    try:
+        return schema.model_validate(extract_json(text))
+    except ValueError as e:  # ValidationError is a ValueError
+        reason = str(e) if isinstance(e, ValidationError) else f"not JSON ({e})"
+        raise LLMError(f"reply does not fit {schema.__name__}: {reason}", raw=text) from e
+
+
+class LLM(ABC):
+    """A chat model answering with replies validated against a pydantic schema; keeps a record per call."""
+
+    def __init__(self) -> None:
+        self.records: list[CallRecord] = []
+
+    @abstractmethod
+    def complete(self, messages: list[dict], schema: type[M]) -> tuple[M, CallRecord]:
+        """Send `messages` (OpenAI chat format), return the reply as a `schema` instance; raise `LLMError`."""
+
+    @property
+    def usage(self) -> Usage:
+        return Usage(
+            calls=len(self.records),
+            failed=sum(r.error is not None for r in self.records),
+            prompt_tokens=sum(r.prompt_tokens for r in self.records),
+            completion_tokens=sum(r.completion_tokens for r in self.records),
+            latency_s=sum(r.latency_s for r in self.records),
+        )
+
+
+class OpenAIClient(LLM):
+    """An OpenAI-compatible chat endpoint, with retries (exponential backoff, jitter) and format fallback."""
+
+    def __init__(self, config: LLMConfig | None = None) -> None:
+        super().__init__()
+        self.config = config or LLMConfig.from_env()
+        self.mode: Mode = self.config.response_format  # lowered for good when the endpoint rejects a format
+        self._client = openai.OpenAI(
+            base_url=self.config.base_url,
+            api_key=self.config.api_key or "none",  # local servers need no key, the client insists on one
+            timeout=self.config.timeout_s,
+            max_retries=0,
+        )
+
+    def complete(self, messages: list[dict], schema: type[M]) -> tuple[M, CallRecord]:
+        start, attempts, failures = time.perf_counter(), 0, 0
+
+        def fail(message: str, raw: str | None = None, usage: Any = None) -> LLMError:
+            error = LLMError(f"{self.config.model}: {message}", raw)
+            self._record(start, attempts, usage, str(error))
+            return error
+
+        while True:
+            attempts += 1
+            try:
+                response = self._client.chat.completions.create(**self._request(messages, schema))
+                break
+            except RETRYABLE as e:
+                failures += 1
+                if failures >= self.config.max_attempts:
+                    raise fail(f"giving up after {failures} failed attempts: {type(e).__name__}: {e}") from e
+                time.sleep(self._backoff(failures))
+            except openai.BadRequestError as e:
+                if self.mode == "text" or not any(w in str(e).lower() for w in FORMAT_WORDS):
+                    raise fail(f"request rejected: {e}") from e
+                self.mode = MODES[MODES.index(self.mode) + 1]
+            except openai.OpenAIError as e:
+                raise fail(f"request failed: {type(e).__name__}: {e}") from e
+
+        message = response.choices[0].message if response.choices else None
+        text = (message.content if message else None) or ""
+        try:
+            reply = parse_reply(text, schema)
+        except LLMError as e:
+            refusal = getattr(message, "refusal", None)
+            reason = e.reason + (f"; refusal: {refusal}" if refusal else "")
+            raise fail(reason, raw=e.raw, usage=response.usage) from e
+        return reply, self._record(start, attempts, response.usage)
+
+    def _request(self, messages: list[dict], schema: type[BaseModel]) -> dict[str, Any]:
+        body: dict[str, Any] = {"model": self.config.model, "messages": messages}
+        if self.config.temperature is not None:
+            body["temperature"] = self.config.temperature
+        if self.mode == "json_schema":
+            body["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {"name": schema_name(schema), "schema": strict_schema(schema), "strict": True},
+            }
+            return body
+        if self.mode == "json_object":
+            body["response_format"] = {"type": "json_object"}
+        body["messages"] = with_instruction(
+            messages,
+            "Reply with a single JSON object and nothing else. It must conform to this JSON schema:\n"
+            + json.dumps(strict_schema(schema)),
+        )
+        return body
+
+    def _backoff(self, failures: int) -> float:
+        delay = min(self.config.max_backoff_s, self.config.backoff_s * 2 ** (failures - 1))
+        return delay * random.uniform(0.5, 1.0)
+
+    def _record(self, start: float, attempts: int, usage: Any, error: str | None = None) -> CallRecord:
+        record = CallRecord(
+            model=self.config.model,
+            mode=self.mode,
+            prompt_tokens=getattr(usage, "prompt_tokens", None) or 0,
+            completion_tokens=getattr(usage, "completion_tokens", None) or 0,
+            latency_s=time.perf_counter() - start,
+            attempts=attempts,
+            error=error,
+        )
+        self.records.append(record)
+        return record
+
+
+def with_instruction(messages: list[dict], instruction: str) -> list[dict]:
+    """The messages with `instruction` appended to the leading system message (or added as one)."""
+    if messages and messages[0].get("role") == "system" and isinstance(messages[0].get("content"), str):
+        first = {**messages[0], "content": f"{messages[0]['content']}\n\n{instruction}"}
+        return [first, *messages[1:]]
+    return [{"role": "system", "content": instruction}, *messages]
+
+
+Reply = str | BaseModel | Callable[[list[dict]], "str | BaseModel"]
+
+
+class ScriptedLLM(LLM):
+    """Replies given in advance, in order: text, pydantic objects, or callables of the messages.
+
+    Every prompt is kept in `prompts`; each reply is validated against the call's schema like a real one.
+    """
+
+    def __init__(self, replies: Sequence[Reply] = (), model: str = "scripted") -> None:
+        super().__init__()
+        self.replies: deque[Reply] = deque(replies)
+        self.prompts: list[list[dict]] = []
+        self.model = model
+
+    def complete(self, messages: list[dict], schema: type[M]) -> tuple[M, CallRecord]:
+        start = time.perf_counter()
+        self.prompts.append(copy.deepcopy(messages))
+        try:
+            if not self.replies:
+                raise LLMError(f"ScriptedLLM: no reply left for call {len(self.prompts)} ({schema.__name__})")
+            reply = self.replies.popleft()
+            if callable(reply):
+                reply = reply(messages)
+            text = reply.model_dump_json() if isinstance(reply, BaseModel) else reply
+            result = parse_reply(text, schema)
+        except LLMError as e:
+            self._record(start, str(e))
+            raise
+        return result, self._record(start)
+
+    def _record(self, start: float, error: str | None = None) -> CallRecord:
+        record = CallRecord(self.model, "json_schema", 0, 0, time.perf_counter() - start, 1, error)
+        self.records.append(record)
+        return record

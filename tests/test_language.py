@@ -1,0 +1,98 @@
+"""The language layer with a scripted LLM: prompts asserted on, replies verified, re-prompting."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from agent.language import full_graph, select_entities, update, write_goal
+from agent.llm import ScriptedLLM
+from domains.model import Domain, Problem
+from graph.backends.sqlite import SqliteGraph
+from graph.model import Fact
+
+F = Fact.parse
+
+
+@pytest.fixture
+def world(tmp_path: Path, household: Domain, world_problem: Problem) -> SqliteGraph:
+    g = SqliteGraph(tmp_path / "w.db")
+    g.init(household)
+    g.load_problem(world_problem)
+    return g
+
+
+def reply(add: list[str] = (), remove: list[str] = ()) -> str:
+    def facts(xs: list[str]) -> list[dict]:
+        return [{"predicate": f.predicate, "args": list(f.args)} for f in map(F, xs)]
+
+    return json.dumps({"add": facts(list(add)), "remove": facts(list(remove))})
+
+
+def test_update_applies_a_verified_change(world: SqliteGraph) -> None:
+    llm = ScriptedLLM([reply(["(on apple kitchen_table)"], ["(on apple kitchen_counter)"])])
+    text = "Omar moved the apple to the kitchen table."
+    out = update(llm, world, text, full_graph(world))
+    assert out.error is None and out.change is not None and out.rounds == []
+    assert F("(on apple kitchen_table)") in world.facts()
+    last = world.history()[-1].delta
+    assert last.source == "nl" and last.text == text and last.model == "scripted"
+    system, user = llm.prompts[0]
+    assert "(on ?i - item ?f - furniture): item ?i is on ?f" in system["content"]
+    assert text in user["content"] and "(on apple kitchen_counter)" in user["content"]
+
+
+def test_issues_are_fed_back_and_the_corrected_reply_applied(world: SqliteGraph) -> None:
+    llm = ScriptedLLM([reply(["(on apple kitchen_table)"]),  # forgets that the apple left the counter
+                       reply(["(on apple kitchen_table)"], ["(on apple kitchen_counter)"])])
+    out = update(llm, world, "The apple is on the kitchen table now.", full_graph(world))
+    assert out.change is not None and len(out.rounds) == 1 and "at once" in out.rounds[0][0]
+    feedback = llm.prompts[1][-1]["content"]
+    assert "refused" in feedback and "(on apple kitchen_counter) and (on apple kitchen_table)" in feedback
+    assert llm.prompts[1][-2]["role"] == "assistant"
+
+
+def test_refused_every_time_leaves_the_graph_unchanged(world: SqliteGraph) -> None:
+    before = world.facts()
+    llm = ScriptedLLM([reply(["(switched_on kitchen_light)"])] * 3)
+    out = update(llm, world, "The kitchen light came on.", full_graph(world), max_rounds=3)
+    assert out.change is None and "no valid change after 3" in out.error and len(out.rounds) == 3
+    assert world.facts() == before
+
+
+def test_names_outside_the_enums_are_rejected_by_the_schema(world: SqliteGraph) -> None:
+    before = world.facts()
+    bad = json.dumps({"add": [{"predicate": "light_on", "args": ["kitchen_light"]}], "remove": []})
+    out = update(ScriptedLLM([bad]), world, "The light is on.", full_graph(world))
+    assert out.change is None and "light_on" in out.error and world.facts() == before
+
+
+def test_dry_run_and_no_op(world: SqliteGraph) -> None:
+    n = len(world.history())
+    out = update(ScriptedLLM([reply(["(switched_on hallway_light)"])]), world, "hall light on",
+                 full_graph(world), dry_run=True)
+    assert out.delta is not None and out.change is None and len(world.history()) == n
+    out = update(ScriptedLLM([reply()]), world, "Nothing happened.", full_graph(world))
+    assert out.error == "the sentence changes nothing in the graph"
+
+
+def test_entity_selection_retrieves_the_neighbourhood(world: SqliteGraph) -> None:
+    llm = ScriptedLLM([json.dumps({"entities": ["laundry_room_light"]}),
+                       reply(remove=["(switched_on bathroom_faucet)"])])
+    r = select_entities(llm, world, "Sandra turned off the laundry room light.", depth=1)
+    assert "laundry_room_light - light" in llm.prompts[0][-1]["content"]
+    assert set(r.entities) == {"laundry_room_light", "laundry_room"}
+    assert r.facts == [F("(in_room laundry_room_light laundry_room)")]
+    out = update(llm, world, "The bathroom tap is off.", r)  # bathroom_faucet is not in the enum
+    assert out.change is None and "bathroom_faucet" in out.error
+
+
+def test_goal_is_checked_and_re_prompted(world: SqliteGraph) -> None:
+    llm = ScriptedLLM([json.dumps({"goal": "(not (light_on kitchen_light))"}),
+                       json.dumps({"goal": "(forall (?l - light) (not (switched_on ?l)))"})])
+    goal, out = write_goal(llm, world, "Switch off all the lights.", full_graph(world))
+    assert goal is not None and out.goal.startswith("(forall") and len(out.rounds) == 1
+    assert "unknown predicate 'light_on'" in llm.prompts[1][-1]["content"]
+    assert "Switch off all the lights." in llm.prompts[0][-1]["content"]

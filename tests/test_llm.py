@@ -1,0 +1,289 @@
+"""The LLM client layer: OpenAIClient against a fake OpenAI-compatible HTTP server on 127.0.0.1, and ScriptedLLM."""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+import time
+from collections.abc import Callable, Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import pytest
+from pydantic import BaseModel
+
+from agent.llm import LLMConfig, LLMError, OpenAIClient, ScriptedLLM, choice, enum_model, strict_schema
+
+Response = tuple[int, dict, float]  # status, JSON body, delay before answering (s)
+Script = Callable[[dict], Response]
+
+
+def ok(content: Any, prompt_tokens: int | None = 10, completion_tokens: int = 5, delay: float = 0.0) -> Script:
+    """A 200 chat completion whose message content is `content` (JSON-encoded unless a string)."""
+    text = content if isinstance(content, str) else json.dumps(content)
+    body: dict[str, Any] = {
+        "id": "chatcmpl-1",
+        "object": "chat.completion",
+        "created": 0,
+        "model": "fake",
+        "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": text}}],
+    }
+    if prompt_tokens is not None:
+        body["usage"] = {
+            "prompt_tokens": prompt_tokens,
+            "completion_tokens": completion_tokens,
+            "total_tokens": prompt_tokens + completion_tokens,
+        }
+    return lambda request: (200, body, delay)
+
+
+def error(status: int, message: str = "boom", delay: float = 0.0) -> Script:
+    return lambda request: (status, {"error": {"message": message, "type": "server_error"}}, delay)
+
+
+class FakeServer:
+    """POST /v1/chat/completions answered by scripted responses in order; request bodies are kept."""
+
+    def __init__(self) -> None:
+        self.script: list[Script] = []
+        self.requests: list[dict] = []
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                request = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                server.requests.append(request)
+                if self.path != "/v1/chat/completions" or not server.script:
+                    status, body, delay = 404, {"error": {"message": f"unscripted {self.path}"}}, 0.0
+                else:
+                    status, body, delay = server.script.pop(0)(request)
+                time.sleep(delay)
+                data = json.dumps(body).encode()
+                try:
+                    self.send_response(status)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(data)))
+                    self.end_headers()
+                    self.wfile.write(data)
+                except OSError:  # the client timed out and hung up
+                    pass
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+
+    def client(self, **overrides: Any) -> OpenAIClient:
+        config = LLMConfig(model="fake-model", base_url=self.url, api_key="sk-test", backoff_s=0.001, timeout_s=5)
+        return OpenAIClient(LLMConfig(**{**config.__dict__, **overrides}))
+
+
+@pytest.fixture
+def server() -> Iterator[FakeServer]:
+    fake = FakeServer()
+    thread = threading.Thread(target=fake.httpd.serve_forever, args=(0.01,), daemon=True)
+    thread.start()
+    yield fake
+    fake.httpd.shutdown()
+    fake.httpd.server_close()
+
+
+Fact = enum_model("Fact", predicate=["at", "holding"], args=(list[choice(["robot", "kitchen", "cup"])], ...))
+MESSAGES = [
+    {"role": "system", "content": "You extract facts."},
+    {"role": "user", "content": "The robot is in the kitchen."},
+]
+FACT = {"predicate": "at", "args": ["robot", "kitchen"]}
+
+
+class Inner(BaseModel):
+    name: str = "x"
+
+
+class Outer(BaseModel):
+    inner: Inner
+    described: Inner | None = None
+    kind: choice(["only"])
+
+
+def objects(schema: Any) -> Iterator[dict]:
+    if isinstance(schema, dict):
+        if schema.get("type") == "object":
+            yield schema
+        for value in schema.values():
+            yield from objects(value)
+    elif isinstance(schema, list):
+        for value in schema:
+            yield from objects(value)
+
+
+def test_strict_schema_requires_everything_and_forbids_extras() -> None:
+    schema = strict_schema(Outer)
+    assert "default" not in json.dumps(schema)
+    found = list(objects(schema))
+    assert len(found) == 2  # Outer and Inner (in $defs)
+    for obj in found:
+        assert obj["additionalProperties"] is False
+        assert obj["required"] == list(obj["properties"])
+    assert schema["properties"]["kind"]["enum"] == ["only"]
+    assert Outer.model_validate({"inner": {"name": "a"}, "described": None, "kind": "only"}).inner.name == "a"
+
+
+def test_schema_request_and_validated_reply(server: FakeServer) -> None:
+    server.script = [ok(FACT)]
+    llm = server.client(temperature=0.0)
+    fact, record = llm.complete(MESSAGES, Fact)
+    assert isinstance(fact, Fact) and fact.predicate == "at" and fact.args == ["robot", "kitchen"]
+    (request,) = server.requests
+    assert request["model"] == "fake-model" and request["messages"] == MESSAGES and request["temperature"] == 0.0
+    fmt = request["response_format"]
+    assert fmt["type"] == "json_schema"
+    assert fmt["json_schema"]["name"] == "Fact" and fmt["json_schema"]["strict"] is True
+    schema = fmt["json_schema"]["schema"]
+    assert schema["properties"]["predicate"]["enum"] == ["at", "holding"]
+    assert schema["properties"]["args"]["items"]["enum"] == ["robot", "kitchen", "cup"]
+    assert schema["additionalProperties"] is False and schema["required"] == ["predicate", "args"]
+    assert record.mode == "json_schema" and record.attempts == 1 and record.error is None
+
+
+def test_invalid_reply_raises_clear_error(server: FakeServer) -> None:
+    server.script = [ok({"predicate": "teleported", "args": ["robot"], "pad": "z" * 2000})]
+    llm = server.client()
+    with pytest.raises(LLMError) as caught:
+        llm.complete(MESSAGES, Fact)
+    message = str(caught.value)
+    assert "Fact" in message and "predicate" in message and "teleported" in message
+    assert "more chars]" in message and len(message) < 2000
+    assert caught.value.raw is not None and len(caught.value.raw) > 2000
+    assert llm.records[-1].error == message and llm.records[-1].prompt_tokens == 10
+
+    server.script = [ok("I cannot answer that.")]
+    with pytest.raises(LLMError, match=r"not JSON.*I cannot answer that"):
+        llm.complete(MESSAGES, Fact)
+
+
+@pytest.mark.parametrize("status", [500, 429, 503])
+def test_retries_transient_errors(server: FakeServer, status: int) -> None:
+    server.script = [error(status), ok(FACT)]
+    llm = server.client()
+    fact, record = llm.complete(MESSAGES, Fact)
+    assert fact.predicate == "at" and record.attempts == 2 and len(server.requests) == 2
+
+
+def test_retries_timeouts(server: FakeServer) -> None:
+    server.script = [ok(FACT, delay=1.0), ok(FACT)]
+    llm = server.client(timeout_s=0.2)
+    _, record = llm.complete(MESSAGES, Fact)
+    assert record.attempts == 2
+
+
+def test_gives_up_after_max_attempts(server: FakeServer) -> None:
+    server.script = [error(500) for _ in range(5)]
+    llm = server.client(max_attempts=3)
+    with pytest.raises(LLMError, match="giving up after 3 failed attempts: InternalServerError"):
+        llm.complete(MESSAGES, Fact)
+    assert len(server.requests) == 3 and llm.records[-1].attempts == 3 and llm.usage.failed == 1
+
+
+def test_unreachable_endpoint() -> None:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # closed again: connections are refused
+    config = LLMConfig(base_url=f"http://127.0.0.1:{port}/v1", max_attempts=2, backoff_s=0.001)
+    with pytest.raises(LLMError, match="giving up after 2 failed attempts: APIConnectionError"):
+        OpenAIClient(config).complete(MESSAGES, Fact)
+
+
+def test_other_client_errors_are_not_retried(server: FakeServer) -> None:
+    server.script = [error(400, "model 'nope' not found"), error(401, "bad key")]
+    llm = server.client()
+    with pytest.raises(LLMError, match=r"request rejected.*model 'nope' not found"):
+        llm.complete(MESSAGES, Fact)
+    with pytest.raises(LLMError, match="AuthenticationError"):
+        llm.complete(MESSAGES, Fact)
+    assert len(server.requests) == 2 and llm.mode == "json_schema"
+
+
+def reject(kind: str) -> Script:
+    """json_schema rejected by the endpoint (as older vLLM/llama.cpp servers do), other requests answered."""
+
+    def respond(request: dict) -> Response:
+        if request.get("response_format", {}).get("type") == kind:
+            return 400, {"error": {"message": f"response_format type {kind} is not supported"}}, 0.0
+        return ok(FACT)(request)
+
+    return respond
+
+
+def test_falls_back_to_json_object(server: FakeServer) -> None:
+    server.script = [reject("json_schema")] * 3
+    llm = server.client()
+    llm.complete(MESSAGES, Fact)
+    _, record = llm.complete(MESSAGES, Fact)  # the fallback sticks
+    assert [r.get("response_format", {}).get("type") for r in server.requests] == [
+        "json_schema",
+        "json_object",
+        "json_object",
+    ]
+    assert record.mode == "json_object" and llm.records[0].attempts == 2
+    system = server.requests[1]["messages"][0]
+    assert system["content"].startswith("You extract facts.") and "JSON schema" in system["content"]
+    assert '"enum": ["at", "holding"]' in system["content"]
+    assert server.requests[1]["messages"][1:] == MESSAGES[1:]
+
+
+def test_falls_back_to_text_and_extracts_json(server: FakeServer) -> None:
+    server.script = [reject("json_object"), lambda r: ok(f"Sure:\n```json\n{json.dumps(FACT)}\n```")(r)]
+    llm = server.client(response_format="json_object")  # the configured starting format
+    fact, record = llm.complete(MESSAGES[1:], Fact)
+    assert fact.args == ["robot", "kitchen"] and record.mode == "text"
+    assert server.requests[0]["response_format"] == {"type": "json_object"}
+    assert "response_format" not in server.requests[1]
+    assert server.requests[1]["messages"][0]["role"] == "system"  # the schema instruction, added
+
+
+def test_usage_and_latency_accounting(server: FakeServer) -> None:
+    server.script = [ok(FACT, 100, 20, delay=0.05), ok(FACT, 7, 3), ok(FACT, prompt_tokens=None)]
+    llm = server.client()
+    records = [llm.complete(MESSAGES, Fact)[1] for _ in range(3)]
+    assert [(r.prompt_tokens, r.completion_tokens) for r in records] == [(100, 20), (7, 3), (0, 0)]
+    assert records[0].latency_s >= 0.05 and all(r.latency_s > 0 for r in records)
+    assert llm.records == records
+    usage = llm.usage
+    assert (usage.calls, usage.failed, usage.prompt_tokens, usage.completion_tokens) == (3, 0, 107, 23)
+    assert usage.latency_s == pytest.approx(sum(r.latency_s for r in records))
+
+
+def test_config_from_env() -> None:
+    env = {
+        "KGPLAN_LLM_BASE_URL": "http://localhost:11434/v1",
+        "KGPLAN_LLM_MODEL": "qwen2.5:7b",
+        "OPENAI_API_KEY": "sk-x",
+        "KGPLAN_LLM_RESPONSE_FORMAT": "json_object",
+    }
+    config = LLMConfig.from_env(env, max_attempts=2)
+    assert (config.base_url, config.model, config.api_key) == ("http://localhost:11434/v1", "qwen2.5:7b", "sk-x")
+    assert config.response_format == "json_object" and config.max_attempts == 2
+    assert LLMConfig.from_env({}) == LLMConfig()
+    with pytest.raises(ValueError, match="KGPLAN_LLM_RESPONSE_FORMAT"):
+        LLMConfig.from_env({"KGPLAN_LLM_RESPONSE_FORMAT": "xml"})
+
+
+def test_scripted_llm_replays_validates_and_records_prompts() -> None:
+    def by_prompt(messages: list[dict]) -> str:
+        return json.dumps({"predicate": "holding", "args": [messages[-1]["content"]]})
+
+    llm = ScriptedLLM([json.dumps(FACT), Fact(predicate="holding", args=["cup"]), by_prompt, '{"predicate": "flying"}'])
+    first, _ = llm.complete(MESSAGES, Fact)
+    second, _ = llm.complete([{"role": "user", "content": "2"}], Fact)
+    third, _ = llm.complete([{"role": "user", "content": "cup"}], Fact)
+    assert (first.predicate, second.args, third.args) == ("at", ["cup"], ["cup"])
+    with pytest.raises(LLMError, match="predicate"):
+        llm.complete([{"role": "user", "content": "4"}], Fact)
+    with pytest.raises(LLMError, match="no reply left for call 5"):
+        llm.complete([{"role": "user", "content": "5"}], Fact)
+    assert llm.prompts[0] == MESSAGES and [p[-1]["content"] for p in llm.prompts[1:]] == ["2", "cup", "4", "5"]
+    assert (llm.usage.calls, llm.usage.failed) == (5, 2)
