@@ -8,7 +8,7 @@ from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from pydantic import ValidationError
@@ -21,6 +21,10 @@ from domains.sexpr import PDDLError
 from graph.base import ChangeRefused, GraphError, WorldGraph
 from graph.model import Change, Delta, Fact
 from graph.store import open_graph
+
+if TYPE_CHECKING:
+    from agent.language import Retrieval
+    from agent.llm import LLM
 
 app = typer.Typer(help=__doc__, no_args_is_help=True, pretty_exceptions_enable=False,
                   context_settings={"help_option_names": ["-h", "--help"]})
@@ -55,7 +59,10 @@ def run_guarded(fn: Callable[[], None]) -> None:
         for issue in e.issues:
             err.print(f"  [yellow]-[/yellow] [{issue.kind}] {issue.message}", highlight=False)
         raise typer.Exit(1) from None
-    except EXPECTED as e:
+    except Exception as e:
+        llm = sys.modules.get("agent.llm")  # imported (with openai) only by the commands that use an LLM
+        if not isinstance(e, EXPECTED) and not (llm and isinstance(e, llm.LLMError)):
+            raise
         err.print(f"[red]error:[/red] {e}", highlight=False)
         raise typer.Exit(1) from None
 
@@ -271,10 +278,54 @@ def demo(store: Annotated[str, typer.Option(help="Store for the demo (wiped firs
     run_guarded(lambda: run_demo(store, out))
 
 
+def _retrieve(llm: LLM, g: WorldGraph, text: str, whole: bool, depth: int) -> Retrieval:
+    from agent.language import full_graph, select_entities
+
+    return full_graph(g) if whole else select_entities(llm, g, text, depth)
+
+
+@app.command()
+def tell(
+    text: Annotated[str, typer.Argument(help='A state change in English, e.g. "Sandra turned off the laundry '
+                                             'room light".')],
+    dry_run: Annotated[bool, typer.Option(help="Show the verified change without applying it.")] = False,
+    whole: Annotated[bool, typer.Option("--full-graph", help="Show the LLM the whole graph (no retrieval).")] = False,
+    depth: Annotated[int, typer.Option(help="Fact hops around the entities the LLM selects.")] = 1,
+    rounds: Annotated[int, typer.Option(help="Replies allowed before giving up.")] = 3,
+) -> None:
+    """Tell the agent what changed: the LLM proposes a change, verification checks it, issues go back to the LLM.
+
+    The LLM is any OpenAI-compatible endpoint: KGPLAN_LLM_BASE_URL, KGPLAN_LLM_MODEL, OPENAI_API_KEY.
+    """
+    from agent.language import update
+    from agent.llm import LLMConfig, OpenAIClient
+
+    def go() -> None:
+        llm = OpenAIClient(LLMConfig.from_env())
+        with graph() as g:
+            o = update(llm, g, text, _retrieve(llm, g, text, whole, depth), max_rounds=rounds,
+                       dry_run=dry_run)
+        for i, issues in enumerate(o.rounds, 1):
+            err.print(f"[yellow]reply {i} refused:[/yellow] " + "; ".join(issues), highlight=False)
+        if o.change:
+            print_change(o.change)
+        elif o.delta and not o.error:
+            out.print("[cyan]dry run[/cyan], verified but not applied:")
+            print_change(Change(id=0, delta=o.delta), "Proposed change")
+        out.print(f"[dim]{len(o.calls)} LLM call(s), {o.prompt_tokens} prompt tokens[/dim]")
+        if o.error:
+            raise GraphError(o.error)
+
+    run_guarded(go)
+
+
 @app.command()
 def plan(
-    goal: Annotated[str, typer.Option("--goal", "-g", help='A PDDL goal, e.g. "(and (not (switched_on '
-                                                         'kitchen_light)))"; and/or/not/imply/forall/exists.')],
+    task: Annotated[str | None, typer.Argument(help='A task in English, e.g. "Can you silence all the phones?" '
+                                                    "(the LLM writes the goal).")] = None,
+    goal: Annotated[str | None, typer.Option("--goal", "-g", help='A PDDL goal instead, e.g. "(and (not '
+                                             '(switched_on kitchen_light)))"; and/or/not/imply/forall/exists.')]
+    = None,
     planner: Annotated[str, typer.Option(help="fd (Fast Downward LAMA-first), fd-opt or symk-opt (optimal).")] = "fd",
     timeout: Annotated[float, typer.Option(help="Seconds per planner call.")] = 60.0,
     memory: Annotated[int, typer.Option(help="Memory cap for the planner in MB.")] = 4096,
@@ -282,12 +333,26 @@ def plan(
     explain: Annotated[bool, typer.Option(help="Also print the pruned :init and the problem file.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object instead.")] = False,
 ) -> None:
-    """Plan for a goal on the current graph; `kgplan run` then executes the plan."""
+    """Plan for a task (English, through the LLM) or a PDDL goal; `kgplan run` then executes the plan."""
     from agent.planning import plan as make_plan
 
     def go() -> None:
         with graph() as g:
-            r = make_plan(g, goal, planner=planner, timeout=timeout, prune=prune, memory_mb=memory)
+            text = goal
+            if task is not None:
+                from agent.language import write_goal
+                from agent.llm import LLMConfig, OpenAIClient
+
+                llm = OpenAIClient(LLMConfig.from_env())
+                formula, o = write_goal(llm, g, task, _retrieve(llm, g, task, False, 1))
+                if formula is None:
+                    raise GraphError(o.error or "no goal")
+                text = o.goal
+                if not as_json:
+                    out.print(f"goal: {text}", highlight=False)
+            if text is None:
+                raise GraphError("give a task in English or a PDDL goal with --goal")
+            r = make_plan(g, text, planner=planner, timeout=timeout, prune=prune, memory_mb=memory)
         if as_json:
             sys.stdout.write(json.dumps(r.to_json()) + "\n")
         else:

@@ -97,7 +97,10 @@ def update(llm: LLM, graph: WorldGraph, text: str, retrieval: Retrieval, *, veri
     """Algorithm 3: turn a sentence into a delta, verify it, re-prompt with the issues, apply it."""
     out = out or Outcome(text)
     domain = graph.domain
-    fact = _fact_model(domain, [*retrieval.entities, *domain.constants])
+    if not (names := [*retrieval.entities, *domain.constants]):
+        out.error = "the sentence could not be grounded: no entity of the graph was retrieved for it"
+        return out
+    fact = _fact_model(domain, names)
     schema = enum_model("StateChange", add=(list[fact], ...), remove=(list[fact], ...))
     messages = [{"role": "system", "content": f"{SYSTEM}\n\n{describe_domain(domain)}"},
                 {"role": "user", "content": f"{describe_state(retrieval)}\n\nState change: {text}\n\nWhich facts "
@@ -105,9 +108,15 @@ def update(llm: LLM, graph: WorldGraph, text: str, retrieval: Retrieval, *, veri
     for _ in range(max_rounds):
         try:
             reply, record = llm.complete(messages, schema)
-        except LLMError as e:
+        except LLMError as e:  # a reply outside the schema: say why and ask again
             out.error = str(e)
-            return out
+            out.rounds.append([e.reason])
+            if e.raw is None:
+                return out  # the endpoint failed, not the reply
+            messages += [{"role": "assistant", "content": e.raw},
+                         {"role": "user", "content": f"That reply is invalid: {e.reason}\nAnswer again."}]
+            continue
+        out.error = None
         out.calls.append(record)
         delta = Delta(add=[Fact(predicate=f.predicate, args=tuple(f.args)) for f in reply.add],
                       remove=[Fact(predicate=f.predicate, args=tuple(f.args)) for f in reply.remove],
@@ -128,7 +137,8 @@ def update(llm: LLM, graph: WorldGraph, text: str, retrieval: Retrieval, *, veri
         out.rounds.append([str(i) for i in issues])
         messages += [{"role": "assistant", "content": reply.model_dump_json()},
                      {"role": "user", "content": _feedback(issues)}]
-    out.error = f"no valid change after {max_rounds} replies; the graph is unchanged"
+    out.error = f"no valid change after {max_rounds} replies; the graph is unchanged" + (
+        f" (last: {out.error})" if out.error else "")
     return out
 
 

@@ -49,11 +49,13 @@ def measure(g: SqliteGraph, domain: Domain, problem: Problem, goal: Formula, nam
     row = {"goal": name, "status": r.status, "facts_full": r.facts_full, "facts_pruned": r.facts_pruned,
            "prune_s": r.prune_seconds, "pruned_s": r.seconds, "used_full_state": r.used_full_state,
            "plan_length": len(r.plan), "message": r.message}
+    row["planner_called"] = r.seconds > 0  # not when the goal already holds
     row["valid_on_full"] = r.solved and validate(full_task, [Step.parse(s) for s in r.plan]) is None
     if full:
         res = solve(full_task, planner, timeout)
         row |= {"full_status": res.status, "full_s": res.seconds}
-        row["speedup"] = res.seconds / r.seconds if res.solved and r.solved else None
+        pruned_total = r.prune_seconds + r.seconds
+        row["speedup"] = res.seconds / pruned_total if res.solved and r.solved and r.seconds > 0 else None
     return row
 
 
@@ -108,6 +110,7 @@ def summarise(rows: list[dict]) -> dict:
     speedups = [r["speedup"] for r in rows if r.get("speedup")]
     out = {
         "goals": len(rows),
+        "goals_already_true": sum(not r["planner_called"] for r in rows),
         "solved": sum(r["status"] == "solved" for r in rows),
         "valid_on_full": sum(r["valid_on_full"] for r in rows),
         "median_facts_full": statistics.median(r["facts_full"] for r in rows),
@@ -144,13 +147,15 @@ def print_tables(console: Console, rows: list[dict], scaling: list[dict], summar
     if summary:
         t = Table("measure", "value", "target", title="Summary")
         t.add_row("goals solved", f"{summary['solved']}/{summary['goals']}", "all")
+        t.add_row("goals already true (no planner call, no speedup counted)", str(summary["goals_already_true"]), "")
         t.add_row("pruned plans valid on the full state", f"{summary['valid_on_full']}/{summary['goals']}", "all")
         t.add_row("median facts full / pruned", f"{summary['median_facts_full']} / {summary['median_facts_pruned']}",
                   "")
         t.add_row("max time with pruning (s)", _f(summary["max_pruned_s"]), f"< {TARGET_MAX_PRUNED_S:.0f}")
         if "median_speedup" in summary:
             t.add_row("median planner time full (s)", _f(summary["median_full_s"]), "")
-            t.add_row("median speedup pruned vs full", _f(summary["median_speedup"], 1), f">= {TARGET_SPEEDUP:.0f}")
+            t.add_row("median speedup, full planner time / (pruning + pruned planner time), over goals "
+                      "that needed a plan", _f(summary["median_speedup"], 1), f">= {TARGET_SPEEDUP:.0f}")
         t.add_row("all targets met", str(summary["all_targets_met"]), "")
         console.print(t)
 

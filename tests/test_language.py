@@ -65,8 +65,12 @@ def test_refused_every_time_leaves_the_graph_unchanged(world: SqliteGraph) -> No
 def test_names_outside_the_enums_are_rejected_by_the_schema(world: SqliteGraph) -> None:
     before = world.facts()
     bad = json.dumps({"add": [{"predicate": "light_on", "args": ["kitchen_light"]}], "remove": []})
-    out = update(ScriptedLLM([bad]), world, "The light is on.", full_graph(world))
+    out = update(ScriptedLLM([bad]), world, "The light is on.", full_graph(world), max_rounds=1)
     assert out.change is None and "light_on" in out.error and world.facts() == before
+    llm = ScriptedLLM([bad, reply(["(switched_on hallway_light)"])])
+    out = update(llm, world, "The hall light is on.", full_graph(world))
+    assert out.change is not None and out.error is None and len(out.rounds) == 1
+    assert "invalid" in llm.prompts[1][-1]["content"] and "light_on" in llm.prompts[1][-1]["content"]
 
 
 def test_dry_run_and_no_op(world: SqliteGraph) -> None:
@@ -85,7 +89,7 @@ def test_entity_selection_retrieves_the_neighbourhood(world: SqliteGraph) -> Non
     assert "laundry_room_light - light" in llm.prompts[0][-1]["content"]
     assert set(r.entities) == {"laundry_room_light", "laundry_room"}
     assert r.facts == [F("(in_room laundry_room_light laundry_room)")]
-    out = update(llm, world, "The bathroom tap is off.", r)  # bathroom_faucet is not in the enum
+    out = update(llm, world, "The bathroom tap is off.", r, max_rounds=1)  # bathroom_faucet is not in the enum
     assert out.change is None and "bathroom_faucet" in out.error
 
 
