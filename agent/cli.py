@@ -25,6 +25,7 @@ from graph.store import open_graph
 if TYPE_CHECKING:
     from agent.language import Retrieval
     from agent.llm import LLM
+    from agent.planning import PlanReport
 
 app = typer.Typer(help=__doc__, no_args_is_help=True, pretty_exceptions_enable=False,
                   context_settings={"help_option_names": ["-h", "--help"]})
@@ -50,20 +51,27 @@ def main(
     STATE["store"] = store
 
 
+def report(e: Exception) -> bool:
+    """Print an expected error (refused change, bad input, unreachable store or LLM); False if unexpected."""
+    llm = sys.modules.get("agent.llm")  # imported (with openai) only by the commands that use an LLM
+    if isinstance(e, ChangeRefused):
+        err.print("[red]Change refused[/red] (the graph is unchanged):")
+        for issue in e.issues:
+            err.print(f"  [yellow]-[/yellow] [{issue.kind}] {issue.message}", highlight=False)
+    elif isinstance(e, EXPECTED) or (llm and isinstance(e, llm.LLMError)):
+        err.print(f"[red]error:[/red] {e}", highlight=False)
+    else:
+        return False
+    return True
+
+
 def run_guarded(fn: Callable[[], None]) -> None:
     """Run a command, turning expected errors into a red message and exit code 1."""
     try:
         fn()
-    except ChangeRefused as e:
-        err.print("[red]Change refused[/red] (the graph is unchanged):")
-        for issue in e.issues:
-            err.print(f"  [yellow]-[/yellow] [{issue.kind}] {issue.message}", highlight=False)
-        raise typer.Exit(1) from None
     except Exception as e:
-        llm = sys.modules.get("agent.llm")  # imported (with openai) only by the commands that use an LLM
-        if not isinstance(e, EXPECTED) and not (llm and isinstance(e, llm.LLMError)):
+        if not report(e):
             raise
-        err.print(f"[red]error:[/red] {e}", highlight=False)
         raise typer.Exit(1) from None
 
 
@@ -278,10 +286,58 @@ def demo(store: Annotated[str, typer.Option(help="Store for the demo (wiped firs
     run_guarded(lambda: run_demo(store, out))
 
 
-def _retrieve(llm: LLM, g: WorldGraph, text: str, whole: bool, depth: int) -> Retrieval:
+def _llm() -> LLM:
+    from agent.llm import LLMConfig, OpenAIClient
+
+    return OpenAIClient(LLMConfig.from_env())
+
+
+def _retrieve(llm: LLM, g: WorldGraph, text: str, whole: bool = False, depth: int = 1) -> Retrieval:
     from agent.language import full_graph, select_entities
 
     return full_graph(g) if whole else select_entities(llm, g, text, depth)
+
+
+def _tell(llm: LLM, g: WorldGraph, text: str, *, whole: bool = False, depth: int = 1, rounds: int = 3,
+          dry_run: bool = False) -> None:
+    """Turn a sentence into a verified change and show what happened on the way."""
+    from agent.language import update
+
+    o = update(llm, g, text, _retrieve(llm, g, text, whole, depth), max_rounds=rounds, dry_run=dry_run)
+    for i, issues in enumerate(o.rounds, 1):
+        err.print(f"[yellow]reply {i} refused:[/yellow] " + "; ".join(issues), highlight=False)
+    if o.change:
+        print_change(o.change)
+    elif o.delta and not o.error:
+        out.print("[cyan]dry run[/cyan], verified but not applied:")
+        print_change(Change(id=0, delta=o.delta), "Proposed change")
+    out.print(f"[dim]{len(o.calls)} LLM call(s), {o.prompt_tokens} prompt tokens[/dim]")
+    if o.error:
+        raise GraphError(o.error)
+
+
+def _goal(llm: LLM, g: WorldGraph, task: str) -> str:
+    """The PDDL goal the LLM writes for a task (checked against the domain and the graph)."""
+    from agent.language import write_goal
+
+    formula, o = write_goal(llm, g, task, _retrieve(llm, g, task))
+    if formula is None or o.goal is None:
+        raise GraphError(o.error or "no goal")
+    return o.goal
+
+
+def _print_plan(r: PlanReport, explain: bool = False) -> None:
+    colour = "green" if r.solved else "red"
+    state = "the full state" if r.used_full_state else f"{r.facts_pruned} of {r.facts_full} facts"
+    out.print(f"[{colour}]{r.status}[/{colour}] by {r.planner} in {r.seconds:.2f} s on {state} "
+              f"(pruning {r.prune_seconds * 1000:.0f} ms)", highlight=False)
+    for i, step in enumerate(r.plan, 1):
+        out.print(f"  {i:3d}. {step}", highlight=False)
+    if r.message:
+        out.print(f"[dim]{r.message}[/dim]", highlight=False)
+    if explain and r.problem_pddl:
+        out.rule("problem")
+        out.print(r.problem_pddl, highlight=False, markup=False)
 
 
 @app.command()
@@ -297,24 +353,10 @@ def tell(
 
     The LLM is any OpenAI-compatible endpoint: KGPLAN_LLM_BASE_URL, KGPLAN_LLM_MODEL, OPENAI_API_KEY.
     """
-    from agent.language import update
-    from agent.llm import LLMConfig, OpenAIClient
 
     def go() -> None:
-        llm = OpenAIClient(LLMConfig.from_env())
         with graph() as g:
-            o = update(llm, g, text, _retrieve(llm, g, text, whole, depth), max_rounds=rounds,
-                       dry_run=dry_run)
-        for i, issues in enumerate(o.rounds, 1):
-            err.print(f"[yellow]reply {i} refused:[/yellow] " + "; ".join(issues), highlight=False)
-        if o.change:
-            print_change(o.change)
-        elif o.delta and not o.error:
-            out.print("[cyan]dry run[/cyan], verified but not applied:")
-            print_change(Change(id=0, delta=o.delta), "Proposed change")
-        out.print(f"[dim]{len(o.calls)} LLM call(s), {o.prompt_tokens} prompt tokens[/dim]")
-        if o.error:
-            raise GraphError(o.error)
+            _tell(_llm(), g, text, whole=whole, depth=depth, rounds=rounds, dry_run=dry_run)
 
     run_guarded(go)
 
@@ -338,37 +380,51 @@ def plan(
 
     def go() -> None:
         with graph() as g:
-            text = goal
-            if task is not None:
-                from agent.language import write_goal
-                from agent.llm import LLMConfig, OpenAIClient
-
-                llm = OpenAIClient(LLMConfig.from_env())
-                formula, o = write_goal(llm, g, task, _retrieve(llm, g, task, False, 1))
-                if formula is None:
-                    raise GraphError(o.error or "no goal")
-                text = o.goal
-                if not as_json:
-                    out.print(f"goal: {text}", highlight=False)
+            text = goal if task is None else _goal(_llm(), g, task)
             if text is None:
                 raise GraphError("give a task in English or a PDDL goal with --goal")
+            if task is not None and not as_json:
+                out.print(f"goal: {text}", highlight=False)
             r = make_plan(g, text, planner=planner, timeout=timeout, prune=prune, memory_mb=memory)
         if as_json:
             sys.stdout.write(json.dumps(r.to_json()) + "\n")
         else:
-            colour = "green" if r.solved else "red"
-            state = "the full state" if r.used_full_state else f"{r.facts_pruned} of {r.facts_full} facts"
-            out.print(f"[{colour}]{r.status}[/{colour}] by {r.planner} in {r.seconds:.2f} s on {state} "
-                      f"(pruning {r.prune_seconds * 1000:.0f} ms)", highlight=False)
-            for i, step in enumerate(r.plan, 1):
-                out.print(f"  {i:3d}. {step}", highlight=False)
-            if r.message:
-                out.print(f"[dim]{r.message}[/dim]", highlight=False)
-            if explain and r.problem_pddl:
-                out.rule("problem")
-                out.print(r.problem_pddl, highlight=False, markup=False)
+            _print_plan(r, explain)
         if not r.solved:
             raise typer.Exit(2)
+
+    run_guarded(go)
+
+
+@app.command()
+def chat() -> None:
+    """Talk to the agent: say what changed or what to do; the LLM tells the two apart.
+
+    /run executes the last plan, /history shows the changes, /quit (or an empty line) ends.
+    """
+    from agent.language import classify
+    from agent.planning import plan as make_plan
+
+    def go() -> None:
+        llm = _llm()
+        with graph() as g:
+            while (line := typer.prompt("you", default="", show_default=False).strip()) not in ("", "/quit"):
+                try:
+                    if line in ("/run", "/history"):
+                        (run_plan if line == "/run" else history)()
+                    elif line.startswith("/"):
+                        err.print("commands: /run /history /quit")
+                    elif classify(llm, line) == "task":
+                        goal_text = _goal(llm, g, line)
+                        out.print(f"goal: {goal_text}", highlight=False)
+                        _print_plan(make_plan(g, goal_text))
+                    else:
+                        _tell(llm, g, line)
+                except typer.Exit:
+                    pass  # the command has said why
+                except Exception as e:
+                    if not report(e):
+                        raise
 
     run_guarded(go)
 

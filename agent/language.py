@@ -174,3 +174,12 @@ def write_goal(llm: LLM, graph: WorldGraph, text: str, retrieval: Retrieval, *, 
                          {"role": "user", "content": f"That goal is not valid: {e}\nWrite it again."}]
     out.error = f"no valid goal after {max_rounds} replies"
     return None, out
+
+
+def classify(llm: LLM, text: str) -> str:
+    """Whether a sentence reports a change ("state_change") or asks for something to be done ("task")."""
+    schema = enum_model("Intent", kind=["state_change", "task"])
+    messages = [{"role": "system", "content": SYSTEM},
+                {"role": "user", "content": f"Sentence: {text}\n\nIs this a report of something that changed in the "
+                 "house (state_change), or a request for the robot to do something (task)?"}]
+    return llm.complete(messages, schema)[0].kind

@@ -16,7 +16,9 @@ import contextlib
 import multiprocessing as mp
 import os
 import resource
+import shutil
 import signal
+import tempfile
 import time
 import traceback
 from dataclasses import dataclass, field
@@ -58,7 +60,10 @@ def solve(task: Task, planner: str = "fd", timeout: float = 60.0, memory_mb: int
     base_problem(task.domain.compiled_pddl())  # parsed once per process, inherited by the child
     ctx = mp.get_context("fork")
     parent, child = ctx.Pipe(duplex=False)
-    proc = ctx.Process(target=_child, args=(child, task, planner, timeout, memory_mb), daemon=True)
+    # Fast Downward writes output.sas into its working directory: planners running side by side in
+    # one directory would read each other's tasks, so each gets its own.
+    workdir = tempfile.mkdtemp(prefix="kgplan-plan-")
+    proc = ctx.Process(target=_child, args=(child, workdir, task, planner, timeout, memory_mb), daemon=True)
     proc.start()
     child.close()
     try:
@@ -73,18 +78,20 @@ def solve(task: Task, planner: str = "fd", timeout: float = 60.0, memory_mb: int
             os.killpg(proc.pid, signal.SIGKILL)  # the planner's own subprocesses too
         proc.join()
         parent.close()
+        shutil.rmtree(workdir, ignore_errors=True)
     return PlanResult(status, planner, time.perf_counter() - start, [Step.parse(s) for s in plan], message)
 
 
-def _child(conn: Connection, task: Task, planner: str, timeout: float, memory_mb: int) -> None:
+def _child(conn: Connection, workdir: str, task: Task, planner: str, timeout: float, memory_mb: int) -> None:
     os.setpgid(0, 0)
     limit = memory_mb * 2**20
     resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+    os.chdir(workdir)
     try:
         conn.send(_run(task, planner, timeout))
     except MemoryError:
         conn.send(("memout", [], f"out of memory (cap {memory_mb} MB)"))
-    except Exception as e:
+    except Exception as e:  # reported to the parent as a planner error
         conn.send(("error", [], f"{type(e).__name__}: {e}\n{traceback.format_exc(limit=3)}"))
 
 
