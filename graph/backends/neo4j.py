@@ -7,6 +7,10 @@ the predicate, nullary facts are properties of one ``(:World)`` node, and higher
 nodes, metadata ``(:Meta {key, value})`` nodes. User data only ever travels as parameters; the
 only names put into query text are the domain's predicate names (checked, backtick-quoted) and
 this module's own labels.
+
+Round trips: a transaction takes the writers' lock with its first statement; a small change is
+verified from one prefetching read and written by one statement (its UNWIND writes chained with
+``WITH count(*)``, the history record last); large ones are written in chunks of `CHUNK` rows.
 """
 
 from __future__ import annotations
@@ -71,6 +75,14 @@ ABOUT = (
     "UNWIND $names AS nm MATCH (:Entity {name: nm})<-[:ARG]-(f:Fact) "
     "RETURN DISTINCT f.predicate AS p, f.args AS args",
 )
+# The types of the named entities and, for the subjects among them, every fact about them.
+PREFETCH = (
+    "UNWIND $names AS nm MATCH (n:Entity {name: nm}) WITH nm, n, nm IN $subjects AS s "
+    "RETURN nm, n.type AS type, "
+    "CASE WHEN s THEN [p IN $unary WHERE n[p] = true] ELSE [] END AS unary, "
+    "CASE WHEN s THEN [(n)-[x]-(:Entity) | [type(x), startNode(x).name, endNode(x).name]] ELSE [] END AS edges, "
+    "CASE WHEN s THEN [(n)<-[:ARG]-(f:Fact) | [f.predicate, f.args]] ELSE [] END AS reified"
+)
 OF = {
     0: "MATCH (w:World) UNWIND [p IN $nullary WHERE w[p] = true] AS p RETURN p, [] AS args",
     1: "MATCH (n:Entity) UNWIND [p IN $unary WHERE n[p] = true] AS p RETURN p, [n.name] AS args",
@@ -83,7 +95,7 @@ MERGE_ENTITIES = ("UNWIND $rows AS r MERGE (n:Entity {name: r.name}) "
 MISSING = ("UNWIND $names AS nm OPTIONAL MATCH (n:Entity {name: nm}) WITH nm, n WHERE n IS NULL "
            "RETURN nm")
 SET_PROPS = "UNWIND $rows AS r MATCH (n:Entity {name: r.a}) SET n += r.props"
-SET_WORLD = "MERGE (w:World) SET w += $props"
+SET_WORLD = "UNWIND $rows AS r MERGE (w:World) SET w += r.props"
 ADD_EDGES = ("UNWIND $rows AS r MATCH (a:Entity {name: r.a}), (b:Entity {name: r.b}) "
              "MERGE (a)-[:`{p}`]->(b)")
 DEL_EDGES = ("UNWIND $rows AS r MATCH (:Entity {name: r.a})-[x:`{p}`]->(:Entity {name: r.b}) "
@@ -133,8 +145,8 @@ def _atoms(rows: Iterator[Any]) -> list[GroundAtom]:
     return list(dict.fromkeys(out))
 
 
-def _entity_types(q: Runner, names: Collection[str]) -> dict[str, str]:
-    rows = q.run("UNWIND $names AS nm MATCH (n:Entity {name: nm}) RETURN nm, n.type AS type",
+def _entity_types(q: Runner, names: Collection[str], lead: str = "") -> dict[str, str]:
+    rows = q.run(lead + "UNWIND $names AS nm MATCH (n:Entity {name: nm}) RETURN nm, n.type AS type",
                  {"names": list(names)})
     return {r["nm"]: r["type"] for r in rows}
 
@@ -175,19 +187,80 @@ def _change(r: Any) -> Change:
 
 
 class _Neo4jTx(Tx):
+    """One write transaction; it takes the writers' lock with its first statement.
+
+    Writers are serialised and entities are never deleted by a change, so what the transaction
+    reads stands until it writes. It remembers which entities exist or not (no fact mentions an
+    absent entity; the entities of a verified change need no existence check before writing),
+    and `prefetch` reads everything verifying a small change needs in one round trip.
+    """
+
     def __init__(self, tx: Transaction, graph: Neo4jGraph) -> None:
         self.tx, self.graph = tx, graph
+        self.locked = False
+        self.existing: set[str] = set()
+        self.absent: set[str] = set()
+        self.typed: dict[str, str | None] = {}  # prefetched: name -> type, None if absent
+        self.about: dict[str, set[GroundAtom]] = {}  # prefetched: name -> every fact about it
+
+    def _lead(self) -> str:
+        """The lock clause to put before this transaction's first statement (once), else ''."""
+        if self.locked:
+            return ""
+        self.locked = True
+        return LOCK + " WITH count(*) AS locked "  # the aggregation finishes the lock first
+
+    def _lock(self) -> None:
+        if lead := self._lead():
+            self.tx.run(lead + "RETURN locked").consume()
+
+    def prefetch(self, delta: Delta) -> None:
+        """Read, in one statement, the types of the entities `delta` mentions and every fact
+        about the subjects (first arguments) of its facts: the answers of verification's reads."""
+        facts = [*delta.add, *delta.remove]
+        names = sorted({a for f in facts for a in f.args} | {e.name for e in delta.new_entities})
+        subjects = sorted({f.args[0] for f in facts if f.args})
+        if not names and self.locked:
+            return
+        unary = [p for p, n in _arities(self.graph.domain).items() if n == 1]
+        rows = self.tx.run(self._lead() + PREFETCH, {"names": names, "subjects": subjects, "unary": unary})
+        typed: dict[str, str | None] = dict.fromkeys(names)
+        about: dict[str, set[GroundAtom]] = {s: set() for s in subjects}
+        for r in rows:
+            typed[r["nm"]] = r["type"]
+            if r["nm"] in about:
+                about[r["nm"]] = {(p, (r["nm"],)) for p in r["unary"]} | {
+                    (p, (a, b)) for p, a, b in r["edges"]} | {
+                    (p, tuple(json.loads(j))) for p, j in r["reified"]}
+        self.typed, self.about = typed, about
+        self.existing |= {n for n, t in typed.items() if t is not None}
+        self.absent |= {n for n, t in typed.items() if t is None}
 
     def entity_types(self, names: Collection[str]) -> dict[str, str]:
-        return _entity_types(self.tx, names)
+        if self.typed.keys() >= set(names):
+            return {n: t for n in names if (t := self.typed[n]) is not None}
+        found = _entity_types(self.tx, names, self._lead())
+        self.existing |= found.keys()
+        self.absent |= set(names) - found.keys()
+        return found
 
     def present(self, atoms: Collection[GroundAtom]) -> set[GroundAtom]:
-        return _present(self.tx, atoms)
+        self._lock()
+        atoms = [a for a in atoms if self.absent.isdisjoint(a[1])]
+        known = [a for a in atoms if a[1] and a[1][0] in self.about]
+        rest = [a for a in atoms if not (a[1] and a[1][0] in self.about)]
+        return {a for a in known if a in self.about[a[1][0]]} | _present(self.tx, rest)
 
     def facts_about(self, names: Collection[str]) -> list[GroundAtom]:
-        return _facts_about(self.tx, names, _arities(self.graph.domain))
+        self._lock()
+        names = [n for n in names if n not in self.absent]
+        out = [a for n in names if n in self.about for a in self.about[n]]
+        if rest := [n for n in names if n not in self.about]:
+            out += _facts_about(self.tx, rest, _arities(self.graph.domain))
+        return list(dict.fromkeys(out))
 
     def facts_of(self, predicates: Collection[str]) -> list[GroundAtom]:
+        self._lock()
         return _facts_of(self.tx, predicates, _arities(self.graph.domain))
 
     def write(self, delta: Delta, undo_of: int | None) -> Change:
@@ -197,14 +270,19 @@ class _Neo4jTx(Tx):
         for f in add + remove:
             if arity.get(f.predicate) != len(f.args):
                 raise GraphError(f"{f} does not match a predicate of domain {domain.name}")
+        self._lock()
+        self.typed, self.about = {}, {}  # facts change now
         used = {a for f in add for a in f.args}
         rows = [{"name": e.name, "type": e.type, "attrs": json.dumps(e.attrs)}
                 for e in delta.new_entities]
         rows += [{"name": c, "type": domain.constants[c], "attrs": "{}"}
                  for c in sorted(used & domain.constants.keys())]  # constants get nodes on use
-        self._run(MERGE_ENTITIES, rows)
-        if missing := [r["nm"] for r in self.tx.run(MISSING, {"names": sorted(used)})]:
+        merged = {r["name"] for r in rows}
+        unchecked = sorted(used - self.existing - merged)
+        if unchecked and (missing := [r["nm"] for r in self.tx.run(MISSING, {"names": unchecked})]):
             raise GraphError(f"cannot add facts about unknown entities: {missing}")
+        self.existing |= merged
+        self.absent -= merged
 
         props: dict[str, dict[str, bool | None]] = defaultdict(dict)  # entity -> unary changes
         world: dict[str, bool | None] = {}
@@ -221,18 +299,27 @@ class _Neo4jTx(Tx):
                     edges[f.predicate, added].append({"a": f.args[0], "b": f.args[1]})
                 else:
                     reified[added].append({"p": f.predicate, "j": _key(f.args), "args": f.args})
-        if world:
-            self.tx.run(SET_WORLD, {"props": world}).consume()
-        self._run(SET_PROPS, [{"a": a, "props": p} for a, p in props.items()])
-        for (p, added), pairs in sorted(edges.items(), key=lambda kv: kv[0][1]):
-            self._run((ADD_EDGES if added else DEL_EDGES).replace("{p}", p), pairs)
-        self._run(DEL_FACTS, reified[False])
-        self._run(ADD_FACTS, reified[True])
+        writes = [(MERGE_ENTITIES, rows), (SET_WORLD, [{"props": world}] if world else []),
+                  (SET_PROPS, [{"a": a, "props": p} for a, p in props.items()])]
+        writes += [((ADD_EDGES if added else DEL_EDGES).replace("{p}", p), pairs)
+                   for (p, added), pairs in sorted(edges.items(), key=lambda kv: kv[0][1])]
+        writes += [(DEL_FACTS, reified[False]), (ADD_FACTS, reified[True])]
+        writes = [(q, r) for q, r in writes if r]
 
         change = Change(id=0, delta=delta, undo_of=undo_of)
-        params = {"time": change.time.isoformat(), "undo_of": undo_of,
-                  "delta": delta.model_dump_json()}
-        change.id = self.tx.run(ADD_CHANGE, params).single(strict=True)["id"]
+        params: dict[str, Any] = {"time": change.time.isoformat(), "undo_of": undo_of,
+                                  "delta": delta.model_dump_json()}
+        if sum(len(r) for _, r in writes) <= CHUNK:  # a small change: one round trip
+            parts = []
+            for i, (q, r) in enumerate(writes):
+                parts.append(f"{q.replace('$rows', f'$rows{i}')} WITH count(*) AS done{i}")
+                params[f"rows{i}"] = r
+            query = " ".join([*parts, ADD_CHANGE])
+        else:
+            for q, r in writes:
+                self._run(q, r)
+            query = ADD_CHANGE
+        change.id = self.tx.run(query, params).single(strict=True)["id"]
         return change
 
     def _run(self, query: str, rows: list[dict[str, Any]]) -> None:
@@ -240,7 +327,8 @@ class _Neo4jTx(Tx):
             self.tx.run(query, {"rows": chunk}).consume()
 
     def change(self, change_id: int) -> Change | None:
-        row = self.tx.run("MATCH (c:Change {id: $id})" + CHANGE_FIELDS, {"id": change_id}).single()
+        query = self._lead() + "MATCH (c:Change {id: $id})" + CHANGE_FIELDS
+        row = self.tx.run(query, {"id": change_id}).single()
         return _change(row) if row else None
 
 
@@ -295,11 +383,14 @@ class Neo4jGraph(WorldGraph):
                 time.sleep(random.uniform(0, 0.01 * 2**attempt))
 
     @contextmanager
-    def _write(self) -> Iterator[Transaction]:
+    def _write(self, lock: bool = True) -> Iterator[Transaction]:
+        """A write transaction; it first takes the writers' lock unless `lock` is False (then the
+        caller must take it before its first read, as `_Neo4jTx` does)."""
         with self._session(WRITE_ACCESS) as s:
             tx = s.begin_transaction()
             try:
-                tx.run(LOCK).consume()  # serialises writers: reads and writes never interleave
+                if lock:
+                    tx.run(LOCK).consume()  # serialises writers: reads and writes never interleave
                 yield tx
             except BaseException:
                 tx.rollback()
@@ -308,12 +399,17 @@ class Neo4jGraph(WorldGraph):
 
     @contextmanager
     def transaction(self) -> Iterator[Tx]:
-        with self._write() as tx:
-            yield _Neo4jTx(tx, self)
+        with self._write(lock=False) as tx:
+            yield _Neo4jTx(tx, self)  # takes the lock with its first statement
 
     def init(self, domain: Domain, force: bool = False) -> None:
         _arities(domain)  # refuse a domain this backend cannot store before binding it
         super().init(domain, force)
+
+    def _verify(self, tx: Tx, delta: Delta) -> list[Issue]:
+        if isinstance(tx, _Neo4jTx) and len(delta.add) + len(delta.remove) + len(delta.new_entities) <= CHUNK:
+            tx.prefetch(delta)  # a small change is verified from one read
+        return super()._verify(tx, delta)
 
     def check(self, delta: Delta) -> list[Issue]:
         return self._retry(lambda: super(Neo4jGraph, self).check(delta))

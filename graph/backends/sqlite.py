@@ -49,8 +49,10 @@ class _SqliteTx(Tx):
         for chunk in _chunks(list(atoms)):
             values = ",".join("(?,?)" for _ in chunk)
             params = [x for p, a in chunk for x in (p, _key(a))]
+            # CROSS JOIN fixes the loop order: one index lookup per atom (a row-value IN scans facts)
             rows = self.db.execute(
-                f"SELECT predicate, args FROM facts WHERE (predicate, args) IN (VALUES {values})", params
+                f"SELECT f.predicate, f.args FROM (VALUES {values}) AS v CROSS JOIN facts f "
+                "WHERE f.predicate = v.column1 AND f.args = v.column2", params
             )
             out |= {(p, tuple(json.loads(a))) for p, a in rows}
         return out
@@ -71,17 +73,18 @@ class _SqliteTx(Tx):
             "INSERT OR IGNORE INTO entities(name, type, attrs) VALUES (?,?,?)",
             [(e.name, e.type, json.dumps(e.attrs)) for e in delta.new_entities],
         )
-        for f in delta.remove:
-            row = db.execute("DELETE FROM facts WHERE predicate=? AND args=? RETURNING id",
-                             (f.predicate, _key(f.args))).fetchone()
-            if row:
-                db.execute("DELETE FROM fact_args WHERE fact_id=?", row)
-        for f in dict.fromkeys(delta.add):
-            row = db.execute("INSERT OR IGNORE INTO facts(predicate, args) VALUES (?,?) RETURNING id",
-                             (f.predicate, _key(f.args))).fetchone()
-            if row:
-                db.executemany("INSERT OR IGNORE INTO fact_args(entity, fact_id, pos) VALUES (?,?,?)",
-                               [(a, row[0], i) for i, a in enumerate(f.args)])
+        removed = [(f.predicate, _key(f.args)) for f in dict.fromkeys(delta.remove)]
+        db.executemany("DELETE FROM fact_args WHERE fact_id IN (SELECT id FROM facts WHERE predicate=? AND args=?)",
+                       removed)
+        db.executemany("DELETE FROM facts WHERE predicate=? AND args=?", removed)
+        # New rows get ids above the current maximum (rowids without AUTOINCREMENT): exactly the
+        # facts inserted now (not those already present) get their argument index rows.
+        (top,) = db.execute("SELECT coalesce(max(id), 0) FROM facts").fetchone()
+        added = {(f.predicate, _key(f.args)): f.args for f in delta.add}
+        db.executemany("INSERT OR IGNORE INTO facts(predicate, args) VALUES (?,?)", added)
+        db.executemany("INSERT OR IGNORE INTO fact_args(entity, fact_id, pos) VALUES (?,?,?)", [
+            (a, i, pos) for i, p, k in db.execute("SELECT id, predicate, args FROM facts WHERE id > ?", (top,))
+            for pos, a in enumerate(added[p, k])])
         change = Change(id=0, delta=delta, undo_of=undo_of)
         cur = db.execute("INSERT INTO changes(time, undo_of, delta) VALUES (?,?,?)",
                          (change.time.isoformat(), undo_of, delta.model_dump_json()))

@@ -1,9 +1,10 @@
-"""Run a throwaway ArcadeDB server that speaks Bolt, for Neo4j backend tests.
+"""Run a throwaway local ArcadeDB server that speaks Bolt, for tests and benchmarks.
 
 The server, its jars and a Java runtime all ship in the PyPI package
-``arcadedb-embedded``; it is started as a separate Java process (not through
-the package's in-process JVM) so the tests talk to it exactly like a Neo4j
-server: over Bolt, with the ``neo4j`` driver.
+``arcadedb-embedded`` (a test/bench extra, imported only when a server is started);
+it runs as a separate Java process (not through the package's in-process JVM), so
+the Neo4j backend talks to it exactly as to a Neo4j server: over Bolt, with the
+``neo4j`` driver.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import shutil
 import socket
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -103,6 +104,7 @@ def running_arcadedb(
     bolt_port: int | None = None,
     *,
     database: str = "kgplan",
+    extra_databases: Sequence[str] = (),
     password: str = "kgplan-test-pw",
     max_heap: str = "1g",
     start_timeout: float = 60.0,
@@ -114,7 +116,8 @@ def running_arcadedb(
         root: scratch directory; server files live in ``root/server`` and
             its output in ``root/arcadedb.log``.
         bolt_port: Bolt port; a free one is picked when None.
-        database: database created at startup.
+        database: database created at startup (the one `BoltServer` names).
+        extra_databases: more databases to create at startup.
         password: root user password.
         max_heap: JVM ``-Xmx`` value.
         start_timeout: seconds to wait for ``RETURN 1`` to succeed over Bolt.
@@ -140,7 +143,7 @@ def running_arcadedb(
         "arcadedb.server.rootPath": server_root,
         "arcadedb.server.rootPassword": password,
         # Format: name[user:password]; "[root]" just grants the root user.
-        "arcadedb.server.defaultDatabases": f"{database}[root]",
+        "arcadedb.server.defaultDatabases": ";".join(f"{db}[root]" for db in (database, *extra_databases)),
         "arcadedb.server.httpIncomingHost": HOST,
         "arcadedb.server.httpIncomingPort": free_port(),
         "arcadedb.server.plugins": BOLT_PLUGIN,
