@@ -450,13 +450,13 @@ def run_plan() -> None:
 
 
 @app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
-def bench(ctx: typer.Context, name: Annotated[str, typer.Argument(help="graph_ops or planning.")]) -> None:
+def bench(ctx: typer.Context, name: Annotated[str, typer.Argument(help="graph_ops, planning or l3mp.")]) -> None:
     """Run a benchmark from benchmarks/ (its own options follow; see `kgplan bench NAME --help`)."""
     import importlib
 
     try:
         module = importlib.import_module(f"benchmarks.{name}")
     except ModuleNotFoundError:
-        err.print(f"[red]error:[/red] no benchmark {name!r}: choose graph_ops or planning")
+        err.print(f"[red]error:[/red] no benchmark {name!r}: choose graph_ops, planning or l3mp")
         raise typer.Exit(1) from None
     raise typer.Exit(module.main(ctx.args))
