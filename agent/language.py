@@ -9,6 +9,7 @@ first reply as it is).
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
@@ -52,13 +53,33 @@ class Outcome:
         return sum(c.prompt_tokens for c in self.calls)
 
 
-def describe_domain(domain: Domain) -> str:
+def describe_domain(domain: Domain, predicates: Iterable[str] | None = None) -> str:
+    """The predicates (all, or those named) with their argument types, and their glosses where domain.toml has some.
+
+    Without a gloss (which names the variables) a predicate is shown by its types alone, e.g.
+    ``(light_on light)``: its name is its gloss. An either-type of three or more types used more than once
+    is named once (``T1 = book/cloth/pen``): a short prompt is a cheaper one.
+    """
+    preds = [domain.predicates[n] for n in predicates] if predicates is not None else list(domain.predicates.values())
+    unions = Counter(t for p in preds for a in p.params if len(t := domain.reduce_types(a.types)) > 2)
+    alias = {u: f"T{i}" for i, u in enumerate((u for u, k in unions.items() if k > 1), 1)}
     lines = []
-    for p in domain.predicates.values():
-        sig = " ".join(f"{a.name} - {'/'.join(a.types)}" for a in p.params)
-        gloss = domain.gloss(p.name).format(*(a.name for a in p.params)) if p.params else domain.gloss(p.name)
-        lines.append(f"({p.name} {sig})".replace(" )", ")") + f": {gloss}")
+    for p in preds:
+        types = [alias.get(t := domain.reduce_types(a.types)) or "/".join(t) for a in p.params]
+        if not (gloss := domain.meta.get("predicates", {}).get(p.name, {}).get("gloss")):
+            lines.append(f"({' '.join([p.name, *types])})")
+            continue
+        sig = "".join(f" {a.name} - {t}" for a, t in zip(p.params, types, strict=True))
+        lines.append(f"({p.name}{sig}): {gloss.format(*(a.name for a in p.params))}")
+    lines += [f"where {name} = {'/'.join(u)}" for u, name in alias.items()]
     return "Predicates:\n" + "\n".join(lines)
+
+
+def usable_predicates(domain: Domain, types: Iterable[str]) -> list[str]:
+    """The predicates that can hold of objects of these types: each argument accepts one of them."""
+    types = set(types)
+    return [p.name for p in domain.predicates.values()
+            if all(any(domain.accepts(a.types, t) for t in types) for a in p.params)]
 
 
 def describe_state(r: Retrieval) -> str:
@@ -102,7 +123,8 @@ def update(llm: LLM, graph: WorldGraph, text: str, retrieval: Retrieval, *, veri
         return out
     fact = _fact_model(domain, names)
     schema = enum_model("StateChange", add=(list[fact], ...), remove=(list[fact], ...))
-    messages = [{"role": "system", "content": f"{SYSTEM}\n\n{describe_domain(domain)}"},
+    usable = usable_predicates(domain, {*retrieval.entities.values(), *domain.constants.values()})
+    messages = [{"role": "system", "content": f"{SYSTEM}\n\n{describe_domain(domain, usable)}"},
                 {"role": "user", "content": f"{describe_state(retrieval)}\n\nState change: {text}\n\nWhich facts "
                  "become true (add) and which stop being true (remove)? Keep every other fact as it is."}]
     for _ in range(max_rounds):

@@ -7,6 +7,10 @@ it. A plan succeeds when, executed from the true state of that step, it reaches 
 (plans are scored, not executed on the graph: the dataset's later states leave out the agent's
 own actions). Prompt tokens are counted with the o200k tokenizer (offline) for every LLM kind.
 
+Variants: R- shows the LLM the whole graph, R+ the neighbourhood of the entities it picks from
+the entity list, RS the neighbourhood of its query graph grounded by embeddings and search
+(agent/retrieval.py); a trailing V verifies each change and re-prompts with the issues.
+
     python -m benchmarks.l3mp ../shared/bench/l3mp-household --variant R+V --llm oracle
 """
 
@@ -34,7 +38,10 @@ from domains.model import Domain, Problem
 from graph.backends.sqlite import SqliteGraph
 from planners.state import State, Step, simulate
 
-VARIANTS = {"R-": (False, False), "R-V": (False, True), "R+": (True, False), "R+V": (True, True)}
+# variant -> (retriever, verify): "full" shows the whole graph, "select" the entities the LLM picks from the
+# entity list (retrieval a), "search" the LLM's query graph grounded by embeddings (retrieval b)
+VARIANTS = {"R-": ("full", False), "R-V": ("full", True), "R+": ("select", False), "R+V": ("select", True),
+            "RS": ("search", False), "RSV": ("search", True)}
 Atoms = set[tuple[str, tuple[str, ...]]]
 
 
@@ -88,6 +95,13 @@ class Oracle(LLM):
         name = schema.__name__
         if name == "EntitySelection":
             text = json.dumps({"entities": self.truth["entities"]})
+        elif name == "QueryGraph":  # each entity described by its name in words, with its type
+            ents: list[str] = self.truth["entities"]
+            objects: dict[str, str] = self.truth["objects"]
+            text = json.dumps({
+                "entities": [{"description": e.replace("_", " "), "type": objects.get(e)} for e in ents],
+                "relations": [{"predicate": p, "args": [ents.index(a) for a in args]}
+                              for p, args in sorted(self.truth["relations"])]})
         elif name == "StateChange":
             add, remove = set(self.truth["add"]), set(self.truth["remove"])
             if self.kind:
@@ -136,7 +150,7 @@ def steps(run: Path) -> list[Path]:
 def evaluate(run: Path, variant: str, llm: Counting, oracle: Oracle | None, console: Console,
              max_rounds: int = 3, depth: int = 1) -> list[dict]:
     """Run one variant over one run; a row per step."""
-    use_retrieval, verify = VARIANTS[variant]
+    retriever, verify = VARIANTS[variant]
     domain = Domain.load(run / "domain.pddl")
     rows: list[dict] = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -154,7 +168,7 @@ def evaluate(run: Path, variant: str, llm: Counting, oracle: Oracle | None, cons
             calls_before, t0 = len(llm.counted), time.perf_counter()
             out = Outcome(text)
             corruption = oracle.new_step(_truth(true_init, prev, truth, is_goal)) if oracle else None
-            retrieval: Retrieval = select_entities(llm, g, text, depth, out) if use_retrieval else full_graph(g)
+            retrieval = _retrieve(retriever, llm, g, text, depth, out)
             row = {"step": step.name, "kind": "goal" if is_goal else "state_change", "text": text,
                    "corruption": corruption}
             if is_goal:
@@ -180,13 +194,32 @@ def evaluate(run: Path, variant: str, llm: Counting, oracle: Oracle | None, cons
     return rows
 
 
+def _retrieve(retriever: str, llm: LLM, g: SqliteGraph, text: str, depth: int, out: Outcome) -> Retrieval:
+    if retriever == "select":
+        return select_entities(llm, g, text, depth, out)
+    if retriever == "search":
+        from agent.retrieval import search_retrieve  # loads torch: only when asked for
+
+        return search_retrieve(llm, g, text, depth=depth, out=out)
+    return full_graph(g)
+
+
 def _truth(true_init: Atoms, prev: Atoms, truth: Problem, is_goal: bool) -> dict:
     if is_goal:
         assert truth.goal is not None
-        return {"goal": to_pddl(truth.goal), "entities": sorted({a for x in atoms(truth.goal) for a in x.args})}
+        entities = sorted({a for x in atoms(truth.goal) for a in x.args})
+        return {"goal": to_pddl(truth.goal), "entities": entities, "objects": truth.objects,
+                "relations": _among(true_init, entities)}
     add, remove = true_init - prev, prev - true_init
-    return {"add": add, "remove": remove, "objects": truth.objects,
-            "entities": sorted({a for _, args in add | remove for a in args})}
+    entities = sorted({a for _, args in add | remove for a in args})
+    return {"add": add, "remove": remove, "objects": truth.objects, "entities": entities,
+            "relations": _among(prev, entities)}  # as the graph holds them: before the change
+
+
+def _among(state: Atoms, entities: list[str]) -> Atoms:
+    """The binary facts of `state` between two of `entities`."""
+    names = set(entities)
+    return {(p, args) for p, args in state if len(args) == 2 and set(args) <= names}
 
 
 def _score_plan(g: SqliteGraph, out: Outcome, domain: Domain, truth: Problem, true_init: Atoms) -> dict:
@@ -255,7 +288,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = ap.parse_args(argv)
     variants = list(VARIANTS) if args.variant == "all" else args.variant.split(",")
     if bad := [v for v in variants if v not in VARIANTS]:
-        ap.error(f"unknown variant(s) {bad}: choose from {', '.join(VARIANTS)} (RS/RSV are not built yet)")
+        ap.error(f"unknown variant(s) {bad}: choose from {', '.join(VARIANTS)}")
     runs = [d for root in args.datasets for d in ([root] if (root / "domain.pddl").is_file() else
                                                  sorted(p for p in root.iterdir() if (p / "domain.pddl").is_file()))]
     console = Console()

@@ -103,7 +103,7 @@ def test_goal_is_checked_and_re_prompted(world: SqliteGraph) -> None:
 
 
 @pytest.mark.dataset
-@pytest.mark.parametrize("variant", ["R-", "R-V", "R+", "R+V"])
+@pytest.mark.parametrize("variant", ["R-", "R-V", "R+", "R+V", "RS", "RSV"])
 def test_oracle_harness_loses_nothing(variant: str) -> None:
     """With the ground truth as the LLM's answers, every state change and every plan succeeds."""
     from rich.console import Console
