@@ -65,6 +65,17 @@ def graph(empty_graph: WorldGraph, household: Domain, world_problem: Problem) ->
     return empty_graph
 
 
+@pytest.fixture
+def world(tmp_path: Path, household: Domain, world_problem: Problem) -> WorldGraph:
+    """The bundled household world in a sqlite file."""
+    from graph.backends.sqlite import SqliteGraph
+
+    g = SqliteGraph(tmp_path / "w.db")
+    g.init(household)
+    g.load_problem(world_problem)
+    return g
+
+
 def l3mp_runs() -> list[Path]:
     """The L3M+P dev runs named by $KGPLAN_L3MP_DIR (skips the test where absent)."""
     root = os.environ.get("KGPLAN_L3MP_DIR")

@@ -9,19 +9,10 @@ import pytest
 
 from agent.language import full_graph, select_entities, update, write_goal
 from agent.llm import ScriptedLLM
-from domains.model import Domain, Problem
 from graph.backends.sqlite import SqliteGraph
 from graph.model import Fact
 
 F = Fact.parse
-
-
-@pytest.fixture
-def world(tmp_path: Path, household: Domain, world_problem: Problem) -> SqliteGraph:
-    g = SqliteGraph(tmp_path / "w.db")
-    g.init(household)
-    g.load_problem(world_problem)
-    return g
 
 
 def reply(add: list[str] = (), remove: list[str] = ()) -> str:

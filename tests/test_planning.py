@@ -25,14 +25,6 @@ from tests.conftest import HOUSEHOLD, l3mp_runs, run_steps
 F = Fact.parse
 
 
-@pytest.fixture
-def world(tmp_path: Path, household: Domain, world_problem: Problem) -> SqliteGraph:
-    g = SqliteGraph(tmp_path / "w.db")
-    g.init(household)
-    g.load_problem(world_problem)
-    return g
-
-
 def full_state(g: WorldGraph) -> State:
     return State(g.domain, {e.name: e.type for e in g.entities()}, [(f.predicate, f.args) for f in g.facts()])
 

@@ -3,26 +3,17 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
 from agent.language import Outcome, Retrieval, describe_domain, update
 from agent.llm import LLMError, ScriptedLLM
 from agent.retrieval import entity_index, ground, query_schema, search_retrieve
-from domains.model import Domain, Problem
+from domains.model import Domain
 from graph.backends.sqlite import SqliteGraph
 from graph.model import Delta, Entity, Fact
 
 F = Fact.parse
-
-
-@pytest.fixture
-def world(tmp_path: Path, household: Domain, world_problem: Problem) -> SqliteGraph:
-    g = SqliteGraph(tmp_path / "w.db")
-    g.init(household)
-    g.load_problem(world_problem)
-    return g
 
 
 def query(*entities: str | tuple[str, str], relations: tuple[tuple[str, int, int], ...] = ()) -> str:
