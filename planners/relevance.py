@@ -120,12 +120,12 @@ class Relevance:
                         continue
                     body = And((act.precondition, eff.condition)) if eff.condition != TRUE \
                         else act.precondition
-                    subgoals = list(self._regress(state, act, list(literals(body)), b, acting))
-                    if any(_covers(s, a) for s in subgoals for a in path):
-                        continue  # needs what it is meant to achieve: useless in a delete-free view
                     for q in quantifiers(body):
                         keep |= {o for p in q.params for o in state.of_type(p.types)}
-                    queue.extend((s, path) for s in subgoals)
+                    for subgoals in self._regress(state, act, list(literals(body)), b, acting):
+                        # a way that needs what it is meant to achieve is useless in a delete-free view
+                        if not any(_covers(s, a) for s in subgoals for a in path):
+                            queue.extend((s, path) for s in subgoals)
         keep |= {a for _, args in met for a in args}
         facts = {f for o in keep for f in state.about(o) if all(a in keep for a in f[1])}
         facts |= {f for f in state.facts if not f[1]}
@@ -150,14 +150,16 @@ class Relevance:
         return b
 
     def _regress(self, state: State, act: Action, lits: list[tuple[Atom, bool]], b: Binding,
-                 acting: set[str]) -> Iterator[Literal]:
-        """Sub-goals from an action's condition literals, joining positive ones with the state."""
+                 acting: set[str]) -> Iterator[list[Literal]]:
+        """The sub-goals of an action's condition literals, one list per way of binding its free
+        parameters by joining positive literals with the state."""
         types = self._types(act)
-        pending = [(b, lits)]
+        pending: list[tuple[Binding, list[tuple[Atom, bool]], list[Literal]]] = [(b, lits, [])]
         branches = 0
         while pending:
-            b, rest = pending.pop()
+            b, rest, found = pending.pop()
             if not rest:
+                yield found
                 continue
             # bind from the literal with the most bound arguments first, the agents' own (which
             # plans change) last: its matches bind the others
@@ -166,7 +168,7 @@ class Relevance:
             (atom, pos), rest = rest[0], rest[1:]
             pattern = _pattern(atom, b)
             if any(x is not None for x in pattern) or not pattern:  # an unbound literal says nothing
-                yield atom.predicate, pattern, pos
+                found = [*found, (atom.predicate, pattern, pos)]
             free = [v for v, x in zip(atom.args, pattern, strict=True) if x is None and v.startswith("?")]
             extended = []
             if pos and free and any(x is not None for x in pattern) and branches < MAX_BRANCHES:
@@ -177,4 +179,4 @@ class Relevance:
                         extended.append(nb)
                 extended = extended[: MAX_BRANCHES - branches]
                 branches += len(extended)
-            pending += [(nb, rest) for nb in extended] or [(b, rest)]
+            pending += [(nb, rest, found) for nb in extended] or [(b, rest, found)]
