@@ -185,3 +185,17 @@ def test_every_l3mp_goal_is_solved_and_valid_on_the_full_state(tmp_path: Path) -
             assert r.solved, (step, r.message)
             full = Task(domain, problem.objects, {(a.predicate, a.args) for a in problem.init}, problem.goal)
             assert validate(full, [Step.parse(s) for s in r.plan]) is None, step
+
+
+def test_pruned_state_keeps_the_way_through_many_rooms(tmp_path: Path, household: Domain) -> None:
+    """The robot must cross several rooms of a generated building: pruning keeps the way there."""
+    from benchmarks.planning import scaling_goal
+    from benchmarks.synthetic import household_world
+
+    problem = household_world(400)
+    g = SqliteGraph(tmp_path / "b.db")
+    g.init(household)
+    g.load_problem(problem)
+    r = plan(g, to_pddl(scaling_goal(problem)))
+    assert r.solved and not r.used_full_state, r.message
+    assert len(r.plan) > 5 and r.facts_pruned < r.facts_full / 2
