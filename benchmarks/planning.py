@@ -27,7 +27,7 @@ from graph.backends.sqlite import SqliteGraph
 from planners.problem import Task
 from planners.relevance import Relevance, literals
 from planners.solve import solve, validate
-from planners.state import State, Step, ground
+from planners.state import State, Step, ground, simulate
 
 TARGET_SPEEDUP = 25.0
 TARGET_MAX_PRUNED_S = 10.0
@@ -58,12 +58,27 @@ def measure(g: SqliteGraph, domain: Domain, problem: Problem, goal: Formula, nam
         row |= {"full_status": res.status, "full_s": res.seconds}
         if res.solved:  # retrieval recall: the initial facts the full-state plan reads, kept by pruning?
             state = State(domain, problem.objects, full_task.facts)
-            needed = read_facts(State(domain, problem.objects, full_task.facts), res.plan)
+            reference = drop_redundant(state, res.plan, goal)
+            needed = read_facts(State(domain, problem.objects, full_task.facts), reference)
             kept = Relevance(domain).prune(state, goal).facts
             row["recall"] = len(needed & kept) / len(needed) if needed else 1.0
         pruned_total = r.prune_seconds + r.seconds
         row["speedup"] = res.seconds / pruned_total if res.solved and r.solved and r.seconds > 0 else None
     return row
+
+
+def drop_redundant(state: State, plan: list[Step], goal: Formula) -> list[Step]:
+    """The plan without steps it reaches the goal without (greedy action elimination), so that a
+    satisficing planner's detours do not count as facts the task needs."""
+    plan = list(plan)
+    i = 0
+    while i < len(plan):
+        shorter = plan[:i] + plan[i + 1:]
+        if simulate(State(state.domain, state.objects, state.facts), shorter, goal) is None:
+            plan = shorter
+        else:
+            i += 1
+    return plan
 
 
 def read_facts(state: State, plan: list[Step]) -> set[tuple[str, tuple[str, ...]]]:
@@ -178,7 +193,8 @@ def print_tables(console: Console, rows: list[dict], scaling: list[dict], summar
             t.add_row("median speedup, full planner time / (pruning + pruned planner time), over goals "
                       "that needed a plan", _f(summary["median_speedup"], 1), f">= {TARGET_SPEEDUP:.0f}")
         if "min_recall" in summary:
-            t.add_row("retrieval recall: initial facts the full-state plan reads that pruning kept (min / mean)",
+            t.add_row("retrieval recall: initial facts the full-state plan (redundant steps dropped) reads that "
+                      "pruning kept (min / mean)",
                       f"{summary['min_recall']:.1%} / {summary['mean_recall']:.1%}", ">= 99%")
         t.add_row("all targets met", str(summary["all_targets_met"]), "")
         console.print(t)

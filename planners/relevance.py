@@ -167,8 +167,6 @@ class Relevance:
                                                 -sum(x is not None for x in _pattern(lp[0], b))))
             (atom, pos), rest = rest[0], rest[1:]
             pattern = _pattern(atom, b)
-            if any(x is not None for x in pattern) or not pattern:  # an unbound literal says nothing
-                found = [*found, (atom.predicate, pattern, pos)]
             free = [v for v, x in zip(atom.args, pattern, strict=True) if x is None and v.startswith("?")]
             extended = []
             if pos and free and any(x is not None for x in pattern) and branches < MAX_BRANCHES:
@@ -179,4 +177,9 @@ class Relevance:
                         extended.append(nb)
                 extended = extended[: MAX_BRANCHES - branches]
                 branches += len(extended)
-            pending += [(nb, rest, found) for nb in extended] or [(b, rest, found)]
+            for nb in extended or [b]:  # each binding records the literal as it binds it
+                lit = _pattern(atom, nb)
+                if any(x is not None for x in lit) or not lit:  # an unbound literal says nothing
+                    pending.append((nb, rest, [*found, (atom.predicate, lit, pos)]))
+                else:
+                    pending.append((nb, rest, found))
