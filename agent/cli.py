@@ -1,4 +1,4 @@
-"""The `kgplan` command line: build, inspect and correct the world graph."""
+"""The `kgplan` command line: build, inspect and correct the world graph, tell it changes and plan tasks."""
 
 from __future__ import annotations
 
@@ -279,7 +279,7 @@ def export(pddl: Annotated[bool, typer.Option("--pddl", help="Print a PDDL probl
 @app.command()
 def demo(store: Annotated[str, typer.Option(help="Store for the demo (wiped first).")]
          = "sqlite:kgplan-demo.db") -> None:
-    """The main job: build the household world, apply sensor observations, show what changed."""
+    """The main job: build the household world, apply sensor observations, plan a task and execute it."""
     from agent.demo import run_demo
 
     STATE["store"] = store
