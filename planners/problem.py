@@ -8,7 +8,6 @@ by parsing problem text (its PDDL reader is slow on large problems).
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterable
 from dataclasses import dataclass
 
 import unified_planning.model as upm
@@ -101,7 +100,3 @@ def up_formula(problem: upm.Problem, domain: Domain, f: Formula,
 
     return conv(f)
 
-
-def ground_atoms(facts: Iterable[GroundAtom]) -> set[GroundAtom]:
-    """Facts as a set of hashable (predicate, args) pairs."""
-    return {(p, tuple(a)) for p, a in facts}
