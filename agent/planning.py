@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields
 
 from domains.formula import Formula, parse_formula
 from domains.sexpr import PDDLError, read
@@ -37,14 +37,19 @@ class PlanReport:
     facts_pruned: int = 0
     used_full_state: bool = False
     message: str = ""
-    problem_pddl: str = ""  # the problem of the attempt that produced the answer
+    task: Task | None = field(default=None, repr=False)  # the attempt that produced the answer
 
     @property
     def solved(self) -> bool:
         return self.status == "solved"
 
+    @property
+    def problem_pddl(self) -> str:
+        """The problem of the attempt that produced the answer (rendered only when asked for)."""
+        return self.task.to_pddl() if self.task else ""
+
     def to_json(self) -> dict:
-        return {k: v for k, v in asdict(self).items() if k != "problem_pddl"}
+        return {f.name: getattr(self, f.name) for f in fields(self) if f.name != "task"}
 
 
 def parse_goal(text: str, graph: WorldGraph, objects: dict[str, str]) -> Formula:
@@ -82,7 +87,7 @@ def plan(graph: WorldGraph, goal_text: str, *, planner: str = "fd", timeout: flo
         result = solve(task, planner, timeout, memory_mb)
         report.seconds += result.seconds
         report.status, report.used_full_state = result.status, full
-        report.problem_pddl = task.to_pddl()
+        report.task = task
         if result.solved and (failure := _check(state, result, goal)) is not None:
             report.status, result.message = "error", f"invalid on the full state: {failure}"
         if report.status == "solved":
@@ -102,8 +107,7 @@ def _remember(graph: WorldGraph, report: PlanReport) -> PlanReport:
 
 def _check(state: State, result: PlanResult, goal: Formula) -> str | None:
     """Why the plan fails on a copy of the full state, or None if it reaches the goal."""
-    copy = State(state.domain, state.objects, state.facts)
-    failure = simulate(copy, result.plan, goal)
+    failure = simulate(state.copy(), result.plan, goal)
     return str(failure) if failure else None
 
 

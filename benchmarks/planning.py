@@ -59,7 +59,7 @@ def measure(g: SqliteGraph, domain: Domain, problem: Problem, goal: Formula, nam
         if res.solved:  # retrieval recall: the initial facts the full-state plan reads, kept by pruning?
             state = State(domain, problem.objects, full_task.facts)
             reference = drop_redundant(state, res.plan, goal)
-            needed = read_facts(State(domain, problem.objects, full_task.facts), reference)
+            needed = read_facts(state.copy(), reference)
             kept = Relevance(domain).prune(state, goal).facts
             row["recall"] = len(needed & kept) / len(needed) if needed else 1.0
         pruned_total = r.prune_seconds + r.seconds
@@ -74,7 +74,7 @@ def drop_redundant(state: State, plan: list[Step], goal: Formula) -> list[Step]:
     i = 0
     while i < len(plan):
         shorter = plan[:i] + plan[i + 1:]
-        if simulate(State(state.domain, state.objects, state.facts), shorter, goal) is None:
+        if simulate(state.copy(), shorter, goal) is None:
             plan = shorter
         else:
             i += 1

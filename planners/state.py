@@ -68,6 +68,10 @@ class State:
             self._by_arg[p, i, a].discard(args)
             self._about[a].discard(atom)
 
+    def copy(self) -> State:
+        """An independent state with the same objects and facts."""
+        return State(self.domain, self.objects, self.facts)
+
     def about(self, name: str) -> set[GroundAtom]:
         """The true atoms that mention `name`."""
         return set(self._about.get(name, ()))
