@@ -8,7 +8,7 @@ from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from pydantic import ValidationError
@@ -31,7 +31,7 @@ app = typer.Typer(help=__doc__, no_args_is_help=True, pretty_exceptions_enable=F
                   context_settings={"help_option_names": ["-h", "--help"]})
 out = Console()
 err = Console(stderr=True)
-STATE: dict[str, str | None] = {"store": None}
+STATE: dict[str, Any] = {"store": None, "llm": {}}
 EXPECTED = (GraphError, PDDLError, FileNotFoundError, ValidationError, json.JSONDecodeError)
 
 
@@ -42,6 +42,12 @@ def main(
         help="Where the world graph lives: sqlite:PATH (default sqlite:kgplan.db) or "
              "neo4j://HOST:PORT / bolt://HOST:PORT (credentials from NEO4J_USER, NEO4J_PASSWORD, "
              "database from KGPLAN_NEO4J_DATABASE).")] = None,
+    llm_url: Annotated[str | None, typer.Option(
+        "--llm-url", envvar="KGPLAN_LLM_BASE_URL", show_envvar=True,
+        help="OpenAI-compatible endpoint for tell/plan/chat, e.g. http://127.0.0.1:8080/v1 (default: OpenAI); "
+             "the key comes from OPENAI_API_KEY.")] = None,
+    llm_model: Annotated[str | None, typer.Option(
+        "--llm-model", envvar="KGPLAN_LLM_MODEL", help="Model name at that endpoint (default gpt-4o-mini).")] = None,
 ) -> None:
     """kgplan: a planning agent whose memory is a verified world-state graph.
 
@@ -49,6 +55,7 @@ def main(
     `show` and `facts`, correct it with `add`/`remove`/`observe`, and look back with `history`.
     """
     STATE["store"] = store
+    STATE["llm"] = {k: v for k, v in (("base_url", llm_url), ("model", llm_model)) if v}
 
 
 def report(e: Exception) -> bool:
@@ -289,7 +296,7 @@ def demo(store: Annotated[str, typer.Option(help="Store for the demo (wiped firs
 def _llm() -> LLM:
     from agent.llm import LLMConfig, OpenAIClient
 
-    return OpenAIClient(LLMConfig.from_env())
+    return OpenAIClient(LLMConfig.from_env(**STATE["llm"]))
 
 
 def _retrieve(llm: LLM, g: WorldGraph, text: str, whole: bool = False, depth: int = 1) -> Retrieval:

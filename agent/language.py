@@ -13,8 +13,6 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from pydantic import BaseModel
-
 from agent.llm import LLM, CallRecord, LLMError, choice, enum_model
 from agent.planning import parse_goal
 from domains.formula import Formula
@@ -109,21 +107,18 @@ def select_entities(llm: LLM, graph: WorldGraph, text: str, depth: int = 1,
     return Retrieval({e.name: e.type for e in ents}, facts)
 
 
-def _fact_model(domain: Domain, names: Iterable[str]) -> type[BaseModel]:
-    return enum_model("Fact", predicate=list(domain.predicates), args=(list[choice(names)], ...))
-
-
 def update(llm: LLM, graph: WorldGraph, text: str, retrieval: Retrieval, *, verify: bool = True,
            max_rounds: int = 3, dry_run: bool = False, out: Outcome | None = None) -> Outcome:
     """Algorithm 3: turn a sentence into a delta, verify it, re-prompt with the issues, apply it."""
     out = out or Outcome(text)
     domain = graph.domain
-    if not (names := [*retrieval.entities, *domain.constants]):
+    names = [*retrieval.entities, *domain.constants]
+    usable = usable_predicates(domain, {*retrieval.entities.values(), *domain.constants.values()})
+    if not names or not usable:
         out.error = "the sentence could not be grounded: no entity of the graph was retrieved for it"
         return out
-    fact = _fact_model(domain, names)
+    fact = enum_model("Fact", predicate=usable, args=(list[choice(names)], ...))
     schema = enum_model("StateChange", add=(list[fact], ...), remove=(list[fact], ...))
-    usable = usable_predicates(domain, {*retrieval.entities.values(), *domain.constants.values()})
     messages = [{"role": "system", "content": f"{SYSTEM}\n\n{describe_domain(domain, usable)}"},
                 {"role": "user", "content": f"{describe_state(retrieval)}\n\nState change: {text}\n\nWhich facts "
                  "become true (add) and which stop being true (remove)? Keep every other fact as it is."}]

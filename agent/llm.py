@@ -29,7 +29,7 @@ M = TypeVar("M", bound=BaseModel)
 Mode = Literal["json_schema", "json_object", "text"]
 MODES: tuple[Mode, ...] = ("json_schema", "json_object", "text")
 RETRYABLE = (openai.APIConnectionError, openai.RateLimitError, openai.InternalServerError)  # incl. APITimeoutError
-FORMAT_WORDS = ("response_format", "json_schema", "json_object")  # in a 400 that rejects the reply format
+FORMAT_WORDS = ("response_format", "json_schema", "json_object")  # in an error that rejects the reply format
 RAW_LIMIT = 500
 
 
@@ -125,9 +125,10 @@ def enum_model(name: str, /, **fields: Any) -> type[BaseModel]:
 def strict_schema(model: type[BaseModel]) -> dict[str, Any]:
     """The model's JSON schema made valid for OpenAI strict mode.
 
-    Every object lists all its properties as required and has `additionalProperties: false`; defaults are
-    dropped (the model still applies them); `const` becomes a one-value `enum`; a `$ref` with sibling keywords
-    (e.g. a description) is inlined. Free-form dicts (`dict[str, X]`) cannot be made strict.
+    Every object lists all its properties as required and has `additionalProperties: false`; defaults
+    and titles are dropped (the model still applies defaults; titles only cost prompt tokens); `const`
+    becomes a one-value `enum`; a `$ref` with sibling keywords (e.g. a description) is inlined.
+    Free-form dicts (`dict[str, X]`) cannot be made strict.
     """
     root = model.model_json_schema()
     defs = root.get("$defs", {})
@@ -143,7 +144,7 @@ def strict_schema(model: type[BaseModel]) -> dict[str, Any]:
         out = {
             key: {name: fix(sub) for name, sub in value.items()} if key in ("properties", "$defs") else fix(value)
             for key, value in node.items()
-            if key != "default"
+            if key not in ("default", "title")
         }
         if "const" in out:
             out["enum"] = [out.pop("const")]
@@ -233,17 +234,18 @@ class OpenAIClient(LLM):
             try:
                 response = self._client.chat.completions.create(**self._request(messages, schema))
                 break
-            except RETRYABLE as e:
+            except openai.OpenAIError as e:
+                if self._format_rejected(e):
+                    self.mode = MODES[MODES.index(self.mode) + 1]
+                    continue
+                if isinstance(e, openai.BadRequestError):
+                    raise fail(f"request rejected: {e}") from e
+                if not isinstance(e, RETRYABLE):
+                    raise fail(f"request failed: {type(e).__name__}: {e}") from e
                 failures += 1
                 if failures >= self.config.max_attempts:
                     raise fail(f"giving up after {failures} failed attempts: {type(e).__name__}: {e}") from e
                 time.sleep(self._backoff(failures))
-            except openai.BadRequestError as e:
-                if self.mode == "text" or not any(w in str(e).lower() for w in FORMAT_WORDS):
-                    raise fail(f"request rejected: {e}") from e
-                self.mode = MODES[MODES.index(self.mode) + 1]
-            except openai.OpenAIError as e:
-                raise fail(f"request failed: {type(e).__name__}: {e}") from e
 
         message = response.choices[0].message if response.choices else None
         text = (message.content if message else None) or ""
@@ -255,6 +257,11 @@ class OpenAIClient(LLM):
             raise fail(reason, raw=e.raw, usage=response.usage) from e
         return reply, self._record(start, attempts, response.usage)
 
+    def _format_rejected(self, e: openai.OpenAIError) -> bool:
+        """An error status that names the reply format: 400 from vLLM, 422 or 500 from llama-cpp-python."""
+        return (self.mode != "text" and isinstance(e, openai.APIStatusError) and e.status_code in (400, 422, 500)
+                and any(w in str(e).lower() for w in FORMAT_WORDS))
+
     def _request(self, messages: list[dict], schema: type[BaseModel]) -> dict[str, Any]:
         body: dict[str, Any] = {"model": self.config.model, "messages": messages}
         if self.config.temperature is not None:
@@ -265,8 +272,8 @@ class OpenAIClient(LLM):
                 "json_schema": {"name": schema_name(schema), "schema": strict_schema(schema), "strict": True},
             }
             return body
-        if self.mode == "json_object":
-            body["response_format"] = {"type": "json_object"}
+        if self.mode == "json_object":  # llama.cpp servers turn the (non-standard) schema into a grammar
+            body["response_format"] = {"type": "json_object", "schema": strict_schema(schema)}
         body["messages"] = with_instruction(
             messages,
             "Reply with a single JSON object and nothing else. It must conform to this JSON schema:\n"

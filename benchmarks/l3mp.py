@@ -31,11 +31,14 @@ from rich.progress import track
 from rich.table import Table
 
 from agent.language import Outcome, Retrieval, full_graph, select_entities, update, write_goal
-from agent.llm import LLM, CallRecord, LLMConfig, OpenAIClient, ScriptedLLM, parse_reply
+from agent.llm import LLM, CallRecord, LLMConfig, OpenAIClient, ScriptedLLM, parse_reply, strict_schema
 from agent.planning import plan
+from benchmarks.planning import drop_redundant, read_facts
 from domains.formula import atoms, to_pddl
 from domains.model import Domain, Problem
 from graph.backends.sqlite import SqliteGraph
+from planners.problem import Task
+from planners.solve import solve
 from planners.state import State, Step, simulate
 
 # variant -> (retriever, verify): "full" shows the whole graph, "select" the entities the LLM picks from the
@@ -46,7 +49,11 @@ Atoms = set[tuple[str, tuple[str, ...]]]
 
 
 class Counting(LLM):
-    """Counts prompt tokens with a real tokenizer and keeps every reply (for --record)."""
+    """Counts prompt tokens with a real tokenizer and keeps every reply (for --record).
+
+    The messages and the reply schema are counted apart: an OpenAI endpoint adds the schema to the
+    prompt, a llama.cpp server turns it into a grammar instead.
+    """
 
     def __init__(self, inner: LLM) -> None:
         super().__init__()
@@ -55,9 +62,11 @@ class Counting(LLM):
         self.inner, self.encoding = inner, bpe_openai.get_encoding("o200k_base")
         self.replies: list[str] = []
         self.counted: list[int] = []
+        self.schema_counted: list[int] = []
 
     def complete(self, messages: list[dict], schema: type[BaseModel]) -> tuple[BaseModel, CallRecord]:
         self.counted.append(sum(len(self.encoding.encode(m["content"])) for m in messages))
+        self.schema_counted.append(len(self.encoding.encode(json.dumps(strict_schema(schema)))))
         reply, record = self.inner.complete(messages, schema)
         self.replies.append(reply.model_dump_json())
         self.records.append(record)
@@ -147,9 +156,38 @@ def steps(run: Path) -> list[Path]:
     return sorted(p for p in run.iterdir() if p.is_dir() and (p / "problem.pddl").is_file())
 
 
+class Reference:
+    """Retrieval recall against ground-truth plans.
+
+    The reference plan of a goal is planned on the full true state for the true goal (no pruning),
+    with the steps it reaches the goal without dropped; the facts it needs are the initial facts its
+    positive preconditions read. Planned once per goal and shared by all variants.
+    """
+
+    def __init__(self, timeout: float = 120.0) -> None:
+        self.timeout = timeout
+        self.needed: dict[str, Atoms | None] = {}
+
+    def recall(self, step: Path, domain: Domain, truth: Problem, true_init: Atoms, shown: Atoms,
+               init: Atoms | None) -> dict:
+        """The fraction of needed facts in what the LLM was shown and in the planner's :init."""
+        key = str(step)
+        if key not in self.needed:
+            assert truth.goal is not None
+            state = State(domain, truth.objects, true_init)
+            res = solve(Task(domain, truth.objects, set(true_init), truth.goal), "fd", self.timeout)
+            self.needed[key] = (read_facts(state.copy(), drop_redundant(state, res.plan, truth.goal))
+                                if res.solved else None)
+        needed = self.needed[key]
+        if not needed:  # no reference plan, or the goal holds already
+            return {"needed_facts": None if needed is None else 0}
+        return {"needed_facts": len(needed), "recall_shown": len(needed & shown) / len(needed),
+                "recall_init": len(needed & init) / len(needed) if init is not None else None}
+
+
 def evaluate(run: Path, variant: str, llm: Counting, oracle: Oracle | None, console: Console,
-             max_rounds: int = 3, depth: int = 1) -> list[dict]:
-    """Run one variant over one run; a row per step."""
+             max_rounds: int = 3, depth: int = 1, reference: Reference | None = None) -> list[dict]:
+    """Run one variant over one run; a row per step (with retrieval recall on goals if `reference` is given)."""
     retriever, verify = VARIANTS[variant]
     domain = Domain.load(run / "domain.pddl")
     rows: list[dict] = []
@@ -173,7 +211,11 @@ def evaluate(run: Path, variant: str, llm: Counting, oracle: Oracle | None, cons
                    "corruption": corruption}
             if is_goal:
                 _, out = write_goal(llm, g, text, retrieval, max_rounds=max_rounds, out=out)
-                row |= _score_plan(g, out, domain, truth, true_init)
+                scored, init = _score_plan(g, out, domain, truth, true_init)
+                row |= scored
+                if reference is not None:
+                    shown = {(f.predicate, f.args) for f in retrieval.facts}
+                    row |= reference.recall(step, domain, truth, true_init, shown, init)
             else:
                 update(llm, g, text, retrieval, verify=verify, max_rounds=max_rounds, out=out)
                 now = {(f.predicate, f.args) for f in g.facts()}
@@ -186,7 +228,8 @@ def evaluate(run: Path, variant: str, llm: Counting, oracle: Oracle | None, cons
                         {(f.predicate, f.args) for f in applied.add} == oracle.truth["add"]
                         and {(f.predicate, f.args) for f in applied.remove} == oracle.truth["remove"])}
                 discrepancy = new_disc
-            row |= {"prompt_tokens": sum(llm.counted[calls_before:]), "llm_calls": len(out.calls),
+            row |= {"prompt_tokens": sum(llm.counted[calls_before:]),
+                    "schema_tokens": sum(llm.schema_counted[calls_before:]), "llm_calls": len(out.calls),
                     "llm_latency_s": sum(c.latency_s for c in out.calls), "seconds": time.perf_counter() - t0}
             rows.append(row)
             prev = true_init
@@ -222,16 +265,19 @@ def _among(state: Atoms, entities: list[str]) -> Atoms:
     return {(p, args) for p, args in state if len(args) == 2 and set(args) <= names}
 
 
-def _score_plan(g: SqliteGraph, out: Outcome, domain: Domain, truth: Problem, true_init: Atoms) -> dict:
+def _score_plan(g: SqliteGraph, out: Outcome, domain: Domain, truth: Problem,
+                true_init: Atoms) -> tuple[dict, Atoms | None]:
+    """The plan's score from the true state, and the planner's :init (None when no planner ran)."""
     if out.goal is None or out.error:
-        return {"success": False, "error": out.error, "retries": len(out.rounds), "planner_s": 0.0}
+        return {"success": False, "error": out.error, "retries": len(out.rounds), "planner_s": 0.0}, None
     report = plan(g, out.goal)
+    init = report.task.facts if report.task else None
     if not report.solved:
         return {"success": False, "error": f"planner: {report.status} {report.message}", "planner_s": report.seconds,
-                "retries": len(out.rounds)}
+                "retries": len(out.rounds)}, init
     failure = simulate(State(domain, truth.objects, true_init), [Step.parse(s) for s in report.plan], truth.goal)
     return {"success": failure is None, "error": str(failure) if failure else None, "planner_s": report.seconds,
-            "plan_length": len(report.plan), "retries": len(out.rounds)}
+            "plan_length": len(report.plan), "retries": len(out.rounds)}, init
 
 
 def summarise(rows: list[dict]) -> dict:
@@ -243,11 +289,17 @@ def summarise(rows: list[dict]) -> dict:
 
     recovery = {k: {"n": len(xs), "caught": rate(xs, "caught"), "recovered": rate(xs, "recovered")}
                 for k in CORRUPTIONS if (xs := [r for r in changes if r.get("corruption") == k])}
-    return {"recovery_rate": recovery, "corrupted": sum(bool(r.get("corruption")) for r in changes),
+    recall = {}
+    for key in ("recall_shown", "recall_init"):
+        if xs := [r[key] for r in goals if r.get(key) is not None]:
+            recall |= {f"min_{key}": min(xs), f"mean_{key}": statistics.mean(xs)}
+    return recall | {"recovery_rate": recovery, "corrupted": sum(bool(r.get("corruption")) for r in changes),
             "state_success_rate": rate(changes), "state_strict_rate": rate(changes, "strict"),
             "plan_success_rate": rate(goals), "state_changes": len(changes), "goals": len(goals),
             "prompt_tokens_per_change": statistics.mean(r["prompt_tokens"] for r in changes) if changes else 0,
             "prompt_tokens_per_plan": statistics.mean(r["prompt_tokens"] for r in goals) if goals else 0,
+            "schema_tokens_per_change": statistics.mean(r["schema_tokens"] for r in changes) if changes else 0,
+            "schema_tokens_per_plan": statistics.mean(r["schema_tokens"] for r in goals) if goals else 0,
             "llm_latency_s_mean": statistics.mean(r["llm_latency_s"] for r in rows) if rows else 0,
             "planner_s_mean": statistics.mean(r["planner_s"] for r in goals) if goals else 0}
 
@@ -282,6 +334,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                     help="with --llm oracle: fraction of state changes whose first answer is corrupted")
     ap.add_argument("--llm-replay", type=Path, help="replay the replies recorded with --record (JSON list)")
     ap.add_argument("--record", type=Path, help="write every LLM reply here, to replay the run exactly")
+    ap.add_argument("--no-recall", action="store_true",
+                    help="skip retrieval recall (it plans every goal once more on the full true state)")
     ap.add_argument("--max-rounds", type=int, default=3, help="replies per sentence (re-prompts + 1)")
     ap.add_argument("--json", type=Path, default=Path("results/l3mp.json"))
     ap.add_argument("--plot", type=Path, default=Path("results/l3mp.png"))
@@ -296,16 +350,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     inner: LLM = (ScriptedLLM(json.loads(args.llm_replay.read_text())) if args.llm_replay
                   else oracle or OpenAIClient(LLMConfig.from_env()))
     llm = Counting(inner)
-    results = {v: {run.name: evaluate(run, v, llm, oracle, console, args.max_rounds) for run in runs}
-               for v in variants}
+    reference = None if args.no_recall else Reference()
+    results = {v: {run.name: evaluate(run, v, llm, oracle, console, args.max_rounds, reference=reference)
+                   for run in runs} for v in variants}
     summary = {v: summarise([r for rows in runs_.values() for r in rows]) for v, runs_ in results.items()}
-    t = Table("variant", "state success", "strict", "plan success", "prompt tok/change", "prompt tok/plan",
-              "LLM s/call", "planner s", title=f"L3M+P harness, LLM: {args.llm_replay or args.llm}")
+    t = Table("variant", "state success", "strict", "plan success", "prompt tok/change (+schema)",
+              "prompt tok/plan (+schema)", "recall shown (min)", "recall :init (min)", "LLM s/call", "planner s",
+              title=f"L3M+P harness, LLM: {args.llm_replay or args.llm}")
     for v, s in summary.items():
         t.add_row(v, f"{s['state_success_rate']:.1%}", f"{s['state_strict_rate']:.1%}",
-                  f"{s['plan_success_rate']:.1%}", f"{s['prompt_tokens_per_change']:.0f}",
-                  f"{s['prompt_tokens_per_plan']:.0f}", f"{s['llm_latency_s_mean']:.2f}", f"{s['planner_s_mean']:.2f}")
+                  f"{s['plan_success_rate']:.1%}",
+                  f"{s['prompt_tokens_per_change']:.0f} (+{s['schema_tokens_per_change']:.0f})",
+                  f"{s['prompt_tokens_per_plan']:.0f} (+{s['schema_tokens_per_plan']:.0f})",
+                  *(f"{s[f'mean_{k}']:.1%} ({s[f'min_{k}']:.1%})" if f"mean_{k}" in s else "-"
+                    for k in ("recall_shown", "recall_init")),
+                  f"{s['llm_latency_s_mean']:.2f}", f"{s['planner_s_mean']:.2f}")
     console.print(t)
+    console.print("recall: of the initial facts a reference plan (full true state, true goal, redundant steps "
+                  "dropped) reads, the share in the facts shown to the LLM and in the planner's :init; mean (min) "
+                  "over goals that need a plan")
     for v, s in summary.items():
         if s["recovery_rate"]:
             console.print(f"{v}: {s['corrupted']} corrupted first answers; per kind: refused by verification or "

@@ -8,12 +8,14 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 import pytest
 from pydantic import BaseModel
 
 from agent.llm import LLMConfig, LLMError, OpenAIClient, ScriptedLLM, choice, enum_model, strict_schema
+from tests.conftest import HOUSEHOLD
 
 Response = tuple[int, dict, float]  # status, JSON body, delay before answering (s)
 Script = Callable[[dict], Response]
@@ -207,19 +209,20 @@ def test_other_client_errors_are_not_retried(server: FakeServer) -> None:
     assert len(server.requests) == 2 and llm.mode == "json_schema"
 
 
-def reject(kind: str) -> Script:
-    """json_schema rejected by the endpoint (as older vLLM/llama.cpp servers do), other requests answered."""
+def reject(kind: str, status: int = 400) -> Script:
+    """A reply format rejected by the endpoint (as older vLLM/llama.cpp servers do), other requests answered."""
 
     def respond(request: dict) -> Response:
         if request.get("response_format", {}).get("type") == kind:
-            return 400, {"error": {"message": f"response_format type {kind} is not supported"}}, 0.0
+            return status, {"error": {"message": f"response_format type {kind} is not supported"}}, 0.0
         return ok(FACT)(request)
 
     return respond
 
 
-def test_falls_back_to_json_object(server: FakeServer) -> None:
-    server.script = [reject("json_schema")] * 3
+@pytest.mark.parametrize("status", [400, 422, 500])  # llama-cpp-python 0.3 answers json_schema with a 500
+def test_falls_back_to_json_object(server: FakeServer, status: int) -> None:
+    server.script = [reject("json_schema", status)] * 3
     llm = server.client()
     llm.complete(MESSAGES, Fact)
     _, record = llm.complete(MESSAGES, Fact)  # the fallback sticks
@@ -240,7 +243,8 @@ def test_falls_back_to_text_and_extracts_json(server: FakeServer) -> None:
     llm = server.client(response_format="json_object")  # the configured starting format
     fact, record = llm.complete(MESSAGES[1:], Fact)
     assert fact.args == ["robot", "kitchen"] and record.mode == "text"
-    assert server.requests[0]["response_format"] == {"type": "json_object"}
+    assert server.requests[0]["response_format"]["type"] == "json_object"
+    assert server.requests[0]["response_format"]["schema"]["properties"]["predicate"]["enum"] == ["at", "holding"]
     assert "response_format" not in server.requests[1]
     assert server.requests[1]["messages"][0]["role"] == "system"  # the schema instruction, added
 
@@ -287,3 +291,22 @@ def test_scripted_llm_replays_validates_and_records_prompts() -> None:
         llm.complete([{"role": "user", "content": "5"}], Fact)
     assert llm.prompts[0] == MESSAGES and [p[-1]["content"] for p in llm.prompts[1:]] == ["2", "cup", "4", "5"]
     assert (llm.usage.calls, llm.usage.failed) == (5, 2)
+
+
+def test_cli_flags_choose_the_endpoint(server: FakeServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from typer.testing import CliRunner
+
+    from agent import cli
+
+    monkeypatch.delenv("KGPLAN_LLM_BASE_URL", raising=False)
+    store = ["--store", f"sqlite:{tmp_path / 'w.db'}"]
+    runner = CliRunner()
+    assert runner.invoke(cli.app, [*store, "init", "--problem", str(HOUSEHOLD / "world.pddl")]).exit_code == 0
+    move = {"add": [{"predicate": "on", "args": ["apple", "kitchen_table"]}],
+            "remove": [{"predicate": "on", "args": ["apple", "kitchen_counter"]}]}
+    server.script = [ok({"entities": ["apple", "kitchen_table", "kitchen_counter"]}), ok(move)]
+    res = runner.invoke(cli.app, [*store, "--llm-url", server.url, "--llm-model", "local-qwen", "tell", "--dry-run",
+                                  "The apple is on the kitchen table now."])
+    assert res.exit_code == 0, res.output
+    assert [r["model"] for r in server.requests] == ["local-qwen", "local-qwen"]
+    assert "(on apple kitchen_table)" in res.output and "dry run" in res.output.lower()
