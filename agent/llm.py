@@ -86,12 +86,14 @@ class LLMConfig:
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, **overrides: Any) -> LLMConfig:
-        """`KGPLAN_LLM_BASE_URL`, `KGPLAN_LLM_MODEL`, `OPENAI_API_KEY`, `KGPLAN_LLM_RESPONSE_FORMAT`."""
+        """`KGPLAN_LLM_BASE_URL`, `KGPLAN_LLM_MODEL`, `OPENAI_API_KEY`, `KGPLAN_LLM_RESPONSE_FORMAT`,
+        `KGPLAN_LLM_TIMEOUT` (seconds per request: raise it for a slow local model)."""
         env = os.environ if env is None else env
         config = cls(
             model=env.get("KGPLAN_LLM_MODEL") or cls.model,
             base_url=env.get("KGPLAN_LLM_BASE_URL") or None,
             api_key=env.get("OPENAI_API_KEY") or None,
+            timeout_s=float(env.get("KGPLAN_LLM_TIMEOUT") or cls.timeout_s),
         )
         fmt = env.get("KGPLAN_LLM_RESPONSE_FORMAT")
         if fmt:

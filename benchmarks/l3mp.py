@@ -22,7 +22,7 @@ import random
 import statistics
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from pydantic import BaseModel
@@ -186,11 +186,14 @@ class Reference:
 
 
 def evaluate(run: Path, variant: str, llm: Counting, oracle: Oracle | None, console: Console,
-             max_rounds: int = 3, depth: int = 1, reference: Reference | None = None) -> list[dict]:
-    """Run one variant over one run; a row per step (with retrieval recall on goals if `reference` is given)."""
+             max_rounds: int = 3, depth: int = 1, reference: Reference | None = None,
+             limit: int | None = None, rows: list[dict] | None = None,
+             on_step: Callable[[], object] | None = None) -> list[dict]:
+    """Run one variant over one run; a row per step, appended to `rows` (with retrieval recall on goals if
+    `reference` is given); `on_step` is called after each."""
     retriever, verify = VARIANTS[variant]
     domain = Domain.load(run / "domain.pddl")
-    rows: list[dict] = []
+    rows = [] if rows is None else rows
     with tempfile.TemporaryDirectory() as tmp:
         g = SqliteGraph(Path(tmp) / "agent.db")
         g.init(domain)
@@ -198,7 +201,7 @@ def evaluate(run: Path, variant: str, llm: Counting, oracle: Oracle | None, cons
         g.load_problem(start)
         prev: Atoms = {(a.predicate, a.args) for a in start.init}
         discrepancy: Atoms = set()
-        for step in track(steps(run), description=f"{run.name} {variant}", console=console):
+        for step in track(steps(run)[:limit], description=f"{run.name} {variant}", console=console):
             truth = Problem.parse((step / "problem.pddl").read_text(), str(step))
             true_init: Atoms = {(a.predicate, a.args) for a in truth.init}
             is_goal = (step / "goal.txt").is_file()
@@ -232,6 +235,8 @@ def evaluate(run: Path, variant: str, llm: Counting, oracle: Oracle | None, cons
                     "schema_tokens": sum(llm.schema_counted[calls_before:]), "llm_calls": len(out.calls),
                     "llm_latency_s": sum(c.latency_s for c in out.calls), "seconds": time.perf_counter() - t0}
             rows.append(row)
+            if on_step:
+                on_step()
             prev = true_init
         g.close()
     return rows
@@ -304,6 +309,21 @@ def summarise(rows: list[dict]) -> dict:
             "planner_s_mean": statistics.mean(r["planner_s"] for r in goals) if goals else 0}
 
 
+def write(path: Path, results: dict[str, dict[str, list[dict]]], replies: list[str], record: Path | None) -> dict:
+    """Write the results so far (and the replies, for --record); after every step, so a stopped run keeps them."""
+    summary = {v: summarise([r for rows in runs.values() for r in rows]) for v, runs in results.items()}
+    top = next(iter(summary.values()))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps({"state_success_rate": top["state_success_rate"],
+                               "plan_success_rate": top["plan_success_rate"], "variants": summary,
+                               "steps": results}, indent=1))
+    tmp.replace(path)
+    if record:
+        record.write_text(json.dumps(replies))
+    return summary
+
+
 def plot(results: dict[str, dict[str, list[dict]]], path: Path) -> None:
     """Cumulative success over time per variant, state changes and plans, like the paper's figures."""
     import matplotlib
@@ -336,6 +356,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--record", type=Path, help="write every LLM reply here, to replay the run exactly")
     ap.add_argument("--no-recall", action="store_true",
                     help="skip retrieval recall (it plans every goal once more on the full true state)")
+    ap.add_argument("--limit", type=int, help="only the first N steps of each run (for slow local models)")
     ap.add_argument("--max-rounds", type=int, default=3, help="replies per sentence (re-prompts + 1)")
     ap.add_argument("--json", type=Path, default=Path("results/l3mp.json"))
     ap.add_argument("--plot", type=Path, default=Path("results/l3mp.png"))
@@ -351,9 +372,13 @@ def main(argv: Sequence[str] | None = None) -> int:
                   else oracle or OpenAIClient(LLMConfig.from_env()))
     llm = Counting(inner)
     reference = None if args.no_recall else Reference()
-    results = {v: {run.name: evaluate(run, v, llm, oracle, console, args.max_rounds, reference=reference)
-                   for run in runs} for v in variants}
-    summary = {v: summarise([r for rows in runs_.values() for r in rows]) for v, runs_ in results.items()}
+    results: dict[str, dict[str, list[dict]]] = {v: {} for v in variants}
+    for v in variants:
+        for run in runs:
+            rows = results[v][run.name] = []
+            evaluate(run, v, llm, oracle, console, args.max_rounds, reference=reference, limit=args.limit, rows=rows,
+                     on_step=lambda: write(args.json, results, llm.replies, args.record))
+    summary = write(args.json, results, llm.replies, args.record)
     t = Table("variant", "state success", "strict", "plan success", "prompt tok/change (+schema)",
               "prompt tok/plan (+schema)", "recall shown (min)", "recall :init (min)", "LLM s/call", "planner s",
               title=f"L3M+P harness, LLM: {args.llm_replay or args.llm}")
@@ -375,14 +400,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                           "the schema / recovered (the true delta applied after re-prompting): " + ", ".join(
                               f"{k} (n={r['n']}) {r['caught']:.0%} / {r['recovered']:.0%}"
                               for k, r in s["recovery_rate"].items()))
-    args.json.parent.mkdir(parents=True, exist_ok=True)
-    top = summary[variants[0]]
-    args.json.write_text(json.dumps({"state_success_rate": top["state_success_rate"],
-                                     "plan_success_rate": top["plan_success_rate"], "variants": summary,
-                                     "steps": results}, indent=1))
     plot(results, args.plot)
-    if args.record:
-        args.record.write_text(json.dumps(llm.replies))
     console.print(f"results written to {args.json} and {args.plot}")
     return 0
 

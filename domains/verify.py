@@ -158,8 +158,11 @@ def _check_invariants(groups: list[MutexGroup], add: list[GroundAtom], remove: l
         who = ", ".join(key) or "the world"
         if len(after) > 1:
             listed = " and ".join(show(a) for a in sorted(after))
+            stale, new = before - removed, added.get((gi, key), set()) - before
+            hint = (f"; if {' and '.join(show(a) for a in sorted(new))} is now true, also remove "
+                    f"{' and '.join(show(a) for a in sorted(stale))}") if stale and new else ""
             out.append(Issue(IssueKind.INVARIANT,
-                             f"{who} would have {listed} at once, but {g.describe()}", listed))
+                             f"{who} would have {listed} at once, but {g.describe()}{hint}", listed))
         elif g.exactly_one and before and not after:
             gone = " and ".join(show(a) for a in sorted(before))
             out.append(Issue(IssueKind.INVARIANT,

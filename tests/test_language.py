@@ -42,6 +42,7 @@ def test_issues_are_fed_back_and_the_corrected_reply_applied(world: SqliteGraph)
     assert out.change is not None and len(out.rounds) == 1 and "at once" in out.rounds[0][0]
     feedback = llm.prompts[1][-1]["content"]
     assert "refused" in feedback and "(on apple kitchen_counter) and (on apple kitchen_table)" in feedback
+    assert "if (on apple kitchen_table) is now true, also remove (on apple kitchen_counter)" in feedback
     assert llm.prompts[1][-2]["role"] == "assistant"
 
 
@@ -107,6 +108,25 @@ def test_oracle_harness_loses_nothing(variant: str) -> None:
     s = summarise(rows)
     assert s["state_success_rate"] == 1.0 and s["state_strict_rate"] == 1.0 and s["plan_success_rate"] == 1.0
     assert s["state_changes"] == 200 and s["goals"] == 40
+
+
+@pytest.mark.dataset
+def test_recall_is_measured_against_a_reference_plan() -> None:
+    """The facts a goal needs come from a plan on the full true state; recall counts how many a retrieval kept."""
+    from benchmarks.l3mp import Reference, steps
+    from domains.model import Domain, Problem
+    from tests.conftest import l3mp_runs
+
+    run = l3mp_runs()[0]
+    step = next(s for s in steps(run) if (s / "goal.txt").is_file())
+    domain, truth = Domain.load(run / "domain.pddl"), Problem.parse((step / "problem.pddl").read_text())
+    init = {(a.predicate, a.args) for a in truth.init}
+    ref = Reference()
+    r = ref.recall(step, domain, truth, init, shown=set(), init=init)
+    needed = ref.needed[str(step)]
+    assert needed and needed <= init and r == {"needed_facts": len(needed), "recall_shown": 0.0, "recall_init": 1.0}
+    half = set(sorted(needed)[: len(needed) // 2])
+    assert ref.recall(step, domain, truth, init, shown=half, init=None)["recall_shown"] == len(half) / len(needed)
 
 
 def test_chat_mixes_changes_and_tasks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -267,10 +267,11 @@ def test_config_from_env() -> None:
         "KGPLAN_LLM_MODEL": "qwen2.5:7b",
         "OPENAI_API_KEY": "sk-x",
         "KGPLAN_LLM_RESPONSE_FORMAT": "json_object",
+        "KGPLAN_LLM_TIMEOUT": "600",
     }
     config = LLMConfig.from_env(env, max_attempts=2)
     assert (config.base_url, config.model, config.api_key) == ("http://localhost:11434/v1", "qwen2.5:7b", "sk-x")
-    assert config.response_format == "json_object" and config.max_attempts == 2
+    assert config.response_format == "json_object" and config.max_attempts == 2 and config.timeout_s == 600.0
     assert LLMConfig.from_env({}) == LLMConfig()
     with pytest.raises(ValueError, match="KGPLAN_LLM_RESPONSE_FORMAT"):
         LLMConfig.from_env({"KGPLAN_LLM_RESPONSE_FORMAT": "xml"})
