@@ -121,7 +121,8 @@ def update(llm: LLM, graph: WorldGraph, text: str, retrieval: Retrieval, *, veri
     schema = enum_model("StateChange", add=(list[fact], ...), remove=(list[fact], ...))
     messages = [{"role": "system", "content": f"{SYSTEM}\n\n{describe_domain(domain, usable)}"},
                 {"role": "user", "content": f"{describe_state(retrieval)}\n\nState change: {text}\n\nWhich facts "
-                 "become true (add) and which stop being true (remove)? Keep every other fact as it is."}]
+                 "become true (add) and which stop being true (remove)? What moved or changed loses its old "
+                 "facts: remove them (e.g. its previous place or state). Keep every other fact as it is."}]
     for _ in range(max_rounds):
         try:
             reply, record = llm.complete(messages, schema)
@@ -173,8 +174,9 @@ def write_goal(llm: LLM, graph: WorldGraph, text: str, retrieval: Retrieval, *, 
     schema = enum_model("Goal", goal=(str, ...))
     messages = [{"role": "system", "content": f"{SYSTEM}\n\n{describe_domain(domain)}"},
                 {"role": "user", "content": f"{describe_state(retrieval)}\n\nTask: {text}\n\nWrite the PDDL goal "
-                 "formula that is true exactly when the task is done, e.g. (and (not (p a)) (q b c)); use "
-                 "forall/exists over types where the task says 'all' or 'any'."}]
+                 "formula that is true exactly when the task is done, e.g. (and (not (p a)) (q b c)); where the "
+                 "task says 'all' or 'any', quantify over a type: (forall (?x - type) (p ?x)), "
+                 "(exists (?y - type) (q ?y))."}]
     for _ in range(max_rounds):
         try:
             reply, record = llm.complete(messages, schema)
