@@ -47,6 +47,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from benchmarks import console as bench_console
 from benchmarks.synthetic import household_world_with_facts
 from domains.model import Problem, resolve_domain
 from graph.base import WorldGraph
@@ -436,7 +437,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.ops < 1 or args.facts < 100:
         ap.error("--ops must be at least 1 and --facts at least 100")
 
-    console = Console()
+    console = bench_console()
     results: dict[str, dict[str, float]] = {}
     worlds: dict[str, dict[str, Any]] = {}
     progress = Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),

@@ -33,6 +33,7 @@ from rich.table import Table
 from agent.language import Outcome, Retrieval, full_graph, select_entities, update, write_goal
 from agent.llm import LLM, CallRecord, LLMConfig, OpenAIClient, ScriptedLLM, parse_reply, strict_schema
 from agent.planning import plan
+from benchmarks import console as bench_console
 from benchmarks.planning import drop_redundant, read_facts
 from domains.formula import atoms, to_pddl
 from domains.model import Domain, Problem
@@ -366,7 +367,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         ap.error(f"unknown variant(s) {bad}: choose from {', '.join(VARIANTS)}")
     runs = [d for root in args.datasets for d in ([root] if (root / "domain.pddl").is_file() else
                                                  sorted(p for p in root.iterdir() if (p / "domain.pddl").is_file()))]
-    console = Console()
+    console = bench_console()
     oracle = Oracle(args.corrupt) if args.llm == "oracle" and not args.llm_replay else None
     inner: LLM = (ScriptedLLM(json.loads(args.llm_replay.read_text())) if args.llm_replay
                   else oracle or OpenAIClient(LLMConfig.from_env()))
@@ -380,7 +381,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                      on_step=lambda: write(args.json, results, llm.replies, args.record))
     summary = write(args.json, results, llm.replies, args.record)
     t = Table("variant", "state success", "strict", "plan success", "prompt tok/change (+schema)",
-              "prompt tok/plan (+schema)", "recall shown (min)", "recall :init (min)", "LLM s/call", "planner s",
+              "prompt tok/plan (+schema)", "recall shown (min)", "recall :init (min)", "LLM s/step", "planner s",
               title=f"L3M+P harness, LLM: {args.llm_replay or args.llm}")
     for v, s in summary.items():
         t.add_row(v, f"{s['state_success_rate']:.1%}", f"{s['state_strict_rate']:.1%}",

@@ -21,6 +21,7 @@ from rich.progress import track
 from rich.table import Table
 
 from agent.planning import PlanReport, plan
+from benchmarks import console as bench_console
 from domains.formula import And, Atom, Formula, Not, to_pddl
 from domains.model import Domain, Problem, resolve_domain
 from graph.backends.sqlite import SqliteGraph
@@ -109,7 +110,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--scaling", default="", help="synthetic sizes in objects, e.g. 1000,5000,20000")
     ap.add_argument("--json", type=Path, default=Path("results/planning.json"))
     args = ap.parse_args(argv)
-    console = Console()
+    console = bench_console()
     rows, scaling = [], []
     with tempfile.TemporaryDirectory() as tmp:
         g = SqliteGraph(Path(tmp) / "bench.db")
