@@ -121,8 +121,8 @@ def update(llm: LLM, graph: WorldGraph, text: str, retrieval: Retrieval, *, veri
     schema = enum_model("StateChange", add=(list[fact], ...), remove=(list[fact], ...))
     messages = [{"role": "system", "content": f"{SYSTEM}\n\n{describe_domain(domain, usable)}"},
                 {"role": "user", "content": f"{describe_state(retrieval)}\n\nState change: {text}\n\nWhich facts "
-                 "become true (add) and which stop being true (remove)? What moved or changed loses its old "
-                 "facts: remove them (e.g. its previous place or state). Keep every other fact as it is."}]
+                 "become true (add) and which stop being true (remove), including the old place or state of what "
+                 "moved or changed? Keep every other fact as it is."}]
     for _ in range(max_rounds):
         try:
             reply, record = llm.complete(messages, schema)

@@ -90,12 +90,13 @@ class Oracle(LLM):
         self.corrupt, self.rng = corrupt, random.Random(seed)
         self.truth: dict = {}
         self.kind: str | None = None  # the corruption pending for this step
+        self.delivered: str | None = None  # the corruption this step's answer really carried
         self.corrupted = 0
 
     def new_step(self, truth: dict) -> str | None:
         """Set the ground truth of the next step; returns the corruption it will get, if any."""
         self.truth = truth
-        self.kind = None
+        self.kind = self.delivered = None
         if (truth.get("add") or truth.get("remove")) and self.rng.random() < self.corrupt:
             self.kind = CORRUPTIONS[self.corrupted % len(CORRUPTIONS)]
             self.corrupted += 1
@@ -115,7 +116,9 @@ class Oracle(LLM):
         elif name == "StateChange":
             add, remove = set(self.truth["add"]), set(self.truth["remove"])
             if self.kind:
-                add, remove = self._corrupt(self.kind, add, remove)
+                corrupted = self._corrupt(self.kind, add, remove)
+                self.delivered = self.kind if corrupted != (add, remove) else None  # some cannot change a delta
+                add, remove = corrupted
                 self.kind = None
             text = json.dumps({"add": _facts(add), "remove": _facts(remove)})
         else:
@@ -226,6 +229,7 @@ def evaluate(run: Path, variant: str, llm: Counting, oracle: Oracle | None, cons
                 new_disc = now ^ true_init
                 row |= {"success": new_disc <= discrepancy, "strict": not new_disc, "error": out.error,
                         "retries": len(out.rounds), "discrepancies": len(new_disc)}
+                row["corruption"] = corruption = oracle.delivered if oracle else None
                 if corruption and oracle:
                     applied = out.change.delta if out.change else None
                     row |= {"caught": bool(out.rounds), "recovered": applied is not None and (

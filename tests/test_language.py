@@ -111,6 +111,22 @@ def test_oracle_harness_loses_nothing(variant: str) -> None:
 
 
 @pytest.mark.dataset
+def test_corrupted_answers_are_caught_and_recovered() -> None:
+    """The corrupting oracle: an invented predicate never gets through, and the truth is applied after it."""
+    from rich.console import Console
+
+    from benchmarks.l3mp import Counting, Oracle, evaluate, summarise
+    from tests.conftest import l3mp_runs
+
+    oracle = Oracle(corrupt=1.0)
+    rows = evaluate(l3mp_runs()[0], "R-V", Counting(oracle), oracle, Console(quiet=True), limit=20)
+    corrupted = [r for r in rows if r["corruption"]]
+    assert len(corrupted) >= 12 and all("caught" in r and "recovered" in r for r in corrupted)
+    invented = summarise(rows)["recovery_rate"]["invented_predicate"]
+    assert invented["n"] >= 3 and invented["caught"] == 1.0 and invented["recovered"] == 1.0
+
+
+@pytest.mark.dataset
 def test_recall_is_measured_against_a_reference_plan() -> None:
     """The facts a goal needs come from a plan on the full true state; recall counts how many a retrieval kept."""
     from benchmarks.l3mp import Reference, steps
