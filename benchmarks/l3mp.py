@@ -4,8 +4,11 @@ Starting from a run's initial `problem.pddl`, every `state_change.txt` and `goal
 order. A state change succeeds when it introduces no new discrepancy between the graph and the
 ground-truth `:init` (the rule of the paper's own harness); strict equality is reported beside
 it. A plan succeeds when, executed from the true state of that step, it reaches the true goal
-(plans are scored, not executed on the graph: the dataset's later states leave out the agent's
-own actions). Prompt tokens are counted with the o200k tokenizer (offline) for every LLM kind.
+(plans are scored, not executed on the graph). Caveat: the dataset's state after a goal already
+holds the simulator's own execution of it (4-92 facts in the dev runs, against a median of 3 for a
+plain change); the oracle's next answer carries those facts, a real LLM cannot know them, so with a
+real LLM the first change after each goal usually counts as a failure. Prompt tokens are counted
+with the o200k tokenizer (offline) for every LLM kind.
 
 Variants: R- shows the LLM the whole graph, R+ the neighbourhood of the entities it picks from
 the entity list, RS the neighbourhood of its query graph grounded by embeddings and search
