@@ -218,7 +218,7 @@ def evaluate(run: Path, variant: str, llm: Counting, oracle: Oracle | None, cons
             corruption = oracle.new_step(_truth(true_init, prev, truth, is_goal)) if oracle else None
             retrieval = _retrieve(retriever, llm, g, text, depth, out)
             row = {"step": step.name, "kind": "goal" if is_goal else "state_change", "text": text,
-                   "corruption": corruption}
+                   "corruption": corruption, "after_goal": bool(rows) and rows[-1]["kind"] == "goal"}
             if is_goal:
                 _, out = write_goal(llm, g, text, retrieval, max_rounds=max_rounds, out=out)
                 scored, init = _score_plan(g, out, domain, truth, true_init)
@@ -308,6 +308,8 @@ def summarise(rows: list[dict]) -> dict:
             recall |= {f"min_{key}": min(xs), f"mean_{key}": statistics.mean(xs)}
     return recall | {"recovery_rate": recovery, "corrupted": sum(bool(r.get("corruption")) for r in changes),
             "state_success_rate": rate(changes), "state_strict_rate": rate(changes, "strict"),
+            # the state after a goal holds the simulator's execution of it, which no sentence describes
+            "state_success_rate_not_after_goal": rate([r for r in changes if not r.get("after_goal")]),
             "plan_success_rate": rate(goals), "state_changes": len(changes), "goals": len(goals),
             "prompt_tokens_per_change": statistics.mean(r["prompt_tokens"] for r in changes) if changes else 0,
             "prompt_tokens_per_plan": statistics.mean(r["prompt_tokens"] for r in goals) if goals else 0,
@@ -387,11 +389,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             evaluate(run, v, llm, oracle, console, args.max_rounds, reference=reference, limit=args.limit, rows=rows,
                      on_step=lambda: write(args.json, results, llm.replies, args.record))
     summary = write(args.json, results, llm.replies, args.record)
-    t = Table("variant", "state success", "strict", "plan success", "prompt tok/change (+schema)",
+    t = Table("variant", "state success (not after a goal)", "strict", "plan success", "prompt tok/change (+schema)",
               "prompt tok/plan (+schema)", "recall shown (min)", "recall :init (min)", "LLM s/step", "planner s",
               title=f"L3M+P harness, LLM: {args.llm_replay or args.llm}")
     for v, s in summary.items():
-        t.add_row(v, f"{s['state_success_rate']:.1%}", f"{s['state_strict_rate']:.1%}",
+        t.add_row(v, f"{s['state_success_rate']:.1%} ({s['state_success_rate_not_after_goal']:.1%})",
+                  f"{s['state_strict_rate']:.1%}",
                   f"{s['plan_success_rate']:.1%}",
                   f"{s['prompt_tokens_per_change']:.0f} (+{s['schema_tokens_per_change']:.0f})",
                   f"{s['prompt_tokens_per_plan']:.0f} (+{s['schema_tokens_per_plan']:.0f})",
