@@ -115,7 +115,9 @@ def update(llm: LLM, graph: WorldGraph, text: str, retrieval: Retrieval, *, veri
     names = [*retrieval.entities, *domain.constants]
     usable = usable_predicates(domain, {*retrieval.entities.values(), *domain.constants.values()})
     if not names or not usable:
-        out.error = "the sentence could not be grounded: no entity of the graph was retrieved for it"
+        out.error = "the sentence could not be grounded: " + (
+            "no predicate of the domain takes the entities retrieved for it" if names
+            else "no entity of the graph was retrieved for it")
         return out
     fact = enum_model("Fact", predicate=usable, args=(list[choice(names)], ...))
     schema = enum_model("StateChange", add=(list[fact], ...), remove=(list[fact], ...))
