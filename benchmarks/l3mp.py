@@ -37,7 +37,7 @@ from agent.language import Outcome, Retrieval, full_graph, select_entities, upda
 from agent.llm import LLM, CallRecord, LLMConfig, OpenAIClient, ScriptedLLM, parse_reply, strict_schema
 from agent.planning import plan
 from benchmarks import console as bench_console
-from benchmarks.planning import drop_redundant, read_facts
+from benchmarks.planning import needed_facts
 from domains.formula import atoms, to_pddl
 from domains.model import Domain, Problem
 from graph.backends.sqlite import SqliteGraph
@@ -96,14 +96,13 @@ class Oracle(LLM):
         self.delivered: str | None = None  # the corruption this step's answer really carried
         self.corrupted = 0
 
-    def new_step(self, truth: dict) -> str | None:
-        """Set the ground truth of the next step; returns the corruption it will get, if any."""
+    def new_step(self, truth: dict) -> None:
+        """Set the ground truth of the next step and draw the corruption its first answer will get, if any."""
         self.truth = truth
         self.kind = self.delivered = None
         if (truth.get("add") or truth.get("remove")) and self.rng.random() < self.corrupt:
             self.kind = CORRUPTIONS[self.corrupted % len(CORRUPTIONS)]
             self.corrupted += 1
-        return self.kind
 
     def complete(self, messages: list[dict], schema: type[BaseModel]) -> tuple[BaseModel, CallRecord]:
         name = schema.__name__
@@ -183,8 +182,7 @@ class Reference:
             assert truth.goal is not None
             state = State(domain, truth.objects, true_init)
             res = solve(Task(domain, truth.objects, set(true_init), truth.goal), "fd", self.timeout)
-            self.needed[key] = (read_facts(state.copy(), drop_redundant(state, res.plan, truth.goal))
-                                if res.solved else None)
+            self.needed[key] = needed_facts(state, res.plan, truth.goal) if res.solved else None
         needed = self.needed[key]
         if not needed:  # no reference plan, or the goal holds already
             return {"needed_facts": None if needed is None else 0}
@@ -215,10 +213,11 @@ def evaluate(run: Path, variant: str, llm: Counting, oracle: Oracle | None, cons
             text = (step / ("goal.txt" if is_goal else "state_change.txt")).read_text().strip()
             calls_before, t0 = len(llm.counted), time.perf_counter()
             out = Outcome(text)
-            corruption = oracle.new_step(_truth(true_init, prev, truth, is_goal)) if oracle else None
+            if oracle:
+                oracle.new_step(_truth(true_init, prev, truth, is_goal))
             retrieval = _retrieve(retriever, llm, g, text, depth, out)
             row = {"step": step.name, "kind": "goal" if is_goal else "state_change", "text": text,
-                   "corruption": corruption, "after_goal": bool(rows) and rows[-1]["kind"] == "goal"}
+                   "corruption": None, "after_goal": bool(rows) and rows[-1]["kind"] == "goal"}
             if is_goal:
                 _, out = write_goal(llm, g, text, retrieval, max_rounds=max_rounds, out=out)
                 scored, init = _score_plan(g, out, domain, truth, true_init)

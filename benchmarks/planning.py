@@ -59,13 +59,17 @@ def measure(g: SqliteGraph, domain: Domain, problem: Problem, goal: Formula, nam
         row |= {"full_status": res.status, "full_s": res.seconds}
         if res.solved:  # retrieval recall: the initial facts the full-state plan reads, kept by pruning?
             state = State(domain, problem.objects, full_task.facts)
-            reference = drop_redundant(state, res.plan, goal)
-            needed = read_facts(state.copy(), reference)
+            needed = needed_facts(state, res.plan, goal)
             kept = Relevance(domain).prune(state, goal).facts
             row["recall"] = len(needed & kept) / len(needed) if needed else 1.0
         pruned_total = r.prune_seconds + r.seconds
         row["speedup"] = res.seconds / pruned_total if res.solved and r.solved and r.seconds > 0 else None
     return row
+
+
+def needed_facts(state: State, plan: list[Step], goal: Formula) -> set[tuple[str, tuple[str, ...]]]:
+    """The initial facts a task needs: those the plan, redundant steps dropped, reads from `state`."""
+    return read_facts(state.copy(), drop_redundant(state, plan, goal))
 
 
 def drop_redundant(state: State, plan: list[Step], goal: Formula) -> list[Step]:
