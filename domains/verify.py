@@ -69,10 +69,13 @@ def verify(
     new_entities: Iterable[tuple[str, str]],
     view: StateView,
     removed_entities: Iterable[str] = (),
+    undone: Collection[GroundAtom] = (),
 ) -> list[Issue]:
     """All issues that forbid applying the change; an empty list means it is valid.
 
     `new_entities` are (name, type) pairs; `removed_entities` go with every fact about them.
+    `undone` are the atoms added by the change this one undoes: an exactly-one instance left
+    with none because those go was empty before that change, and may be so again.
     """
     add, remove = list(dict.fromkeys(add)), list(dict.fromkeys(remove))
     new_entities, gone = list(new_entities), list(dict.fromkeys(removed_entities))
@@ -127,7 +130,7 @@ def verify(
         return issues
     if gone:  # the removed entities' facts go with them
         remove = list(dict.fromkeys([*remove, *view.facts_about(gone)]))
-    return _check_invariants(domain.invariants, add, remove, view, set(gone))
+    return _check_invariants(domain.invariants, add, remove, view, set(gone), set(undone))
 
 
 def _check_atom(domain: Domain, atom: GroundAtom, types: dict[str, str]) -> list[Issue]:
@@ -155,10 +158,11 @@ def _check_atom(domain: Domain, atom: GroundAtom, types: dict[str, str]) -> list
 
 
 def _check_invariants(groups: list[MutexGroup], add: list[GroundAtom], remove: list[GroundAtom],
-                      view: StateView, dropped: set[str]) -> list[Issue]:
+                      view: StateView, dropped: set[str], undone: set[GroundAtom]) -> list[Issue]:
     """Check every mutex group instance the change touches, reading the state in two queries.
 
-    An instance about a removed entity (in `dropped`) goes with it: it may be left with none."""
+    An instance about a removed entity (in `dropped`) goes with it, and one that held only
+    `undone` atoms is given back its state before them: either may be left with none."""
     parts: dict[str, list[tuple[int, tuple[int, ...]]]] = defaultdict(list)
     for gi, g in enumerate(groups):
         for part in g.parts:
@@ -191,7 +195,8 @@ def _check_invariants(groups: list[MutexGroup], add: list[GroundAtom], remove: l
                     f"{' and '.join(show(a) for a in sorted(stale))}") if stale and new else ""
             out.append(Issue(IssueKind.INVARIANT,
                              f"{who} would have {listed} at once, but {g.describe()}{hint}", listed))
-        elif g.exactly_one and before and not after and dropped.isdisjoint(key):
+        elif (g.exactly_one and before and not after and dropped.isdisjoint(key)
+              and not before <= undone):
             gone = " and ".join(show(a) for a in sorted(before))
             out.append(Issue(IssueKind.INVARIANT,
                              f"removing {gone} leaves {who} with none, but {g.describe()}; "

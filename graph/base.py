@@ -147,12 +147,15 @@ class WorldGraph(ABC):
         with self.transaction() as tx:
             return self._verify(tx, delta)
 
-    def _verify(self, tx: Tx, delta: Delta) -> list[Issue]:
+    def _verify(self, tx: Tx, delta: Delta, undone: Delta | None = None) -> list[Issue]:
+        """Verify `delta`; `undone` is the recorded delta it undoes, if it is an undo."""
         return verify(self.domain, map(atom_of, delta.add), map(atom_of, delta.remove),
-                      [(e.name, e.type) for e in delta.new_entities], tx, delta.removed_names())
+                      [(e.name, e.type) for e in delta.new_entities], tx, delta.removed_names(),
+                      [atom_of(f) for f in undone.add] if undone else ())
 
-    def _apply(self, tx: Tx, delta: Delta, verified: bool, undo_of: int | None) -> Change:
-        if verified and (issues := self._verify(tx, delta)):
+    def _apply(self, tx: Tx, delta: Delta, verified: bool, undo_of: int | None,
+               undone: Delta | None = None) -> Change:
+        if verified and (issues := self._verify(tx, delta, undone)):
             raise ChangeRefused(issues)
         return tx.write(tx.record(delta), undo_of)
 
@@ -176,7 +179,7 @@ class WorldGraph(ABC):
                 raise GraphError(f"no change with id {change_id}")
             inv = old.delta.inverse()
             inv.text = f"undo of change {change_id}"
-            return self._apply(tx, inv, True, change_id)
+            return self._apply(tx, inv, True, change_id, old.delta)
 
     # ---- problems ------------------------------------------------------------------------------
     def load_problem(self, problem: Problem | str, *, verified: bool = True) -> Change:

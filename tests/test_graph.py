@@ -249,3 +249,26 @@ def test_constants_cannot_be_removed_or_redeclared(empty_graph: WorldGraph) -> N
     assert kinds(exc) == {IssueKind.DUPLICATE_ENTITY}
     empty_graph.apply(Delta(removed_entities=["lamp1"]))
     assert empty_graph.facts() == [] and empty_graph.entities() == []
+
+
+def test_undo_gives_back_a_state_without_a_location(graph: WorldGraph) -> None:
+    """An entity made without a location and then placed: undoing the placing is exact, though
+    a plain removal of its only location stays refused."""
+    graph.apply(Delta(new_entities=[Entity(name="green_mug", type="cup")]))
+    before = snapshot(graph)
+    c = graph.apply(Delta(add=[F("(on green_mug kitchen_table)")]))
+    graph.undo(c.id)
+    assert snapshot(graph) == before
+    graph.apply(Delta(add=[F("(on green_mug kitchen_table)")]))
+    with pytest.raises(ChangeRefused) as exc:
+        graph.apply(Delta(remove=[F("(on green_mug kitchen_table)")]))
+    assert kinds(exc) == {IssueKind.INVARIANT}
+
+
+def test_undoing_a_creation_cannot_strand_another_entity(graph: WorldGraph) -> None:
+    made = graph.apply(Delta(new_entities=[Entity(name="shelf2", type="shelf")],
+                             add=[F("(in_room shelf2 kitchen)")]))
+    graph.apply(Delta(remove=[F("(on apple kitchen_counter)")], add=[F("(on apple shelf2)")]))
+    with pytest.raises(ChangeRefused) as exc:  # the apple would be nowhere
+        graph.undo(made.id)
+    assert kinds(exc) == {IssueKind.INVARIANT} and "apple" in str(exc.value)

@@ -422,11 +422,11 @@ class Neo4jGraph(WorldGraph):
         _arities(domain)  # refuse a domain this backend cannot store before binding it
         super().init(domain, force)
 
-    def _verify(self, tx: Tx, delta: Delta) -> list[Issue]:
+    def _verify(self, tx: Tx, delta: Delta, undone: Delta | None = None) -> list[Issue]:
         size = len(delta.add) + len(delta.remove) + len(delta.new_entities) + len(delta.removed_entities)
         if isinstance(tx, _Neo4jTx) and size <= CHUNK:
             tx.prefetch(delta)  # a small change is verified from one read
-        return super()._verify(tx, delta)
+        return super()._verify(tx, delta, undone)
 
     def check(self, delta: Delta) -> list[Issue]:
         return self._retry(lambda: super(Neo4jGraph, self).check(delta))
