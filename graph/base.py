@@ -5,13 +5,15 @@ from __future__ import annotations
 import tomllib
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Collection, Iterable
-from contextlib import AbstractContextManager
 from functools import cached_property
+from typing import TypeVar
 
 from domains.formula import Atom, Formula, to_pddl
 from domains.model import Domain, Problem
 from domains.verify import GroundAtom, Issue, verify
 from graph.model import Change, Delta, Entity, Fact
+
+T = TypeVar("T")
 
 
 class GraphError(Exception):
@@ -83,8 +85,9 @@ class WorldGraph(ABC):
 
     # ---- what a backend implements -----------------------------------------------------------
     @abstractmethod
-    def transaction(self) -> AbstractContextManager[Tx]:
-        """A serialisable write transaction: committed on success, rolled back on error."""
+    def in_transaction(self, work: Callable[[Tx], T]) -> T:
+        """Run `work` in one serialisable write transaction: committed when it returns, rolled
+        back when it raises. A store may run it again after a transient conflict."""
 
     @abstractmethod
     def get_meta(self, key: str) -> str | None: ...
@@ -144,8 +147,7 @@ class WorldGraph(ABC):
     # ---- changes -----------------------------------------------------------------------------
     def check(self, delta: Delta) -> list[Issue]:
         """Verify a delta against the domain and the current state without applying it."""
-        with self.transaction() as tx:
-            return self._verify(tx, delta)
+        return self.in_transaction(lambda tx: self._verify(tx, delta))
 
     def _verify(self, tx: Tx, delta: Delta, undone: Delta | None = None) -> list[Issue]:
         """Verify `delta`; `undone` is the recorded delta it undoes, if it is an undo."""
@@ -161,25 +163,26 @@ class WorldGraph(ABC):
 
     def apply(self, delta: Delta, *, verified: bool = True, undo_of: int | None = None) -> Change:
         """Verify and apply a delta atomically; raises ChangeRefused (graph unchanged) on issues."""
-        with self.transaction() as tx:
-            return self._apply(tx, delta, verified, undo_of)
+        return self.in_transaction(lambda tx: self._apply(tx, delta, verified, undo_of))
 
     def apply_from(self, make: Callable[[Tx], Delta]) -> Change:
         """Build a delta from the state as read in the write transaction, then verify and apply it
         there: no other change can come between the reads and the write. `make` may raise to
         abort (nothing is applied) and may be called again if the store retries the transaction."""
-        with self.transaction() as tx:
-            return self._apply(tx, make(tx), True, None)
+        return self.in_transaction(lambda tx: self._apply(tx, make(tx), True, None))
 
     def undo(self, change_id: int) -> Change:
         """Apply the inverse of a change as a new change; history is never rewritten."""
-        with self.transaction() as tx:
+
+        def work(tx: Tx) -> Change:
             old = tx.change(change_id)
             if old is None:
                 raise GraphError(f"no change with id {change_id}")
             inv = old.delta.inverse()
             inv.text = f"undo of change {change_id}"
             return self._apply(tx, inv, True, change_id, old.delta)
+
+        return self.in_transaction(work)
 
     # ---- problems ------------------------------------------------------------------------------
     def load_problem(self, problem: Problem | str, *, verified: bool = True) -> Change:

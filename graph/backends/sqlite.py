@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Collection, Iterator
+from collections.abc import Callable, Collection, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 from domains.verify import GroundAtom
-from graph.base import GraphError, Tx, WorldGraph
+from graph.base import GraphError, T, Tx, WorldGraph
 from graph.model import Change, Delta, Entity, Fact
 
 SCHEMA = """
@@ -166,6 +166,10 @@ class SqliteGraph(WorldGraph):
     def transaction(self) -> Iterator[Tx]:
         with self._tx() as db:
             yield _SqliteTx(db)
+
+    def in_transaction(self, work: Callable[[Tx], T]) -> T:
+        with self.transaction() as tx:
+            return work(tx)
 
     def get_meta(self, key: str) -> str | None:
         row = self.db.execute("SELECT value FROM meta WHERE key=?", (key,)).fetchone()
