@@ -303,7 +303,8 @@ class Domain:
         lines = [f"(define (domain {self.name})"]
         if self.requirements:
             lines.append(f"  (:requirements {' '.join(self.requirements)})")
-        lines.append("  (:types " + " ".join(f"{t} - {p}" for t, p in self.types.items() if p) + ")")
+        if subtypes := [f"{t} - {p}" for t, p in self.types.items() if p]:  # none in an untyped domain
+            lines.append("  (:types " + " ".join(subtypes) + ")")
         if self.constants:
             lines.append("  (:constants " + " ".join(f"{c} - {t}" for c, t in self.constants.items()) + ")")
         preds = [f"({p.name} {params_pddl(p.params, tt)})".replace(" )", ")") for p in self.predicates.values()]

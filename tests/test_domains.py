@@ -21,7 +21,6 @@ DOMAINS = Path(__file__).parent / "domains"
 
 # Known failures, each naming the issue item whose fix turns it green (strict: a pass is reported).
 XFAIL: dict[str, str] = {
-    "blocks": "issue 9 item 10: an untyped domain is compiled with an empty (:types) section",
     "depot": "issue 9 item 9: derived invariants the start state does not satisfy refuse the problem",
     "snacks": "issue 9 item 9: derived invariants the start state does not satisfy refuse the problem",
     "sokoban": "issue 9 item 9: derived invariants the start state does not satisfy refuse the problem",

@@ -206,3 +206,17 @@ def test_moving_an_item_keeps_where_it_is_now(world: SqliteGraph) -> None:
     r = plan(world, "(on apple kitchen_table)")
     assert r.solved and not r.used_full_state, r.message
     assert "(pick_up robot apple kitchen_counter kitchen)" in r.plan
+
+
+def test_untyped_domain_plans_end_to_end(tmp_path: Path) -> None:
+    """An untyped domain compiles without a (:types) section and plans through `kgplan plan`."""
+    blocks = Path(__file__).parent / "domains" / "blocks"
+    assert "(:types" not in Domain.load(blocks).compiled_pddl()
+    runner = CliRunner()
+    store = ["--store", f"sqlite:{tmp_path / 'u.db'}"]
+    res = runner.invoke(app, [*store, "init", "--domain", str(blocks), "--problem", str(blocks / "p01.pddl")])
+    assert res.exit_code == 0, res.output
+    res = runner.invoke(app, [*store, "plan", "--goal", "(and (on green blue) (on blue red))", "--json"])
+    assert res.exit_code == 0, res.output
+    data = json.loads(res.stdout)
+    assert data["status"] == "solved" and len(data["plan"]) == 6
