@@ -220,3 +220,30 @@ def test_untyped_domain_plans_end_to_end(tmp_path: Path) -> None:
     assert res.exit_code == 0, res.output
     data = json.loads(res.stdout)
     assert data["status"] == "solved" and len(data["plan"]) == 6
+
+
+@pytest.mark.parametrize("planner", ["fd", "symk-opt"])
+def test_goals_quantifying_over_either_types(world: SqliteGraph, planner: str) -> None:
+    """forall and exists over (either ...) are checked per member type and planned correctly."""
+    goal = "(forall (?x - (either light tv)) (not (switched_on ?x)))"
+    r = plan(world, goal, planner=planner)
+    assert r.solved, r.message
+    state = full_state(world)
+    assert simulate(state, [Step.parse(s) for s in r.plan], None) is None
+    assert not any(p == "switched_on" and state.objects[a[0]] in ("light", "tv") for p, a in state.facts)
+    r = plan(world, "(exists (?x - (either light tv)) (and (in_room ?x living_room) (not (switched_on ?x))))",
+             planner=planner)
+    assert r.solved and len(r.plan) == 2 and r.plan[-1].startswith("(switch_off robot living_room_"), r.plan
+    r = plan(world, "(forall (?x - (either cloth dish cup)) (clean ?x))", planner=planner)
+    assert r.solved, r.message
+    state = full_state(world)
+    assert simulate(state, [Step.parse(s) for s in r.plan], None) is None
+    assert all(("clean", (o,)) in state.facts for o in state.of_type(("cloth", "dish", "cup")))
+
+
+def test_either_quantified_goal_types_are_checked(world: SqliteGraph) -> None:
+    # nothing moves furniture or devices: accepted, then proven unsolvable (it used to raise KeyError)
+    r = plan(world, "(forall (?x - (either light tv)) (in_room ?x kitchen))")
+    assert r.status == "unsolvable"
+    with pytest.raises(GraphError, match=r"'\?x' is a light, but clean expects a cloth or dish or cup"):
+        plan(world, "(forall (?x - (either cloth light)) (clean ?x))")
