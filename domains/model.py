@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 import itertools
 import re
 from dataclasses import dataclass, field
@@ -31,7 +30,9 @@ from domains.formula import (
 from domains.sexpr import Expr, PDDLError, SList, Sym, pos_of, read
 
 if TYPE_CHECKING:
-    from domains.invariants import MutexGroup
+    from collections.abc import Iterable
+
+    from domains.invariants import MutexGroup, Synthesis
 
 NAME_RE = re.compile(r"^[a-z][a-z0-9_\-]*$")
 
@@ -345,14 +346,24 @@ class Domain:
 
     @cached_property
     def invariants(self) -> list[MutexGroup]:
-        """Mutex groups synthesised from the action schemas, plus domain.toml's declared ones.
+        """The invariants verification enforces.
+
+        A store sets the ones it keeps (see `graph.base.WorldGraph.init`); a domain on its own
+        has those derived for the empty start state.
+        """
+        return self.derive_invariants().kept
+
+    def derive_invariants(self, init: Iterable[tuple[str, tuple[str, ...]]] = ()) -> Synthesis:
+        """Mutex groups synthesised from the action schemas and kept for the start state `init`,
+        plus domain.toml's declared ones (always kept).
 
         Declared invariants may only constrain predicates that no action changes (such as where
-        people are): everything an action changes is covered by the synthesis.
+        people are): everything an action changes is covered by the synthesis. Raises ValueError
+        if the synthesis rejects the domain or a declared invariant is not of that kind.
         """
-        from domains.invariants import InvariantPart, MutexGroup
+        from domains.invariants import InvariantPart, MutexGroup, synthesize_invariants
 
-        groups = list(_synthesized(self.compiled_pddl()))
+        synthesis = synthesize_invariants(self.compiled_pddl(), init)
         static = self.static_predicates()
         for decl in self.meta.get("invariants", []):
             parts = []
@@ -364,20 +375,13 @@ class Domain:
                 key = tuple(p["key"])
                 rest = [i for i in range(pred.arity) if i not in key]
                 parts.append(InvariantPart(pred.name, key, rest[0] if len(rest) == 1 else None))
-            groups.append(MutexGroup(tuple(parts), bool(decl.get("exactly_one", False))))
-        return groups
+            synthesis.kept.append(MutexGroup(tuple(parts), bool(decl.get("exactly_one", False)), "declared"))
+        return synthesis
 
     def static_predicates(self) -> set[str]:
         """Predicates that no action adds or deletes."""
         changed = {e.atom.predicate for a in self.actions.values() for e in a.effects}
         return set(self.predicates) - changed
-
-
-@functools.lru_cache(maxsize=16)
-def _synthesized(compiled_pddl: str) -> tuple[MutexGroup, ...]:
-    from domains.invariants import synthesize_invariants
-
-    return tuple(synthesize_invariants(compiled_pddl))
 
 
 def _parse_action(sec: SList, source: str) -> Action:

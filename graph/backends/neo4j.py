@@ -35,7 +35,8 @@ from neo4j.exceptions import (
     TransientError,
 )
 
-from domains.model import Domain
+from domains.invariants import Synthesis
+from domains.model import Domain, Problem
 from domains.verify import GroundAtom, Issue
 from graph.base import GraphError, Tx, WorldGraph, fact_of
 from graph.model import Change, Delta, Entity, Fact
@@ -418,9 +419,9 @@ class Neo4jGraph(WorldGraph):
         with self._write(lock=False) as tx:
             yield _Neo4jTx(tx, self)  # takes the lock with its first statement
 
-    def init(self, domain: Domain, force: bool = False) -> None:
+    def init(self, domain: Domain, force: bool = False, problem: Problem | None = None) -> Synthesis:
         _arities(domain)  # refuse a domain this backend cannot store before binding it
-        super().init(domain, force)
+        return super().init(domain, force, problem)
 
     def _verify(self, tx: Tx, delta: Delta) -> list[Issue]:
         size = len(delta.add) + len(delta.remove) + len(delta.new_entities) + len(delta.removed_entities)
