@@ -230,15 +230,14 @@ def check_goal(domain: Domain, goal: Formula, objects: dict[str, str]) -> list[I
             walk(f.left, scope)
             walk(f.right, scope)
         elif isinstance(f, Quantified):
-            inner = dict(scope)
             for p in f.params:
                 unknown = [t for t in p.types if t not in domain.types]
                 if unknown:
                     issues.append(Issue(IssueKind.UNKNOWN_TYPE, f"variable {p.name} has unknown type "
                                         f"'{unknown[0]}'{_suggest(unknown[0], domain.types)}"))
                     return
-                inner[p.name] = domain.type_text(p.types)
-            walk(f.body, inner)
+            for params in domain.split_either(f.params):  # each member type of an either-set
+                walk(f.body, {**scope, **{p.name: p.types[0] for p in params}})
 
     walk(goal, {**domain.constants, **objects})
-    return issues
+    return list(dict.fromkeys(issues))

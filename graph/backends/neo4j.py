@@ -32,7 +32,8 @@ from neo4j.exceptions import (
     SessionExpired,
 )
 
-from domains.model import Domain
+from domains.invariants import Synthesis
+from domains.model import Domain, Problem
 from domains.verify import GroundAtom, Issue
 from graph.base import GraphError, T, Tx, WorldGraph, fact_of
 from graph.model import Change, Delta, Entity, Fact
@@ -417,9 +418,9 @@ class Neo4jGraph(WorldGraph):
         except ConstraintError:
             pass  # another client created them at the same moment: they exist
 
-    def init(self, domain: Domain, force: bool = False) -> None:
+    def init(self, domain: Domain, force: bool = False, problem: Problem | None = None) -> Synthesis:
         _arities(domain)  # refuse a domain this backend cannot store before binding it
-        super().init(domain, force)
+        return super().init(domain, force, problem)
 
     def _verify(self, tx: Tx, delta: Delta, undone: Delta | None = None) -> list[Issue]:
         size = len(delta.add) + len(delta.remove) + len(delta.new_entities) + len(delta.removed_entities)
