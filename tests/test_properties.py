@@ -76,13 +76,17 @@ def propose(r: random.Random, dom: Domain, m: Mirror) -> Delta:
     facts = sorted(m.facts, key=lambda f: (f.predicate, f.args))
     preds = sorted(dom.predicates)
 
+    fitting: dict[tuple[str, ...], list[str]] = {}
+
     def atom(p: str, fixed: dict[int, str] | None = None) -> Fact | None:
         args = []
         for i, param in enumerate(dom.predicates[p].params):
             if fixed and i in fixed:
                 args.append(fixed[i])
                 continue
-            fits = [n for n, t in sorted(types.items()) if dom.accepts(param.types, t)]
+            if param.types not in fitting:
+                fitting[param.types] = [n for n, t in sorted(types.items()) if dom.accepts(param.types, t)]
+            fits = fitting[param.types]
             if not fits:
                 return None
             args.append(r.choice(fits))
@@ -132,6 +136,7 @@ def propose(r: random.Random, dom: Domain, m: Mirror) -> Delta:
         name = r.choice(m.gone) if m.gone and r.random() < 0.3 else f"new{m.made}"
         t = r.choice(sorted(dom.types))
         types[name] = t
+        fitting.clear()
         attrs = {f"a{i}": r.choice(ODD_TEXT) for i in range(r.randint(0, 2))}
         add = []
         for g in dom.invariants:  # often give it a place in each group it belongs to
