@@ -268,6 +268,8 @@ def remove(facts: Annotated[list[str] | None, typer.Argument(
                help="Also remove this entity with all its facts (repeatable).")] = None,
            note: Annotated[str, typer.Option(help="Why (kept in the history).")] = "") -> None:
     """Remove facts and/or entities from the graph (verified; all or nothing; `undo` restores)."""
+    if not facts and not entity:
+        raise typer.BadParameter("give facts to remove and/or --entity NAME")
     _edit([], facts or [], note, entity)
 
 

@@ -48,3 +48,4 @@ def test_observe_and_remove_entities(store: Path, tmp_path: Path) -> None:
     assert CliRunner().invoke(app, ["undo", str(last)]).exit_code == 0
     with SqliteGraph(store) as g:
         assert [e.type for e in g.entities(["red_mug"])] == ["cup"] and g.facts(entity="red_mug")
+    assert CliRunner().invoke(app, ["remove"]).exit_code == 2  # nothing to remove: a usage error
