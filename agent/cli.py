@@ -7,7 +7,6 @@ import sys
 from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -17,11 +16,10 @@ from rich.console import Console
 from rich.table import Table
 from rich.tree import Tree
 
-from agent.core import Agent, load_observations
+from agent.core import Agent, Planner, load_observations
 from domains.sexpr import PDDLError
 from graph.base import ChangeRefused, GraphError
 from graph.model import Change, Fact
-from planners.solve import ENGINES
 
 if TYPE_CHECKING:
     from agent.language import Outcome
@@ -33,7 +31,6 @@ app = typer.Typer(help=__doc__, no_args_is_help=True, pretty_exceptions_enable=F
 out = Console()
 err = Console(stderr=True)
 STATE: dict[str, Any] = {"store": None, "llm": {}}
-Planner = StrEnum("Planner", {name: name for name in ENGINES})  # the choices of --planner
 BENCHMARKS = ("graph_ops", "planning", "l3mp", "api")  # modules of benchmarks/ with a main(argv)
 EXPECTED = (GraphError, PDDLError, FileNotFoundError, ValidationError, json.JSONDecodeError)
 
@@ -408,6 +405,43 @@ def run_plan() -> None:
             err.print(f"[red]stopped:[/red] {result.failure}; replan with `kgplan plan --goal ...`",
                       highlight=False)
             raise typer.Exit(1)
+
+    run_guarded(go)
+
+
+@app.command()
+def serve(
+    host: Annotated[str, typer.Option(help="Address to listen on; anything but loopback should set "
+                                           "KGPLAN_API_TOKEN.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="Port.")] = 8000,
+    token: Annotated[str | None, typer.Option(envvar="KGPLAN_API_TOKEN", show_envvar=True, show_default=False,
+                                              help="A token every write must send as `Authorization: Bearer`.")]
+    = None,
+) -> None:
+    """Serve the HTTP API (OpenAPI at /docs) and the web page at / to inspect and correct the graph."""
+    from agent.api import serve as run_server
+
+    def go() -> None:
+        if not token and host not in ("127.0.0.1", "localhost", "::1"):
+            err.print(f"[yellow]warning:[/yellow] listening on {host} without KGPLAN_API_TOKEN: anyone who "
+                      "reaches it can change the graph")
+        with agent() as a:
+            a.domain  # noqa: B018  (fail now, with a clear message, if the store is not initialised)
+            out.print(f"kgplan on {a.graph.url}: http://{host}:{port}/ (API docs at /docs)")
+            run_server(a, host, port, token)
+
+    run_guarded(go)
+
+
+@app.command()
+def mcp() -> None:
+    """Serve the agent to an LLM assistant over MCP on stdio (tools: tell, plan, run, show, search, history,
+    undo)."""
+    from agent.mcp_server import serve as run_server
+
+    def go() -> None:
+        with agent() as a:
+            run_server(a)
 
     run_guarded(go)
 

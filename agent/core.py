@@ -10,13 +10,15 @@ import json
 import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from domains.model import Domain, Problem, resolve_domain
-from graph.base import ChangeRefused, GraphError, WorldGraph
+from graph.base import ChangeRefused, GraphError, WorldGraph, atom_of, fact_of
 from graph.model import Change, Delta, Entity, Fact
 from graph.store import open_graph
+from planners.solve import ENGINES
 
 if TYPE_CHECKING:
     from agent.language import Outcome, Retrieval
@@ -25,6 +27,11 @@ if TYPE_CHECKING:
     from planners.execute import Execution
 
 Progress = Callable[[str], None]
+Planner = StrEnum("Planner", {name: name for name in ENGINES})  # the planners one can choose
+
+
+class NotFound(GraphError):
+    """A named entity or change that the graph does not have."""
 
 
 def _quiet(_: str) -> None:
@@ -139,7 +146,7 @@ class Agent:
         with self.lock:
             found = self.graph.entities([name])
         if not found:
-            raise GraphError(f"no entity named {name!r}")
+            raise NotFound(f"no entity named {name!r}")
         return found[0]
 
     def show(self, name: str, depth: int = 1) -> Neighbourhood:
@@ -200,6 +207,9 @@ class Agent:
     def undo(self, change_id: int) -> Change:
         """Apply the inverse of a change as a new change."""
         with self.lock:
+            with self.graph.transaction() as tx:
+                if tx.change(change_id) is None:
+                    raise NotFound(f"no change with id {change_id}")
             return self.graph.undo(change_id)
 
     # ---- language -----------------------------------------------------------------------------
@@ -247,8 +257,9 @@ class Agent:
         return classify(self.llm, text)
 
     # ---- planning -----------------------------------------------------------------------------
-    def plan(self, task: str | None = None, goal: str | None = None, *, planner: str = "fd", timeout: float = 60.0,
-             prune: bool = True, memory_mb: int = 4096, progress: Progress = _quiet) -> PlanReport:
+    def plan(self, task: str | None = None, goal: str | None = None, *, planner: str = Planner.fd,
+             timeout: float = 60.0, prune: bool = True, memory_mb: int = 4096,
+             progress: Progress = _quiet) -> PlanReport:
         """Plan for a task in English (the LLM writes the goal) or a PDDL goal; the plan is kept for `run`."""
         from agent.planning import plan
 
@@ -258,6 +269,19 @@ class Agent:
             goal = goal if task is None else self.goal_for(task, progress)
             progress(f"planning for {goal} with {planner}")
             return plan(self.graph, goal, planner=planner, timeout=timeout, prune=prune, memory_mb=memory_mb)
+
+    def effects(self, plan: Iterable[str]) -> list[tuple[list[Fact], list[Fact]]]:
+        """What each step of a plan adds and removes, simulated from the graph's current state."""
+        from planners.state import State, Step
+
+        with self.lock:
+            state = State(self.domain, {e.name: e.type for e in self.graph.entities()},
+                          map(atom_of, self.graph.facts()))
+        out = []
+        for step in plan:
+            added, removed = state.apply(Step.parse(step))
+            out.append(([fact_of(a) for a in sorted(added)], [fact_of(a) for a in sorted(removed)]))
+        return out
 
     def run(self, progress: Progress = _quiet) -> tuple[str, int, Execution]:
         """Execute the last plan, one verified change per step: its goal, its length and how far it got."""
