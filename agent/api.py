@@ -12,7 +12,6 @@ import secrets
 import threading
 import uuid
 from collections.abc import Callable
-from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
 
@@ -22,109 +21,43 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from fastapi.staticfiles import StaticFiles
 from pydantic import BaseModel, Field, ValidationError
 
-from agent.core import Agent, NotFound, Planner, Progress
+from agent import views
+from agent.core import Agent, NotFound, Progress, quiet
 from agent.llm import LLMError
+from agent.views import (
+    ChangeOut,
+    EntitiesOut,
+    FactsOut,
+    NeighbourhoodOut,
+    PlanIn,
+    PlanOut,
+    RunOut,
+    TellFailed,
+    TellIn,
+    TellOut,
+    change_out,
+    do_history,
+    do_plan,
+    do_run,
+    do_show,
+    do_tell,
+    entities_out,
+    facts_out,
+)
 from domains.sexpr import PDDLError
 from graph.base import ChangeRefused, GraphError
-from graph.model import Change, Entity, Fact
+from graph.model import Entity
 
 WEB = Path(__file__).parent / "web"
 
 
-# ---- what goes in --------------------------------------------------------------------------------
+# ---- what goes in and out (the rest is in agent.views) ----------------------------------------
 class ChangeIn(BaseModel):
     add: list[str] = Field(default_factory=list, description='Facts to add, e.g. "(switched_on kitchen_light)"')
     remove: list[str] = Field(default_factory=list, description="Facts to remove")
     new_entities: list[Entity] = Field(default_factory=list)
     note: str = Field("", description="Why (kept in the history)")
     dry_run: bool = Field(False, description="Verify only")
-
-
-class TellIn(BaseModel):
-    text: str = Field(min_length=1, description="A state change in English")
-    dry_run: bool = False
-    full_graph: bool = Field(False, description="Show the LLM the whole graph (no retrieval)")
-    depth: int = Field(1, ge=0, le=5)
-    rounds: int = Field(3, ge=1, le=10)
-
-
-class PlanIn(BaseModel):
-    goal: str | None = Field(None, description="A PDDL goal, e.g. (not (switched_on kitchen_light))")
-    task: str | None = Field(None, description="A task in English (the LLM writes the goal)")
-    planner: Planner = Planner.fd
-    timeout: float = Field(60.0, gt=0, le=600)
-    prune: bool = True
-
-
-# ---- what comes out ------------------------------------------------------------------------------
-class FactOut(BaseModel):
-    predicate: str
-    args: list[str]
-    text: str
-
-
-class ChangeOut(BaseModel):
-    id: int
-    time: datetime
-    source: str
-    text: str
-    model: str | None
-    tokens: dict[str, int]
-    add: list[FactOut]
-    remove: list[FactOut]
-    new_entities: list[Entity]
-    undo_of: int | None
-
-
-class EntitiesOut(BaseModel):
-    total: int
-    entities: list[Entity]
-
-
-class FactsOut(BaseModel):
-    total: int
-    facts: list[FactOut]
-
-
-class NeighbourhoodOut(BaseModel):
-    entity: Entity
-    depth: int
-    entities: list[Entity]
-    facts: list[FactOut]
-
-
-class StepOut(BaseModel):
-    action: str
-    add: list[FactOut]
-    remove: list[FactOut]
-
-
-class PlanOut(BaseModel):
-    goal: str
-    status: str
-    planner: str
-    plan: list[str]
-    steps: list[StepOut]
-    seconds: float
-    used_full_state: bool
-    message: str
-    report: dict[str, Any] = Field(description="Every measurement of the planning run")
-
-
-class TellOut(BaseModel):
-    change: ChangeOut | None = Field(description="The applied change (None in a dry run)")
-    proposed: ChangeOut | None = Field(description="The verified change of a dry run")
-    rounds: list[list[str]] = Field(description="The issues of each refused reply")
-    llm_calls: int
-    prompt_tokens: int
-
-
-class RunOut(BaseModel):
-    goal: str
-    steps: int
-    changes: list[int]
-    done: bool
-    failure: str | None
 
 
 class Issue(BaseModel):
@@ -162,7 +95,7 @@ class Problem(Exception):
         self.detail = ErrorDetail(message=message, **extra)
 
 
-EXPECTED = (Problem, GraphError, PDDLError, LLMError, ValidationError)
+EXPECTED = (Problem, *views.EXPECTED)
 
 
 def problem_of(e: Exception) -> Problem | None:
@@ -172,6 +105,8 @@ def problem_of(e: Exception) -> Problem | None:
     if isinstance(e, ChangeRefused):
         return Problem(422, "change refused; the graph is unchanged",
                        issues=[Issue(kind=str(i.kind), message=i.message, fact=i.fact) for i in e.issues])
+    if isinstance(e, TellFailed):
+        return Problem(422, str(e), rounds=e.rounds)
     if isinstance(e, NotFound):
         return Problem(404, str(e))
     if isinstance(e, LLMError):
@@ -179,44 +114,6 @@ def problem_of(e: Exception) -> Problem | None:
     if isinstance(e, GraphError | PDDLError | ValidationError):
         return Problem(400, str(e))
     return None
-
-
-def fact_out(f: Fact) -> FactOut:
-    return FactOut(predicate=f.predicate, args=list(f.args), text=str(f))
-
-
-def change_out(c: Change) -> ChangeOut:
-    d = c.delta
-    return ChangeOut(id=c.id, time=c.time, source=d.source, text=d.text, model=d.model, tokens=d.tokens,
-                     add=[fact_out(f) for f in d.add], remove=[fact_out(f) for f in d.remove],
-                     new_entities=d.new_entities, undo_of=c.undo_of)
-
-
-# ---- the operations, shared by the synchronous routes and the jobs ----------------------------------
-def do_tell(agent: Agent, body: TellIn, progress: Progress) -> TellOut:
-    o = agent.tell(body.text, dry_run=body.dry_run, whole=body.full_graph, depth=body.depth, rounds=body.rounds,
-                   progress=progress)
-    if o.error:
-        raise Problem(422, o.error, rounds=o.rounds)
-    return TellOut(change=change_out(o.change) if o.change else None,
-                   proposed=change_out(Change(id=0, delta=o.delta)) if o.delta and not o.change else None,
-                   rounds=o.rounds, llm_calls=len(o.calls), prompt_tokens=o.prompt_tokens)
-
-
-def do_plan(agent: Agent, body: PlanIn, progress: Progress) -> PlanOut:
-    if (body.goal is None) == (body.task is None):
-        raise Problem(400, 'give either "goal" (PDDL) or "task" (English)')
-    r = agent.plan(body.task, body.goal if body.task is None else None, planner=body.planner.value,
-                   timeout=body.timeout, prune=body.prune, progress=progress)
-    steps = [StepOut(action=s, add=[fact_out(f) for f in a], remove=[fact_out(f) for f in d])
-             for s, (a, d) in zip(r.plan, agent.effects(r.plan), strict=True)]
-    return PlanOut(goal=r.goal, status=r.status, planner=r.planner, plan=r.plan, steps=steps, seconds=r.seconds,
-                   used_full_state=r.used_full_state, message=r.message, report=r.to_json())
-
-
-def do_run(agent: Agent, progress: Progress) -> RunOut:
-    goal, n, e = agent.run(progress)
-    return RunOut(goal=goal, steps=n, changes=e.changes, done=e.done, failure=str(e.failure) if e.failure else None)
 
 
 class Jobs:
@@ -274,27 +171,23 @@ def create_app(agent: Agent, token: str | None = None) -> FastAPI:
     def entities(type: str | None = Query(None, description="Only this type (and its subtypes)"),
                  search: str | None = Query(None, description="Text in the name, type or attributes"),
                  limit: int = Query(500, ge=1, le=100_000)) -> EntitiesOut:
-        found = agent.entities(type, search)
-        return EntitiesOut(total=len(found), entities=found[:limit])
+        return entities_out(agent.entities(type, search), limit)
 
     @app.get("/api/entities/{name}", responses=errors)
     def entity(name: str, depth: int = Query(1, ge=0, le=5, description="Fact hops around the entity")
                ) -> NeighbourhoodOut:
-        n = agent.show(name, depth)
-        return NeighbourhoodOut(entity=n.entity, depth=depth, entities=n.entities,
-                                facts=[fact_out(f) for f in n.facts])
+        return do_show(agent, name, depth)
 
     @app.get("/api/facts", responses=errors)
     def facts(predicate: str | None = None, entity: str | None = Query(None, description="Facts mentioning it"),
               search: str | None = Query(None, description="Text in the fact"),
               limit: int = Query(1000, ge=1, le=1_000_000)) -> FactsOut:
-        found = agent.facts(predicate, entity, search)
-        return FactsOut(total=len(found), facts=[fact_out(f) for f in found[:limit]])
+        return facts_out(agent.facts(predicate, entity, search), limit)
 
     @app.get("/api/history", responses=errors)
     def history(limit: int = Query(50, ge=1, le=10_000)) -> list[ChangeOut]:
         """The newest changes first, with provenance (source, sentence, model, tokens) and what each changed."""
-        return [change_out(c) for c in reversed(agent.history(limit))]
+        return do_history(agent, limit)
 
     @app.post("/api/changes", **write)
     def changes(body: ChangeIn) -> ChangeOut:
@@ -309,17 +202,17 @@ def create_app(agent: Agent, token: str | None = None) -> FastAPI:
     @app.post("/api/tell", **write)
     def tell(body: TellIn) -> TellOut:
         """A state change in English, turned into a verified change by the LLM."""
-        return do_tell(agent, body, lambda _: None)
+        return do_tell(agent, body, quiet)
 
     @app.post("/api/plan", **write)
     def plan(body: PlanIn) -> PlanOut:
         """Plan for a PDDL goal or an English task; the plan is kept for /api/run."""
-        return do_plan(agent, body, lambda _: None)
+        return do_plan(agent, body, quiet)
 
     @app.post("/api/run", **write)
     def run() -> RunOut:
         """Execute the last plan, one verified change per step."""
-        return do_run(agent, lambda _: None)
+        return do_run(agent, quiet)
 
     @app.post("/api/jobs/tell", status_code=202, **write)
     def tell_job(body: TellIn) -> JobOut:

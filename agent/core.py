@@ -34,7 +34,7 @@ class NotFound(GraphError):
     """A named entity or change that the graph does not have."""
 
 
-def _quiet(_: str) -> None:
+def quiet(_: str) -> None:
     """The default progress callback: say nothing."""
 
 
@@ -219,7 +219,7 @@ class Agent:
         return full_graph(self.graph) if whole else select_entities(self.llm, self.graph, text, depth)
 
     def tell(self, text: str, *, dry_run: bool = False, whole: bool = False, depth: int = 1, rounds: int = 3,
-             progress: Progress = _quiet) -> Outcome:
+             progress: Progress = quiet) -> Outcome:
         """Turn a sentence into a verified change through the LLM (verified only, with `dry_run`).
 
         The outcome says what happened: its `change` (or, in a dry run, its `delta`), the issues of each
@@ -237,7 +237,7 @@ class Agent:
                      f"{len(retrieval.facts)} facts shown)")
             return update(self.llm, self.graph, text, retrieval, max_rounds=rounds, dry_run=dry_run, out=out)
 
-    def goal_for(self, task: str, progress: Progress = _quiet) -> str:
+    def goal_for(self, task: str, progress: Progress = quiet) -> str:
         """The PDDL goal the LLM writes for a task in English (checked against the domain and the graph)."""
         from agent.language import write_goal
 
@@ -259,7 +259,7 @@ class Agent:
     # ---- planning -----------------------------------------------------------------------------
     def plan(self, task: str | None = None, goal: str | None = None, *, planner: str = Planner.fd,
              timeout: float = 60.0, prune: bool = True, memory_mb: int = 4096,
-             progress: Progress = _quiet) -> PlanReport:
+             progress: Progress = quiet) -> PlanReport:
         """Plan for a task in English (the LLM writes the goal) or a PDDL goal; the plan is kept for `run`."""
         from agent.planning import plan
 
@@ -283,7 +283,7 @@ class Agent:
             out.append(([fact_of(a) for a in sorted(added)], [fact_of(a) for a in sorted(removed)]))
         return out
 
-    def run(self, progress: Progress = _quiet) -> tuple[str, int, Execution]:
+    def run(self, progress: Progress = quiet) -> tuple[str, int, Execution]:
         """Execute the last plan, one verified change per step: its goal, its length and how far it got."""
         from agent.planning import last_plan
         from planners.execute import execute
