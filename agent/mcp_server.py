@@ -14,25 +14,8 @@ from typing import Any, TypeVar
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 
+from agent import views
 from agent.core import Agent, quiet
-from agent.views import (
-    EXPECTED,
-    ChangeOut,
-    NeighbourhoodOut,
-    PlanIn,
-    PlanOut,
-    RunOut,
-    TellIn,
-    TellOut,
-    change_out,
-    do_history,
-    do_plan,
-    do_run,
-    do_show,
-    do_tell,
-    entities_out,
-    facts_out,
-)
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -44,7 +27,7 @@ def said(fn: F) -> F:
     def wrapped(*args: Any, **kwargs: Any) -> Any:
         try:
             return fn(*args, **kwargs)
-        except EXPECTED as e:
+        except views.EXPECTED as e:
             raise ToolError(str(e)) from e
 
     return wrapped  # type: ignore[return-value]
@@ -58,30 +41,31 @@ def create_server(agent: Agent) -> MCPServer:
 
     @server.tool()
     @said
-    def tell(text: str, dry_run: bool = False) -> TellOut:
+    def tell(text: str, dry_run: bool = False) -> views.TellOut:
         """Report a state change in English (e.g. "Sandra turned off the laundry room light"); it is turned
         into facts, verified and applied (only verified with dry_run). Fails with the reasons if no valid
         change came out; the graph is then unchanged."""
-        return do_tell(agent, TellIn(text=text, dry_run=dry_run), quiet)
+        return views.do_tell(agent, views.TellIn(text=text, dry_run=dry_run), quiet)
 
     @server.tool()
     @said
-    def plan(task: str | None = None, goal: str | None = None, planner: str = "fd", timeout: float = 60.0) -> PlanOut:
+    def plan(task: str | None = None, goal: str | None = None, planner: str = "fd",
+             timeout: float = 60.0) -> views.PlanOut:
         """Plan for a task in English or a PDDL goal such as "(not (switched_on kitchen_light))"; give one.
         The plan, with each step's effects, is kept for `run`."""
-        return do_plan(agent, PlanIn(task=task, goal=goal, planner=planner, timeout=timeout), quiet)
+        return views.do_plan(agent, views.PlanIn(task=task, goal=goal, planner=planner, timeout=timeout), quiet)
 
     @server.tool()
     @said
-    def run() -> RunOut:
+    def run() -> views.RunOut:
         """Execute the last plan on the graph, one verified change per step."""
-        return do_run(agent, quiet)
+        return views.do_run(agent, quiet)
 
     @server.tool()
     @said
-    def show(entity: str, depth: int = 1) -> NeighbourhoodOut:
+    def show(entity: str, depth: int = 1) -> views.NeighbourhoodOut:
         """An entity with the entities and facts within `depth` fact hops of it."""
-        return do_show(agent, entity, depth)
+        return views.do_show(agent, entity, depth)
 
     @server.tool()
     @said
@@ -89,20 +73,20 @@ def create_server(agent: Agent) -> MCPServer:
                ) -> dict[str, Any]:
         """Entities whose name, type or attributes contain `text` (optionally of a `type`), and facts that
         contain it (optionally of a `predicate`); at most `limit` of each."""
-        return {"entities": entities_out(agent.entities(type, text or None), limit).model_dump(),
-                "facts": facts_out(agent.facts(predicate, None, text or None), limit).model_dump()}
+        return {"entities": views.entities_out(agent.entities(type, text or None), limit).model_dump(),
+                "facts": views.facts_out(agent.facts(predicate, None, text or None), limit).model_dump()}
 
     @server.tool()
     @said
-    def history(limit: int = 20) -> list[ChangeOut]:
+    def history(limit: int = 20) -> list[views.ChangeOut]:
         """The newest changes first, with provenance and what each changed."""
-        return do_history(agent, limit)
+        return views.do_history(agent, limit)
 
     @server.tool()
     @said
-    def undo(change_id: int) -> ChangeOut:
+    def undo(change_id: int) -> views.ChangeOut:
         """Undo a change (by its id in `history`) by applying its inverse as a new change."""
-        return change_out(agent.undo(change_id))
+        return views.change_out(agent.undo(change_id))
 
     return server
 
