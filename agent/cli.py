@@ -414,6 +414,10 @@ def serve(
     host: Annotated[str, typer.Option(help="Address to listen on; anything but loopback should set "
                                            "KGPLAN_API_TOKEN.")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="Port.")] = 8000,
+    domain: Annotated[str | None, typer.Option(help="Initialise an empty store with this domain first (a bundled "
+                                                    "name or a path); a store already set up is kept.")] = None,
+    problem: Annotated[Path | None, typer.Option(help="With --domain: the PDDL problem an empty store is loaded "
+                                                      "with.")] = None,
     token: Annotated[str | None, typer.Option(envvar="KGPLAN_API_TOKEN", show_envvar=True, show_default=False,
                                               help="A token every write must send as `Authorization: Bearer`.")]
     = None,
@@ -426,6 +430,8 @@ def serve(
             err.print(f"[yellow]warning:[/yellow] listening on {host} without KGPLAN_API_TOKEN: anyone who "
                       "reaches it can change the graph")
         with agent() as a:
+            if domain and not a.initialised:
+                a.init(domain, problem)
             a.domain  # noqa: B018  (fail now, with a clear message, if the store is not initialised)
             out.print(f"kgplan on {a.graph.url}: http://{host}:{port}/ (API docs at /docs)")
             run_server(a, host, port, token)

@@ -79,7 +79,7 @@ class Agent:
         self.graph: WorldGraph = open_graph(store)
         self.lock = threading.RLock()
         self._llm = llm
-        if domain is not None and self.graph.get_meta("domain_pddl") is None:
+        if domain is not None and not self.initialised:
             self.graph.init(resolve_domain(domain))
 
     def close(self) -> None:
@@ -90,6 +90,11 @@ class Agent:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+    @property
+    def initialised(self) -> bool:
+        """Whether the store is bound to a domain."""
+        return self.graph.get_meta("domain_pddl") is not None
 
     @property
     def domain(self) -> Domain:
@@ -112,7 +117,7 @@ class Agent:
         config = llm if isinstance(llm, LLMConfig) else getattr(llm, "config", None)
         model = config.model if config else getattr(llm, "model", type(llm).__name__)
         with self.lock:
-            domain = self.domain.name if self.graph.get_meta("domain_pddl") else None
+            domain = self.domain.name if self.initialised else None
         return {"store": self.graph.url, "domain": domain,
                 "llm": {"model": model, "base_url": config.base_url if config else None}}
 
