@@ -223,10 +223,17 @@ def test_sigkill_mid_change_leaves_a_whole_state(tmp_path: Path) -> None:
         with reaped(child):
             ready = child.stdout.readline()
             assert ready == f"ready {k_prev}\n", (ready, err.read_text())
+            # the kill comes at a random moment after the child's first commit, so that every
+            # trial commits something however slow a busy machine makes each change
+            lines = [child.stdout.readline()]
+            while lines[-1] and not lines[-1].startswith("C "):
+                lines.append(child.stdout.readline())
+            assert lines[-1], err.read_text()
             time.sleep(rng.uniform(0.0, MAX_KILL_DELAY))
             child.send_signal(signal.SIGKILL)
             assert child.wait(10) == -signal.SIGKILL, err.read_text()
-            markers = [(t, int(k)) for t, k in (line.split() for line in child.stdout.read().splitlines())]
+            lines += child.stdout.read().splitlines()
+            markers = [(t, int(k)) for t, k in (line.split() for line in lines)]
         done = max([k for t, k in markers if t == "C"], default=k_prev)
         begun = max([k for t, k in markers if t == "B"], default=k_prev)
 
