@@ -239,9 +239,8 @@ class Agent:
     def undo(self, change_id: int) -> Change:
         """Apply the inverse of a change as a new change."""
         with self.lock:
-            with self.graph.transaction() as tx:
-                if tx.change(change_id) is None:
-                    raise NotFound(f"no change with id {change_id}")
+            if self.graph.in_transaction(lambda tx: tx.change(change_id)) is None:
+                raise NotFound(f"no change with id {change_id}")
             return self.graph.undo(change_id)
 
     # ---- language -----------------------------------------------------------------------------

@@ -95,6 +95,8 @@ def select_entities(llm: LLM, graph: WorldGraph, text: str, depth: int = 1,
                     out: Outcome | None = None) -> Retrieval:
     """L3M+P retrieval (a): the model picks the entities the sentence is about, then facts within `depth`."""
     entities = {e.name: e.type for e in graph.entities()}
+    if not entities:  # nothing to pick from (an empty graph, e.g. after undoing its load)
+        return full_graph(graph)
     schema = enum_model("EntitySelection", entities=(list[choice(entities)], ...))
     listing = "\n".join(f"{n} - {t}" for n, t in sorted(entities.items()))
     messages = [{"role": "system", "content": SYSTEM},

@@ -317,3 +317,12 @@ def test_two_writers_at_once(graph: WorldGraph, store_url: str) -> None:
         assert graph.entities([f"thing{k}"])[0].type == made[0].delta.new_entities[0].type
     assert len(graph.history()) == start + len(applied) == start + 25
     assert check_graph(graph) == []
+
+
+def test_undoing_the_load_empties_the_graph_and_its_undo_restores_it(graph: WorldGraph) -> None:
+    before = snapshot(graph)
+    (load,) = graph.history()
+    u = graph.undo(load.id)
+    assert graph.entities() == [] and graph.facts() == []
+    graph.undo(u.id)
+    assert snapshot(graph) == before
