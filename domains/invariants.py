@@ -27,7 +27,6 @@ if TYPE_CHECKING:
 
 _VARIABLES = "xyzuvwrst"
 GroundAtom = tuple[str, tuple[str, ...]]
-ORIGINS = ("derived", "declared", "mined")
 
 
 @dataclass(frozen=True)
