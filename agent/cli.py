@@ -97,6 +97,8 @@ def print_change(c: Change, title: str = "Applied change") -> None:
               highlight=False)
     for e in d.new_entities:
         out.print(f"  [cyan]new[/cyan] {e.name} - {e.type}", highlight=False)
+    for e in d.removed_entities:
+        out.print(f"  [red]gone[/red] {e if isinstance(e, str) else f'{e.name} - {e.type}'}", highlight=False)
     for f in d.remove:
         out.print(f"  [red]-[/red] {f}", highlight=False)
     for f in d.add:
@@ -242,10 +244,10 @@ def facts(predicate: Annotated[str | None, typer.Option(help="Only this predicat
     run_guarded(go)
 
 
-def _edit(adds: list[str], removes: list[str], text: str) -> None:
+def _edit(adds: list[str], removes: list[str], text: str, entities: list[str] | None = None) -> None:
     def go() -> None:
         delta = Delta(add=[Fact.parse(a) for a in adds], remove=[Fact.parse(r) for r in removes],
-                      source="user", text=text)
+                      removed_entities=list(entities or ()), source="user", text=text)
         with graph() as g:
             print_change(g.apply(delta))
 
@@ -260,14 +262,18 @@ def add(facts: Annotated[list[str], typer.Argument(help='Facts such as "(light_o
 
 
 @app.command()
-def remove(facts: Annotated[list[str], typer.Argument(help='Facts such as "(light_on kitchen_light)".')],
+def remove(facts: Annotated[list[str] | None, typer.Argument(
+               help='Facts such as "(light_on kitchen_light)".')] = None,
+           entity: Annotated[list[str] | None, typer.Option(
+               help="Also remove this entity with all its facts (repeatable).")] = None,
            note: Annotated[str, typer.Option(help="Why (kept in the history).")] = "") -> None:
-    """Remove facts from the graph (verified; all or nothing)."""
-    _edit([], facts, note)
+    """Remove facts and/or entities from the graph (verified; all or nothing; `undo` restores)."""
+    _edit([], facts or [], note, entity)
 
 
 def load_observations(path: Path) -> list[Delta]:
-    """Read sensor observations: one JSON object or a list, each {add, remove, new_entities, text}."""
+    """Read sensor observations: one JSON object or a list, each {add, remove, new_entities,
+    removed_entities, text}."""
     data = json.loads(path.read_text())
     items = data if isinstance(data, list) else [data]
     deltas = []
@@ -284,6 +290,7 @@ def load_observations(path: Path) -> list[Delta]:
 @app.command()
 def observe(file: Annotated[Path, typer.Argument(help="JSON: {\"add\": [\"(fact ...)\"], \"remove\": "
                                                      "[...], \"new_entities\": [{\"name\", \"type\"}], "
+                                                     "\"removed_entities\": [\"name\"], "
                                                      "\"text\": \"...\"}, or a list of those.")]) -> None:
     """Apply sensor observations; each is verified and applied as one change."""
 
@@ -292,6 +299,25 @@ def observe(file: Annotated[Path, typer.Argument(help="JSON: {\"add\": [\"(fact 
         with graph() as g:
             for d in deltas:
                 print_change(g.apply(d))
+
+    run_guarded(go)
+
+
+@app.command()
+def check() -> None:
+    """Check the whole graph: every typing and invariant violation (exit status 1 if any)."""
+
+    def go() -> None:
+        from graph.check import check_graph
+
+        with graph() as g:
+            issues = check_graph(g)
+        for i in issues:
+            out.print(f"  - [{i.kind}] {i.message}", markup=False, highlight=False, soft_wrap=True)
+        if issues:
+            err.print(f"[red]{len(issues)} issue(s)[/red]")
+            raise typer.Exit(1)
+        out.print("no issues")
 
     run_guarded(go)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import tomllib
 from abc import ABC, abstractmethod
-from collections.abc import Collection, Iterable
+from collections.abc import Callable, Collection, Iterable
 from contextlib import AbstractContextManager
 from dataclasses import replace
 from functools import cached_property
@@ -35,6 +35,10 @@ class Tx(ABC):
     def entity_types(self, names: Collection[str]) -> dict[str, str]: ...
 
     @abstractmethod
+    def entities(self, names: Collection[str] | None = None) -> list[Entity]:
+        """All entities (constants of the domain excluded), or those named."""
+
+    @abstractmethod
     def present(self, atoms: Collection[GroundAtom]) -> set[GroundAtom]: ...
 
     @abstractmethod
@@ -45,10 +49,23 @@ class Tx(ABC):
 
     @abstractmethod
     def write(self, delta: Delta, undo_of: int | None) -> Change:
-        """Apply the delta and append it to the history, in this transaction."""
+        """Apply a recorded delta (see `record`) and append it to the history, in this transaction."""
+
+    def record(self, delta: Delta) -> Delta:
+        """The delta as it will be applied: removed entities whole, their facts in `remove`."""
+        if not delta.removed_entities:
+            return delta
+        names = delta.removed_names()
+        gone = [f for f in map(fact_of, self.facts_about(names)) if f not in delta.remove]
+        return delta.model_copy(update={"removed_entities": self.entities(names),
+                                        "remove": [*delta.remove, *sorted(gone, key=_order)]})
 
     @abstractmethod
     def change(self, change_id: int) -> Change | None: ...
+
+
+def _order(f: Fact) -> tuple[str, tuple[str, ...]]:
+    return (f.predicate, f.args)
 
 
 def atom_of(f: Fact) -> GroundAtom:
@@ -175,14 +192,24 @@ class WorldGraph(ABC):
 
     def _verify(self, tx: Tx, delta: Delta) -> list[Issue]:
         return verify(self.domain, map(atom_of, delta.add), map(atom_of, delta.remove),
-                      {e.name: e.type for e in delta.new_entities}, tx)
+                      [(e.name, e.type) for e in delta.new_entities], tx, delta.removed_names())
+
+    def _apply(self, tx: Tx, delta: Delta, verified: bool, undo_of: int | None) -> Change:
+        if verified and (issues := self._verify(tx, delta)):
+            raise ChangeRefused(issues)
+        return tx.write(tx.record(delta), undo_of)
 
     def apply(self, delta: Delta, *, verified: bool = True, undo_of: int | None = None) -> Change:
         """Verify and apply a delta atomically; raises ChangeRefused (graph unchanged) on issues."""
         with self.transaction() as tx:
-            if verified and (issues := self._verify(tx, delta)):
-                raise ChangeRefused(issues)
-            return tx.write(delta, undo_of)
+            return self._apply(tx, delta, verified, undo_of)
+
+    def apply_from(self, make: Callable[[Tx], Delta]) -> Change:
+        """Build a delta from the state as read in the write transaction, then verify and apply it
+        there: no other change can come between the reads and the write. `make` may raise to
+        abort (nothing is applied) and may be called again if the store retries the transaction."""
+        with self.transaction() as tx:
+            return self._apply(tx, make(tx), True, None)
 
     def undo(self, change_id: int) -> Change:
         """Apply the inverse of a change as a new change; history is never rewritten."""
@@ -192,9 +219,7 @@ class WorldGraph(ABC):
                 raise GraphError(f"no change with id {change_id}")
             inv = old.delta.inverse()
             inv.text = f"undo of change {change_id}"
-            if issues := self._verify(tx, inv):
-                raise ChangeRefused(issues)
-            return tx.write(inv, change_id)
+            return self._apply(tx, inv, True, change_id)
 
     # ---- problems ------------------------------------------------------------------------------
     def load_problem(self, problem: Problem | str, *, verified: bool = True) -> Change:
@@ -303,6 +328,6 @@ def _start(domain: Domain, problem: Problem | None, extra: Iterable[MutexGroup] 
     bound = replace(domain)
     bound.invariants = [*synthesis.kept, *extra]
     if verified and (issues := verify(bound, map(atom_of, delta.add), (),
-                                      {e.name: e.type for e in delta.new_entities}, _EmptyState())):
+                                      [(e.name, e.type) for e in delta.new_entities], _EmptyState())):
         raise ChangeRefused(issues)
     return synthesis, delta
