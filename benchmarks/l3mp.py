@@ -193,9 +193,10 @@ class Reference:
 def evaluate(run: Path, variant: str, llm: Counting, oracle: Oracle | None, console: Console,
              max_rounds: int = 3, depth: int = 1, reference: Reference | None = None,
              limit: int | None = None, rows: list[dict] | None = None,
-             on_step: Callable[[], object] | None = None) -> list[dict]:
+             on_step: Callable[[], object] | None = None, mine_invariants: bool = False) -> list[dict]:
     """Run one variant over one run; a row per step, appended to `rows` (with retrieval recall on goals if
-    `reference` is given); `on_step` is called after each."""
+    `reference` is given); `on_step` is called after each. `mine_invariants`: accept every invariant
+    `kgplan invariants --suggest` proposes once the initial problem is loaded."""
     retriever, verify = VARIANTS[variant]
     domain = Domain.load(run / "domain.pddl")
     rows = [] if rows is None else rows
@@ -204,6 +205,8 @@ def evaluate(run: Path, variant: str, llm: Counting, oracle: Oracle | None, cons
         g.init(domain)
         start = Problem.parse((run / "problem.pddl").read_text())
         g.load_problem(start)
+        if mine_invariants:
+            g.accept_invariants(g.suggest_invariants().suggested)
         prev: Atoms = {(a.predicate, a.args) for a in start.init}
         discrepancy: Atoms = set()
         for step in track(steps(run)[:limit], description=f"{run.name} {variant}", console=console):
@@ -367,6 +370,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                     help="skip retrieval recall (it plans every goal once more on the full true state)")
     ap.add_argument("--limit", type=int, help="only the first N steps of each run (for slow local models)")
     ap.add_argument("--max-rounds", type=int, default=3, help="replies per sentence (re-prompts + 1)")
+    ap.add_argument("--mine-invariants", action="store_true",
+                    help="accept the mined invariants (`kgplan invariants --suggest`) of each run's initial state")
     ap.add_argument("--json", type=Path, default=Path("results/l3mp.json"))
     ap.add_argument("--plot", type=Path, default=Path("results/l3mp.png"))
     args = ap.parse_args(argv)
@@ -386,7 +391,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         for run in runs:
             rows = results[v][run.name] = []
             evaluate(run, v, llm, oracle, console, args.max_rounds, reference=reference, limit=args.limit, rows=rows,
-                     on_step=lambda: write(args.json, results, llm.replies, args.record))
+                     on_step=lambda: write(args.json, results, llm.replies, args.record),
+                     mine_invariants=args.mine_invariants)
     summary = write(args.json, results, llm.replies, args.record)
     t = Table("variant", "state success (not after a goal)", "strict", "plan success", "prompt tok/change (+schema)",
               "prompt tok/plan (+schema)", "recall shown (min)", "recall :init (min)", "LLM s/step", "planner s",

@@ -169,11 +169,16 @@ class WorldGraph(ABC):
     def accept_invariants(self, groups: Iterable[MutexGroup]) -> None:
         """Store mined groups with the invariants; verification enforces them from now on.
 
-        Raises ChangeRefused if the current graph violates one (nothing is stored then).
+        Only groups over predicates no action changes are accepted (GraphError otherwise), and only
+        if the current graph satisfies them (ChangeRefused otherwise); nothing is stored then.
         """
         groups = [replace(g, origin="mined") for g in groups]
+        static = self.domain.static_predicates()
+        if changed := sorted({p.predicate for g in groups for p in g.parts} - static):
+            raise GraphError(f"actions change {', '.join(changed)}: their invariants are derived, not mined")
+        facts = [atom_of(f) for f in self.facts()]
         issues = [Issue(IssueKind.INVARIANT, f"the graph has {' and '.join(map(show, w))}, but {g.describe()}")
-                  for g in groups if (w := g.overcrowded(map(atom_of, self.facts()))) is not None]
+                  for g in groups if (w := g.overcrowded(facts)) is not None]
         if issues:
             raise ChangeRefused(issues)
         self._set_invariants([*self.domain.invariants, *groups])
