@@ -3,23 +3,34 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from domains.sexpr import Expr, PDDLError, SList, Sym, pos_of
 
 
+def _pos() -> int:
+    """A source position (line or column, 0 if unknown) that equality and hashing ignore."""
+    return field(default=0, compare=False, repr=False)
+
+
 @dataclass(frozen=True)
 class Param:
-    """A typed variable; `types` has several entries for an `(either ...)` type."""
+    """A typed variable; `types` has several entries for an `(either ...)` type.
+
+    `line`/`col` locate its type where one was written (its name otherwise)."""
 
     name: str
     types: tuple[str, ...] = ("object",)
+    line: int = _pos()
+    col: int = _pos()
 
 
 @dataclass(frozen=True)
 class Atom:
     predicate: str
     args: tuple[str, ...]
+    line: int = _pos()
+    col: int = _pos()
 
     def __str__(self) -> str:
         return f"({' '.join((self.predicate, *self.args))})"
@@ -29,6 +40,8 @@ class Atom:
 class Equals:
     left: str
     right: str
+    line: int = _pos()
+    col: int = _pos()
 
 
 @dataclass(frozen=True)
@@ -76,7 +89,7 @@ class Effect:
 def parse_typed_list(items: list[Expr], source: str, default: str = "object") -> list[Param]:
     """Parse `?a ?b - t ?c - (either u v)` (or names instead of variables) into Params."""
     out: list[Param] = []
-    pending: list[str] = []
+    pending: list[Sym] = []
     i = 0
     while i < len(items):
         item = items[i]
@@ -86,15 +99,15 @@ def parse_typed_list(items: list[Expr], source: str, default: str = "object") ->
             types = parse_type(items[i + 1], source)
             if not pending:
                 raise PDDLError("type given without names before it", *pos_of(item), source)
-            out += [Param(n, types) for n in pending]
+            out += [Param(str(n), types, *pos_of(items[i + 1])) for n in pending]
             pending = []
             i += 2
             continue
         if not isinstance(item, Sym):
             raise PDDLError("expected a name in a typed list", *pos_of(item), source)
-        pending.append(str(item))
+        pending.append(item)
         i += 1
-    out += [Param(n, (default,)) for n in pending]
+    out += [Param(str(n), (default,), *pos_of(n)) for n in pending]
     return out
 
 
@@ -131,8 +144,8 @@ def parse_formula(expr: Expr, source: str) -> Formula:
         return Quantified(str(head), params, parse_formula(rest[1], source))
     if head == "=":
         _arity(expr, 2, source)
-        return Equals(*(_term(t, source) for t in rest))
-    return Atom(str(head), tuple(_term(t, source) for t in rest))
+        return Equals(*(_term(t, source) for t in rest), *pos_of(expr))
+    return Atom(str(head), tuple(_term(t, source) for t in rest), *pos_of(expr))
 
 
 def parse_effect(expr: Expr, source: str) -> list[Effect]:

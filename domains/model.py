@@ -15,13 +15,13 @@ from domains.formula import (
     And,
     Atom,
     Effect,
+    Equals,
     Formula,
     Imply,
     Not,
     Or,
     Param,
     Quantified,
-    atoms,
     params_pddl,
     parse_effect,
     parse_formula,
@@ -114,6 +114,7 @@ class Domain:
     # ---- loading -------------------------------------------------------------------------
     @classmethod
     def parse(cls, text: str, source: str = "") -> Domain:
+        """Parse and check a domain; every error names the line and column of the expression."""
         exprs = read(text, source)
         if len(exprs) != 1 or not isinstance(exprs[0], SList) or exprs[0][:1] != ["define"]:
             raise PDDLError("a domain must be one (define (domain NAME) ...)", 1, 1, source)
@@ -124,6 +125,7 @@ class Domain:
         constants: dict[str, str] = {}
         preds: dict[str, Predicate] = {}
         raw_actions: list[SList] = []
+        typed: list[tuple[str, Param]] = []  # (what, typed name) to check once all types are known
         for sec in d[1:]:
             if not isinstance(sec, SList) or not sec or not isinstance(sec[0], Sym):
                 raise PDDLError("expected a section like (:predicates ...)", *pos_of(sec), source)
@@ -135,27 +137,37 @@ class Domain:
             elif key == ":types":
                 for p in parse_typed_list(list(sec[1:]), source):
                     if len(p.types) != 1:
-                        raise PDDLError(f"type {p.name} must have one parent", *pos_of(sec), source)
+                        raise PDDLError(f"type {p.name} must have one parent", p.line, p.col, source)
                     if p.name != "object":
                         types[p.name] = p.types[0]
+                        typed.append((f"type '{p.name}'", p))
             elif key == ":constants":
-                constants.update({p.name: p.types[0] for p in parse_typed_list(list(sec[1:]), source)})
+                for p in parse_typed_list(list(sec[1:]), source):
+                    if len(p.types) != 1:
+                        raise PDDLError(f"constant {p.name} must have one type", p.line, p.col, source)
+                    constants[p.name] = p.types[0]
+                    typed.append((f"constant '{p.name}'", p))
             elif key == ":predicates":
                 for pe in sec[1:]:
                     if not isinstance(pe, SList) or not pe or not isinstance(pe[0], Sym):
                         raise PDDLError("expected (predicate ?x - type ...)", *pos_of(pe), source)
                     if str(pe[0]) in preds:
                         raise PDDLError(f"predicate '{pe[0]}' declared twice", *pos_of(pe), source)
-                    preds[str(pe[0])] = Predicate(str(pe[0]), tuple(parse_typed_list(list(pe[1:]), source)))
+                    pred = Predicate(str(pe[0]), tuple(parse_typed_list(list(pe[1:]), source)))
+                    preds[pred.name] = pred
+                    typed += [(f"predicate '{pred.name}'", p) for p in pred.params]
             elif key == ":action":
                 raw_actions.append(sec)
             else:
                 raise PDDLError(f"unsupported domain section '{key}'", *pos_of(sec), source)
         dom = cls(name, reqs, types, constants, preds, {}, text)
-        dom._check_types(d, source)
+        for what, p in typed:
+            dom._check_types(p, what, source)
         for sec in raw_actions:
             act = _parse_action(sec, source)
-            dom._check_action(act, sec, source)
+            if act.name in dom.actions:
+                raise PDDLError(f"action '{act.name}' declared twice", *pos_of(sec), source)
+            dom._check_action(act, source)
             dom.actions[act.name] = act
         return dom
 
@@ -176,43 +188,74 @@ class Domain:
             dom.meta = tomllib.loads(toml.read_text())
         return dom
 
-    def _check_types(self, d: SList, source: str) -> None:
-        for t, parent in self.types.items():
-            if parent is not None and parent not in self.types:
-                raise PDDLError(f"type '{t}' has unknown parent '{parent}'", *pos_of(d), source)
-            seen = {t}
+    def _check_types(self, p: Param, what: str, source: str) -> None:
+        """The types of a declaration exist; a type's ancestry has no cycle."""
+        for t in p.types:
+            if t not in self.types:
+                raise PDDLError(f"unknown type '{t}' in {what}", p.line, p.col, source)
+        if what.startswith("type "):
+            seen, t = {p.name}, p.name
             while (parent := self.types.get(t)) is not None:
                 if parent in seen:
-                    raise PDDLError(f"type hierarchy has a cycle through '{t}'", *pos_of(d), source)
+                    raise PDDLError(f"type hierarchy has a cycle through '{p.name}'", p.line, p.col, source)
                 seen.add(parent)
                 t = parent
-        for p in self.predicates.values():
-            for par in p.params:
-                self._known_types(par.types, f"predicate '{p.name}'", d, source)
-        for c, t in self.constants.items():
-            self._known_types((t,), f"constant '{c}'", d, source)
 
-    def _known_types(self, ts: tuple[str, ...], where: str, e: Expr, source: str) -> None:
-        for t in ts:
-            if t not in self.types:
-                raise PDDLError(f"unknown type '{t}' in {where}", *pos_of(e), source)
-
-    def _check_action(self, act: Action, e: SList, source: str) -> None:
+    def _check_action(self, act: Action, source: str) -> None:
+        """Every atom of the action names a known predicate with the right number of arguments,
+        each a declared variable or a constant whose type(s) the predicate accepts."""
         where = f"action '{act.name}'"
         for p in act.params:
-            self._known_types(p.types, where, e, source)
-        consts = set(self.constants)
-        for atom in [*atoms(act.precondition), *(x.atom for x in act.effects)]:
-            pred = self.predicates.get(atom.predicate)
-            if pred is None:
-                raise PDDLError(f"unknown predicate '{atom.predicate}' in {where}", *pos_of(e), source)
-            if pred.arity != len(atom.args):
-                raise PDDLError(
-                    f"{atom} in {where}: '{pred.name}' takes {pred.arity} argument(s)", *pos_of(e), source
-                )
-            for a in atom.args:
-                if not a.startswith("?") and a not in consts:
-                    raise PDDLError(f"unknown constant '{a}' in {where}", *pos_of(e), source)
+            self._check_types(p, where, source)
+        scope = {p.name: p.types for p in act.params}
+
+        def check(f: Formula, scope: dict[str, tuple[str, ...]]) -> None:
+            if isinstance(f, Atom | Equals):
+                self._check_terms(f, scope, where, source)
+            elif isinstance(f, Not):
+                check(f.arg, scope)
+            elif isinstance(f, And | Or):
+                for g in f.args:
+                    check(g, scope)
+            elif isinstance(f, Imply):
+                check(f.left, scope)
+                check(f.right, scope)
+            elif isinstance(f, Quantified):
+                for p in f.params:
+                    self._check_types(p, where, source)
+                check(f.body, {**scope, **{p.name: p.types for p in f.params}})
+
+        check(act.precondition, scope)
+        for e in act.effects:
+            for p in e.params:
+                self._check_types(p, where, source)
+            inner = {**scope, **{p.name: p.types for p in e.params}}
+            check(e.condition, inner)
+            check(e.atom, inner)
+
+    def _check_terms(self, f: Atom | Equals, scope: dict[str, tuple[str, ...]], where: str,
+                     source: str) -> None:
+        at = (f.line, f.col, source)
+        terms = (f.left, f.right) if isinstance(f, Equals) else f.args
+        for a in terms:
+            if a.startswith("?") and a not in scope:
+                raise PDDLError(f"undeclared variable '{a}' in {where}", *at)
+            if not a.startswith("?") and a not in self.constants:
+                raise PDDLError(f"unknown constant '{a}' in {where}", *at)
+        if isinstance(f, Equals):
+            return
+        pred = self.predicates.get(f.predicate)
+        if pred is None:
+            raise PDDLError(f"unknown predicate '{f.predicate}' in {where}", *at)
+        if pred.arity != len(f.args):
+            raise PDDLError(f"{f} in {where}: '{pred.name}' takes {pred.arity} argument(s)", *at)
+        for i, (a, p) in enumerate(zip(f.args, pred.params, strict=True), 1):
+            # wrongly typed: a member type of a variable none of whose objects fits; a constant that does not
+            given = scope[a] if a in scope else (self.constants[a],)
+            fits = all(self.overlap(p.types, t) for t in given) if a in scope else self.accepts(p.types, given[0])
+            if not fits:
+                raise PDDLError(f"{f} in {where}: argument {i} '{a}' is a {' or '.join(given)}, but "
+                                f"{pred.name} expects a {' or '.join(p.types)}", *at)
 
     # ---- types -----------------------------------------------------------------------------
     def ancestors(self, t: str) -> list[str]:
@@ -231,6 +274,10 @@ class Domain:
         """Whether an object of type `t` fits a parameter typed `types` (either-aware)."""
         anc = self.ancestors(t)
         return any(x in anc for x in types)
+
+    def overlap(self, types: tuple[str, ...], t: str) -> bool:
+        """Whether some object of type `t` (or of a subtype) can fit a parameter typed `types`."""
+        return any(self.is_subtype(t, x) or self.is_subtype(x, t) for x in types)
 
     def reduce_types(self, types: tuple[str, ...]) -> tuple[str, ...]:
         """Drop members of an either-set already covered by a supertype in the set."""
