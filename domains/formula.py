@@ -235,6 +235,23 @@ def params_pddl(params: tuple[Param, ...] | list[Param], type_text: Callable[[tu
     return " ".join(f"{p.name} - {type_text(p.types)}" for p in params)
 
 
+def scoped(f: Formula, scope: dict[str, Param] | None = None) -> Iterator[tuple[Atom | Equals, dict[str, Param]]]:
+    """Every atom and equality of `f` with the variables in scope there (`scope`: the outer ones)."""
+    scope = scope or {}
+    if isinstance(f, Atom | Equals):
+        yield f, scope
+    elif isinstance(f, Not):
+        yield from scoped(f.arg, scope)
+    elif isinstance(f, And | Or):
+        for a in f.args:
+            yield from scoped(a, scope)
+    elif isinstance(f, Imply):
+        yield from scoped(f.left, scope)
+        yield from scoped(f.right, scope)
+    else:
+        yield from scoped(f.body, {**scope, **{p.name: p for p in f.params}})
+
+
 def quantifiers(f: Formula) -> list[Quantified]:
     """Every quantified sub-formula of `f`, outermost first."""
     if isinstance(f, Quantified):

@@ -26,6 +26,8 @@ from domains.formula import (
     parse_effect,
     parse_formula,
     parse_typed_list,
+    quantifiers,
+    scoped,
     to_pddl,
 )
 from domains.sexpr import Expr, PDDLError, SList, Sym, pos_of, read
@@ -207,33 +209,19 @@ class Domain:
         where = f"action '{act.name}'"
         for p in act.params:
             self._check_types(p, where, source)
-        scope = {p.name: p.types for p in act.params}
-
-        def check(f: Formula, scope: dict[str, tuple[str, ...]]) -> None:
-            if isinstance(f, Atom | Equals):
-                self._check_terms(f, scope, where, source)
-            elif isinstance(f, Not):
-                check(f.arg, scope)
-            elif isinstance(f, And | Or):
-                for g in f.args:
-                    check(g, scope)
-            elif isinstance(f, Imply):
-                check(f.left, scope)
-                check(f.right, scope)
-            elif isinstance(f, Quantified):
-                for p in f.params:
-                    self._check_types(p, where, source)
-                check(f.body, {**scope, **{p.name: p.types for p in f.params}})
-
-        check(act.precondition, scope)
+        scope = {p.name: p for p in act.params}
+        bodies = [(act.precondition, scope)]
         for e in act.effects:
             for p in e.params:
                 self._check_types(p, where, source)
-            inner = {**scope, **{p.name: p.types for p in e.params}}
-            check(e.condition, inner)
-            check(e.atom, inner)
+            bodies.append((And((e.condition, e.atom)), {**scope, **{p.name: p for p in e.params}}))
+        for body, outer in bodies:
+            for p in (p for q in quantifiers(body) for p in q.params):
+                self._check_types(p, where, source)
+            for f, inner in scoped(body, outer):
+                self._check_terms(f, inner, where, source)
 
-    def _check_terms(self, f: Atom | Equals, scope: dict[str, tuple[str, ...]], where: str,
+    def _check_terms(self, f: Atom | Equals, scope: dict[str, Param], where: str,
                      source: str) -> None:
         at = (f.line, f.col, source)
         terms = (f.left, f.right) if isinstance(f, Equals) else f.args
@@ -251,7 +239,7 @@ class Domain:
             raise PDDLError(f"{f} in {where}: '{pred.name}' takes {pred.arity} argument(s)", *at)
         for i, (a, p) in enumerate(zip(f.args, pred.params, strict=True), 1):
             # wrongly typed: a member type of a variable none of whose objects fits; a constant that does not
-            given = scope[a] if a in scope else (self.constants[a],)
+            given = scope[a].types if a in scope else (self.constants[a],)
             fits = all(self.overlap(p.types, t) for t in given) if a in scope else self.accepts(p.types, given[0])
             if not fits:
                 raise PDDLError(f"{f} in {where}: argument {i} '{a}' is a {' or '.join(given)}, but "

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Protocol
 
-from domains.formula import And, Atom, Equals, Formula, Imply, Not, Or, Quantified
+from domains.formula import Equals, Formula, quantifiers, scoped
 from domains.invariants import MutexGroup
 from domains.model import NAME_RE, Domain
 
@@ -178,33 +178,18 @@ def _suggest(word: str, choices: Iterable[str]) -> str:
 
 def check_goal(domain: Domain, goal: Formula, objects: dict[str, str]) -> list[Issue]:
     """Issues with a goal formula: unknown predicates or objects, wrong arity or types."""
-    issues: list[Issue] = []
-
-    def walk(f: Formula, scope: dict[str, str]) -> None:
-        if isinstance(f, Atom):
-            issues.extend(_check_atom(domain, (f.predicate, f.args), scope))
-        elif isinstance(f, Equals):
-            for a in (f.left, f.right):
-                if a not in scope:
-                    issues.append(Issue(IssueKind.UNKNOWN_ENTITY, f"'{a}' is not a known entity"
-                                        f"{_suggest(a, scope)}"))
-        elif isinstance(f, Not):
-            walk(f.arg, scope)
-        elif isinstance(f, And | Or):
-            for a in f.args:
-                walk(a, scope)
-        elif isinstance(f, Imply):
-            walk(f.left, scope)
-            walk(f.right, scope)
-        elif isinstance(f, Quantified):
-            for p in f.params:
-                unknown = [t for t in p.types if t not in domain.types]
-                if unknown:
-                    issues.append(Issue(IssueKind.UNKNOWN_TYPE, f"variable {p.name} has unknown type "
-                                        f"'{unknown[0]}'{_suggest(unknown[0], domain.types)}"))
-                    return
-            for params in domain.split_either(f.params):  # each member type of an either-set
-                walk(f.body, {**scope, **{p.name: p.types[0] for p in params}})
-
-    walk(goal, {**domain.constants, **objects})
+    issues = [Issue(IssueKind.UNKNOWN_TYPE, f"variable {p.name} has unknown type '{t}'"
+                    f"{_suggest(t, domain.types)}")
+              for q in quantifiers(goal) for p in q.params for t in p.types if t not in domain.types]
+    if issues:
+        return issues
+    known = {**domain.constants, **objects}
+    for f, scope in scoped(goal):
+        if isinstance(f, Equals):
+            issues += [Issue(IssueKind.UNKNOWN_ENTITY, f"'{a}' is not a known entity{_suggest(a, known)}")
+                       for a in (f.left, f.right) if a not in known and a not in scope]
+            continue
+        variables = tuple(scope[a] for a in dict.fromkeys(f.args) if a in scope)
+        for params in domain.split_either(variables):  # each member type of an either-set
+            issues += _check_atom(domain, (f.predicate, f.args), {**known, **{p.name: p.types[0] for p in params}})
     return list(dict.fromkeys(issues))
