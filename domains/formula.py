@@ -148,9 +148,14 @@ def parse_formula(expr: Expr, source: str) -> Formula:
     return Atom(str(head), tuple(_term(t, source) for t in rest), *pos_of(expr))
 
 
-def parse_effect(expr: Expr, source: str) -> list[Effect]:
-    """Flatten an effect into literal effects (handles and / not / forall / when)."""
+Cost = Atom | float  # a static function term such as (travel-cost ?a ?b), or a number
+
+
+def parse_effect(expr: Expr, source: str) -> tuple[list[Effect], list[Cost]]:
+    """Flatten an effect into literal effects (handles and / not / forall / when) and the
+    unconditional increases of (total-cost) (action costs)."""
     out: list[Effect] = []
+    costs: list[Cost] = []
 
     def walk(e: Expr, params: tuple[Param, ...], cond: Formula) -> None:
         if not isinstance(e, SList) or not e:
@@ -167,6 +172,12 @@ def parse_effect(expr: Expr, source: str) -> list[Effect]:
             _arity(e, 2, source)
             c = parse_formula(e[1], source)
             walk(e[2], params, c if cond == TRUE else And((cond, c)))
+        elif head == "increase":
+            _arity(e, 2, source)
+            if e[1] != ["total-cost"] or params or cond != TRUE:
+                raise PDDLError("only unconditional (increase (total-cost) ...) effects are supported",
+                                *pos_of(e), source)
+            costs.append(parse_number(e[2], source) if isinstance(e[2], Sym) else _function_term(e[2], source))
         elif head == "not":
             _arity(e, 1, source)
             atom = parse_formula(e[1], source)
@@ -180,7 +191,32 @@ def parse_effect(expr: Expr, source: str) -> list[Effect]:
             out.append(Effect(params, cond, atom, add=True))
 
     walk(expr, (), TRUE)
-    return out
+    return out, costs
+
+
+def parse_number(e: Expr, source: str) -> float:
+    """A non-negative number (action costs and function values)."""
+    try:
+        value = float(e) if isinstance(e, Sym) else -1.0
+    except ValueError:
+        value = -1.0
+    if not value >= 0:
+        raise PDDLError(f"expected a non-negative number, got {e}", *pos_of(e), source)
+    return value
+
+
+def _function_term(e: Expr, source: str) -> Atom:
+    """A function term such as (travel-cost ?a ?b): a name and variables or object names."""
+    f = parse_formula(e, source)
+    if not isinstance(f, Atom):
+        raise PDDLError("expected a function term like (travel-cost ?from ?to)", *pos_of(e), source)
+    return f
+
+
+def parse_numeric_fact(e: SList, source: str) -> tuple[Atom, float]:
+    """An :init entry ``(= (function arg ...) number)``."""
+    _arity(e, 2, source)
+    return _function_term(e[1], source), parse_number(e[2], source)
 
 
 def _term(t: Expr, source: str) -> str:
@@ -208,6 +244,11 @@ def atoms(f: Formula) -> Iterator[Atom]:
         yield from atoms(f.right)
     elif isinstance(f, Quantified):
         yield from atoms(f.body)
+
+
+def number_pddl(value: float) -> str:
+    """A number as PDDL (integers without a fraction, as Fast Downward requires for costs)."""
+    return str(int(value)) if value == int(value) else str(value)
 
 
 def type_pddl(types: tuple[str, ...]) -> str:

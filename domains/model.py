@@ -14,6 +14,7 @@ from domains.formula import (
     TRUE,
     And,
     Atom,
+    Cost,
     Effect,
     Equals,
     Formula,
@@ -22,9 +23,11 @@ from domains.formula import (
     Or,
     Param,
     Quantified,
+    number_pddl,
     params_pddl,
     parse_effect,
     parse_formula,
+    parse_numeric_fact,
     parse_typed_list,
     quantifiers,
     scoped,
@@ -35,6 +38,7 @@ from domains.sexpr import Expr, PDDLError, SList, Sym, pos_of, read
 if TYPE_CHECKING:
     from domains.invariants import MutexGroup
 
+TOTAL_COST = "total-cost"  # the plan's cost under :action-costs, never a stored fact
 NAME_RE = re.compile(r"^[a-z][a-z0-9_\-]*$")
 
 
@@ -54,6 +58,7 @@ class Action:
     params: tuple[Param, ...]
     precondition: Formula
     effects: tuple[Effect, ...]
+    cost: tuple[Cost, ...] = ()  # increases of (total-cost), summed
 
 
 @dataclass
@@ -65,6 +70,7 @@ class Problem:
     objects: dict[str, str]
     init: list[Atom]
     goal: Formula | None = None
+    numbers: dict[Atom, float] = field(default_factory=dict)  # (= (f args) value) in :init
 
     @classmethod
     def parse(cls, text: str, source: str = "") -> Problem:
@@ -73,6 +79,7 @@ class Problem:
             raise PDDLError("a problem must be one (define (problem NAME) ...)", 1, 1, source)
         d = exprs[0]
         name, domain, objects, init, goal = "problem", "", {}, [], None
+        numbers: dict[Atom, float] = {}
         for sec in d[1:]:
             if not isinstance(sec, SList) or not sec:
                 raise PDDLError("expected a section", *pos_of(sec), source)
@@ -88,6 +95,11 @@ class Problem:
                     objects[p.name] = p.types[0]
             elif key == ":init":
                 for e in sec[1:]:
+                    if isinstance(e, SList) and e[:1] == ["="]:
+                        atom, value = parse_numeric_fact(e, source)
+                        if atom.predicate != TOTAL_COST:  # the plan's cost, not a fact
+                            numbers[atom] = value
+                        continue
                     f = parse_formula(e, source)
                     if not isinstance(f, Atom):
                         raise PDDLError(":init may only hold atoms", *pos_of(e), source)
@@ -96,7 +108,7 @@ class Problem:
                 goal = parse_formula(sec[1], source)
             elif key not in (":requirements", ":metric"):
                 raise PDDLError(f"unknown problem section '{key}'", *pos_of(sec), source)
-        return cls(name, domain, objects, init, goal)
+        return cls(name, domain, objects, init, goal, numbers)
 
 
 @dataclass
@@ -112,6 +124,7 @@ class Domain:
     text: str = ""
     path: Path | None = None
     meta: dict = field(default_factory=dict)
+    functions: dict[str, Predicate] = field(default_factory=dict)  # numeric, e.g. total-cost
 
     # ---- loading -------------------------------------------------------------------------
     @classmethod
@@ -126,6 +139,7 @@ class Domain:
         types: dict[str, str | None] = {"object": None}
         constants: dict[str, str] = {}
         preds: dict[str, Predicate] = {}
+        functions: dict[str, Predicate] = {}
         raw_actions: list[SList] = []
         typed: list[tuple[str, Param]] = []  # (what, typed name) to check once all types are known
         for sec in d[1:]:
@@ -158,11 +172,15 @@ class Domain:
                     pred = Predicate(str(pe[0]), tuple(parse_typed_list(list(pe[1:]), source)))
                     preds[pred.name] = pred
                     typed += [(f"predicate '{pred.name}'", p) for p in pred.params]
+            elif key == ":functions":
+                for f in _parse_functions(sec, preds, source):
+                    functions[f.name] = f
+                    typed += [(f"function '{f.name}'", p) for p in f.params]
             elif key == ":action":
                 raw_actions.append(sec)
             else:
                 raise PDDLError(f"unsupported domain section '{key}'", *pos_of(sec), source)
-        dom = cls(name, reqs, types, constants, preds, {}, text)
+        dom = cls(name, reqs, types, constants, preds, {}, text, functions=functions)
         for what, p in typed:
             dom._check_types(p, what, source)
         for sec in raw_actions:
@@ -220,9 +238,17 @@ class Domain:
                 self._check_types(p, where, source)
             for f, inner in scoped(body, outer):
                 self._check_terms(f, inner, where, source)
+        for term in act.cost:
+            if isinstance(term, Atom):
+                if TOTAL_COST not in self.functions:
+                    raise PDDLError("(increase (total-cost) ...) needs (:functions (total-cost) ...)",
+                                    term.line, term.col, source)
+                self._check_terms(term, scope, where, source, self.functions)
 
-    def _check_terms(self, f: Atom | Equals, scope: dict[str, Param], where: str,
-                     source: str) -> None:
+    def _check_terms(self, f: Atom | Equals, scope: dict[str, Param], where: str, source: str,
+                     table: dict[str, Predicate] | None = None) -> None:
+        """Variables declared, constants known; for an atom (a function term with `table` given),
+        a known predicate (function) with the right arity and argument types."""
         at = (f.line, f.col, source)
         terms = (f.left, f.right) if isinstance(f, Equals) else f.args
         for a in terms:
@@ -232,9 +258,10 @@ class Domain:
                 raise PDDLError(f"unknown constant '{a}' in {where}", *at)
         if isinstance(f, Equals):
             return
-        pred = self.predicates.get(f.predicate)
-        if pred is None:
-            raise PDDLError(f"unknown predicate '{f.predicate}' in {where}", *at)
+        pred = (self.predicates if table is None else table).get(f.predicate)
+        if pred is None or pred.name == TOTAL_COST:
+            kind = "predicate" if table is None else "static function"
+            raise PDDLError(f"unknown {kind} '{f.predicate}' in {where}", *at)
         if pred.arity != len(f.args):
             raise PDDLError(f"{f} in {where}: '{pred.name}' takes {pred.arity} argument(s)", *at)
         for i, (a, p) in enumerate(zip(f.args, pred.params, strict=True), 1):
@@ -343,6 +370,10 @@ class Domain:
         preds = [f"({p.name} {params_pddl(p.params, tt)})".replace(" )", ")") for p in self.predicates.values()]
         preds += [f"({name} ?x - {self.common_supertype(s)})" for s, name in self.either_sets.items()]
         lines.append("  (:predicates\n    " + "\n    ".join(preds) + ")")
+        if self.functions:
+            funcs = [f"({f.name} {params_pddl(f.params, tt)})".replace(" )", ")") + " - number"
+                     for f in self.functions.values()]
+            lines.append("  (:functions " + " ".join(funcs) + ")")
         for a in self.actions.values():
             pre = self.compile_formula(a.precondition)
             g = self.guard(a.params)
@@ -350,7 +381,9 @@ class Domain:
                 pre = And((*g, *(pre.args if isinstance(pre, And) else (pre,))))
             lines.append(f"  (:action {a.name}\n    :parameters ({params_pddl(a.params, tt)})")
             lines.append(f"    :precondition {to_pddl(pre, tt)}")
-            lines.append(f"    :effect (and {' '.join(self._effect_pddl(e) for e in a.effects)}))")
+            effects = [self._effect_pddl(e) for e in a.effects]
+            effects += [f"(increase ({TOTAL_COST}) {c if isinstance(c, Atom) else number_pddl(c)})" for c in a.cost]
+            lines.append(f"    :effect (and {' '.join(effects)}))")
         lines.append(")")
         return "\n".join(lines) + "\n"
 
@@ -435,8 +468,24 @@ def _parse_action(sec: SList, source: str) -> Action:
     pre_e = fields.get(":precondition")
     pre = parse_formula(pre_e, source) if pre_e is not None and pre_e != SList() else TRUE
     eff_e = fields.get(":effect")
-    effects = tuple(parse_effect(eff_e, source)) if eff_e is not None else ()
-    return Action(name, params, pre, effects)
+    effects, cost = parse_effect(eff_e, source) if eff_e is not None else ([], [])
+    return Action(name, params, pre, tuple(effects), tuple(cost))
+
+
+def _parse_functions(sec: SList, predicates: dict[str, Predicate], source: str) -> list[Predicate]:
+    """``(:functions (total-cost) - number (f ?a - t) - number ...)``: numeric functions."""
+    out: list[Predicate] = []
+    items = list(sec[1:])
+    for i, e in enumerate(items):
+        if isinstance(e, SList) and e and isinstance(e[0], Sym):
+            if str(e[0]) in predicates or any(f.name == e[0] for f in out):
+                raise PDDLError(f"function '{e[0]}' declared twice or as a predicate", *pos_of(e), source)
+            out.append(Predicate(str(e[0]), tuple(parse_typed_list(list(e[1:]), source))))
+        elif e == "-" and i + 1 < len(items) and items[i + 1] == "number":
+            continue
+        elif not (e == "number" and i and items[i - 1] == "-"):
+            raise PDDLError("expected (function ?x - type ...) - number", *pos_of(e), source)
+    return out
 
 
 BUNDLED = Path(__file__).parent

@@ -11,7 +11,7 @@ from typing import Protocol
 
 from domains.formula import Equals, Formula, quantifiers, scoped
 from domains.invariants import MutexGroup
-from domains.model import NAME_RE, Domain
+from domains.model import NAME_RE, TOTAL_COST, Domain
 
 GroundAtom = tuple[str, tuple[str, ...]]
 Instance = tuple[int, tuple[str, ...]]  # (group index, key)
@@ -29,6 +29,7 @@ class IssueKind(StrEnum):
     BAD_NAME = "bad_name"
     UNKNOWN_TYPE = "unknown_type"
     DUPLICATE_ENTITY = "duplicate_entity"
+    WRONG_VALUE = "wrong_value"
 
 
 @dataclass(frozen=True)
@@ -106,8 +107,10 @@ def verify(
 
 def _check_atom(domain: Domain, atom: GroundAtom, types: dict[str, str]) -> list[Issue]:
     pred_name, args = atom
-    pred = domain.predicates.get(pred_name)
+    pred = domain.predicates.get(pred_name) or domain.functions.get(pred_name)
     s = show(atom)
+    if pred_name == TOTAL_COST:
+        return [Issue(IssueKind.UNKNOWN_PREDICATE, f"{s}: total-cost is the cost of a plan, never a fact", s)]
     if pred is None:
         return [Issue(IssueKind.UNKNOWN_PREDICATE,
                       f"{s}: unknown predicate '{pred_name}'{_suggest(pred_name, domain.predicates)}", s)]
@@ -125,6 +128,19 @@ def _check_atom(domain: Domain, atom: GroundAtom, types: dict[str, str]) -> list
             want = " or ".join(param.types)
             out.append(Issue(IssueKind.WRONG_TYPE,
                              f"{s}: argument {i} '{arg}' is a {t}, but {pred_name} expects a {want}", s))
+    return out
+
+
+def check_values(domain: Domain, facts: Iterable[tuple[GroundAtom, float | None]]) -> list[Issue]:
+    """Added facts of a (static) function need a value; facts of a predicate have none."""
+    out = []
+    for atom, value in facts:
+        if atom[0] in domain.functions and value is None:
+            out.append(Issue(IssueKind.WRONG_VALUE, f"{show(atom)} is a number: give its value, "
+                             f"e.g. (= {show(atom)} 1)", show(atom)))
+        elif atom[0] in domain.predicates and value is not None:
+            out.append(Issue(IssueKind.WRONG_VALUE, f"{show(atom)} is true or false, it has no value "
+                             f"({value:g})", show(atom)))
     return out
 
 

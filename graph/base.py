@@ -9,8 +9,8 @@ from contextlib import AbstractContextManager
 from functools import cached_property
 
 from domains.formula import Atom, Formula, to_pddl
-from domains.model import Domain, Problem
-from domains.verify import GroundAtom, Issue, verify
+from domains.model import TOTAL_COST, Domain, Problem
+from domains.verify import GroundAtom, Issue, check_values, verify
 from graph.model import Change, Delta, Entity, Fact
 
 
@@ -131,6 +131,8 @@ class WorldGraph(ABC):
             return self._verify(tx, delta)
 
     def _verify(self, tx: Tx, delta: Delta) -> list[Issue]:
+        if issues := check_values(self.domain, [(atom_of(f), f.value) for f in delta.add]):
+            return issues
         return verify(self.domain, map(atom_of, delta.add), map(atom_of, delta.remove),
                       {e.name: e.type for e in delta.new_entities}, tx)
 
@@ -161,7 +163,8 @@ class WorldGraph(ABC):
         have = {e.name for e in self.entities(list(problem.objects))}
         delta = Delta(
             new_entities=[Entity(name=o, type=t) for o, t in problem.objects.items() if o not in have],
-            add=[fact_of(a) for a in dict.fromkeys(problem.init)],
+            add=[fact_of(a) for a in dict.fromkeys(problem.init)]
+            + [Fact(predicate=a.predicate, args=a.args, value=v) for a, v in problem.numbers.items()],
             source="load", text=f"problem {problem.name}",
         )
         return self.apply(delta, verified=verified)
@@ -183,6 +186,8 @@ class WorldGraph(ABC):
         lines.append("  )")
         if goal is not None:
             lines.append(f"  (:goal {goal if isinstance(goal, str) else to_pddl(goal)})")
+        if TOTAL_COST in self.domain.functions:
+            lines.append(f"  (:metric minimize ({TOTAL_COST}))")
         lines.append(")")
         return "\n".join(lines) + "\n"
 

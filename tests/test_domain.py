@@ -75,7 +75,7 @@ def test_compiled_domain_accepted_by_unified_planning(household: Domain, world_p
      " :precondition (q ?a) :effect (p ?a)))", 3, 16, "unknown predicate 'q'"),
     ("(define (domain x) (:predicates (p ?a))\n (:action go :parameters (?a)\n"
      " :precondition (p ?a ?a) :effect (p ?a)))", 3, 16, "takes 1 argument"),
-    ("(define (domain x)\n  (:functions (f)))", 2, 3, "unsupported domain section"),
+    ("(define (domain x)\n  (:derived (f) (and)))", 2, 3, "unsupported domain section"),
 ])
 def test_malformed_pddl_has_line_and_column(text: str, line: int, col: int, words: str) -> None:
     with pytest.raises(PDDLError) as exc:

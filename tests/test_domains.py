@@ -2,7 +2,7 @@
 
 Each problem is loaded into the graph on both backends, exported and re-parsed (the same
 objects and facts), planned with Fast Downward on the full state and the plan checked on the
-state of the problem file.
+state of the problem file (its cost too, under action costs).
 """
 
 from __future__ import annotations
@@ -24,7 +24,6 @@ XFAIL: dict[str, str] = {
     "depot": "issue 9 item 9: derived invariants the start state does not satisfy refuse the problem",
     "snacks": "issue 9 item 9: derived invariants the start state does not satisfy refuse the problem",
     "sokoban": "issue 9 item 9: derived invariants the start state does not satisfy refuse the problem",
-    "travel": "issue 9 item 11: action costs (:functions, numeric :init, :metric) are refused",
 }
 
 
@@ -66,9 +65,13 @@ def test_load_round_trip_plan_validate(path: Path, empty_graph: WorldGraph) -> N
     again = Problem.parse(empty_graph.to_problem(problem.goal), "exported")
     assert again.objects == problem.objects
     assert sorted(map(str, again.init)) == sorted(map(str, set(problem.init)))
+    assert again.numbers == problem.numbers
     assert again.goal == problem.goal
 
     r = plan(empty_graph, to_pddl(problem.goal), prune=False)
     assert r.solved and r.used_full_state, r.message
-    state = State(domain, problem.objects, {(a.predicate, a.args) for a in problem.init})
-    assert simulate(state, [Step.parse(s) for s in r.plan], problem.goal) is None
+    numbers = {(a.predicate, a.args): v for a, v in problem.numbers.items()}
+    state = State(domain, problem.objects, {(a.predicate, a.args) for a in problem.init}, numbers)
+    steps = [Step.parse(s) for s in r.plan]
+    assert r.cost == state.plan_cost(steps) and (r.cost is None) == (not problem.numbers)
+    assert simulate(state, steps, problem.goal) is None
