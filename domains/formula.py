@@ -142,6 +142,8 @@ def parse_formula(expr: Expr, source: str) -> Formula:
             raise PDDLError(f"{head} needs a variable list", *pos_of(rest[0]), source)
         params = tuple(parse_typed_list(list(rest[0]), source))
         return Quantified(str(head), params, parse_formula(rest[1], source))
+    if head in ("<", ">", "<=", ">="):
+        raise PDDLError(f"numeric conditions ({head} ...) are not supported", *pos_of(expr), source)
     if head == "=":
         _arity(expr, 2, source)
         return Equals(*(_term(t, source) for t in rest), *pos_of(expr))
@@ -178,6 +180,9 @@ def parse_effect(expr: Expr, source: str) -> tuple[list[Effect], list[Cost]]:
                 raise PDDLError("only unconditional (increase (total-cost) ...) effects are supported",
                                 *pos_of(e), source)
             costs.append(parse_number(e[2], source) if isinstance(e[2], Sym) else _function_term(e[2], source))
+        elif head in ("decrease", "assign", "scale-up", "scale-down"):
+            raise PDDLError(f"numeric effects ({head} ...) are not supported, only (increase (total-cost) ...)",
+                            *pos_of(e), source)
         elif head == "not":
             _arity(e, 1, source)
             atom = parse_formula(e[1], source)

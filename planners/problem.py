@@ -59,7 +59,7 @@ class Task:
 
     def to_up(self) -> upm.Problem:
         """The problem as a unified-planning `Problem`."""
-        problem = base_problem(self.domain.compiled_pddl(), self.has_costs).clone()
+        problem = base_problem(self.domain.compiled_pddl(), self.domain.name if self.has_costs else None).clone()
         problem.name = "kgplan"
         objs = [upm.Object(o, problem.user_type(t)) for o, t in sorted(self.objects.items())]
         problem.add_objects(objs)
@@ -84,13 +84,13 @@ class _Built(upm.Problem):
 
 
 @functools.lru_cache(maxsize=8)
-def base_problem(compiled_pddl: str, costs: bool = False) -> upm.Problem:
+def base_problem(compiled_pddl: str, costs_of: str | None = None) -> upm.Problem:
     """The compiled domain parsed once by unified-planning (a problem without objects); with
-    `costs`, its (total-cost) increases become the action costs the quality metric minimises."""
-    if not costs:
+    `costs_of` (the domain's name), its (total-cost) increases become the action costs that
+    the quality metric minimises."""
+    if costs_of is None:
         return PDDLReader().parse_problem_string(compiled_pddl)
-    name = compiled_pddl.split("(domain ", 1)[1].split(")", 1)[0]
-    stub = (f"(define (problem costs) (:domain {name}) (:init (= ({TOTAL_COST}) 0)) (:goal (and))"
+    stub = (f"(define (problem costs) (:domain {costs_of}) (:init (= ({TOTAL_COST}) 0)) (:goal (and))"
             f" (:metric minimize ({TOTAL_COST})))")
     return PDDLReader().parse_problem_string(compiled_pddl, stub)
 

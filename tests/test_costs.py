@@ -64,6 +64,10 @@ def test_cost_domains_are_checked() -> None:
     with pytest.raises(PDDLError, match="only unconditional"):
         Domain.parse(text.replace("(increase (total-cost) 1))))",
                                   "(when (carrying ?c ?l) (increase (total-cost) 1)))))"))
+    with pytest.raises(PDDLError, match=r"numeric effects \(decrease ...\) are not supported"):
+        Domain.parse(text.replace("(increase (total-cost) 1))))", "(decrease (total-cost) 1))))"))
+    with pytest.raises(PDDLError, match=r"numeric conditions \(> ...\) are not supported"):
+        Domain.parse(text.replace("(road ?a ?b))", "(road ?a ?b) (> (travel-cost ?a ?b) 0))"))
     with pytest.raises(PDDLError, match="expects a place"):
         Domain.parse(text.replace("(travel-cost ?a ?b))", "(travel-cost ?c ?b))"))
 
@@ -81,7 +85,7 @@ def test_task_emits_costs(travel: WorldGraph) -> None:
     assert "(= (travel-cost home a) 1)" in text and "(travel-cost a b)" not in text  # b is not in the task
     assert "(= (total-cost) 0)" in text and "(:metric minimize (total-cost))" in text
     assert "MinimizeActionCosts" in type(task.to_up().quality_metrics[0]).__name__
-    assert base_problem(domain.compiled_pddl(), True).quality_metrics
+    assert base_problem(domain.compiled_pddl(), domain.name).quality_metrics
 
 
 @pytest.mark.parametrize("planner", ["fd-opt", "symk-opt"])
