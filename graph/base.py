@@ -133,8 +133,10 @@ class WorldGraph(ABC):
     def _verify(self, tx: Tx, delta: Delta) -> list[Issue]:
         if issues := check_values(self.domain, [(atom_of(f), f.value) for f in delta.add]):
             return issues
-        return verify(self.domain, map(atom_of, delta.add), map(atom_of, delta.remove),
-                      {e.name: e.type for e in delta.new_entities}, tx)
+        remove = [atom_of(f) for f in delta.remove]
+        # removing a function's value and adding another one replaces it (removals apply first)
+        add = [atom_of(f) for f in delta.add if f.value is None or atom_of(f) not in remove]
+        return verify(self.domain, add, remove, {e.name: e.type for e in delta.new_entities}, tx)
 
     def apply(self, delta: Delta, *, verified: bool = True, undo_of: int | None = None) -> Change:
         """Verify and apply a delta atomically; raises ChangeRefused (graph unchanged) on issues."""
