@@ -380,6 +380,8 @@ def print_plan(r: PlanReport, explain: bool = False) -> None:
               f"(pruning {r.prune_seconds * 1000:.0f} ms)", highlight=False)
     for i, step in enumerate(r.plan, 1):
         out.print(f"  {i:3d}. {step}", highlight=False)
+    if r.cost is not None:
+        out.print(f"cost {r.cost:g} (total-cost)", highlight=False)
     if r.message:
         out.print(f"[dim]{r.message}[/dim]", highlight=False)
     if explain and r.problem_pddl:

@@ -37,6 +37,7 @@ class PlanReport:
     facts_pruned: int = 0
     used_full_state: bool = False
     message: str = ""
+    cost: float | None = None  # the plan's (total-cost) under :action-costs
     task: Task | None = field(default=None, repr=False)  # the attempt that produced the answer
 
     @property
@@ -69,7 +70,9 @@ def plan(graph: WorldGraph, goal_text: str, *, planner: str = "fd", timeout: flo
     domain = graph.domain
     objects = {e.name: e.type for e in graph.entities()}
     goal = parse_goal(goal_text, graph, objects)
-    state = State(domain, objects, map(atom_of, graph.facts()))
+    facts = graph.facts()
+    numbers = {atom_of(f): f.value for f in facts if f.value is not None}
+    state = State(domain, objects, [atom_of(f) for f in facts if f.value is None], numbers)
     report = PlanReport(goal=goal_text, status="error", planner=planner, facts_full=len(state.facts))
     if state.holds(goal):
         report.status, report.message = "solved", "the goal already holds: nothing to do"
@@ -80,8 +83,8 @@ def plan(graph: WorldGraph, goal_text: str, *, planner: str = "fd", timeout: flo
         pruned = Relevance(domain).prune(state, goal)
         report.prune_seconds = time.perf_counter() - t
         report.facts_pruned = len(pruned.facts)
-        attempts.append((False, Task(domain, pruned.objects, pruned.facts, goal)))
-    attempts.append((True, Task(domain, objects, set(state.facts), goal)))
+        attempts.append((False, Task(domain, pruned.objects, pruned.facts, goal, numbers)))
+    attempts.append((True, Task(domain, objects, set(state.facts), goal, numbers)))
     notes = []
     for full, task in attempts:
         result = solve(task, planner, timeout, memory_mb)
@@ -92,6 +95,7 @@ def plan(graph: WorldGraph, goal_text: str, *, planner: str = "fd", timeout: flo
             report.status, result.message = "error", f"invalid on the full state: {failure}"
         if report.status == "solved":
             report.plan = [str(s) for s in result.plan]
+            report.cost = state.plan_cost(result.plan)
             break
         notes.append(f"{'full' if full else 'pruned'} state: {result.status}: {result.message}")
     report.message = "; ".join(notes)

@@ -101,7 +101,7 @@ def _run(task: Task, planner: str, timeout: float) -> tuple[Status, list[str], s
 
     get_environment().credits_stream = None
     problem = task.to_up()
-    if planner == "fd-opt":
+    if planner == "fd-opt" and (problem.kind.has_existential_conditions() or problem.kind.has_universal_conditions()):
         from unified_planning.shortcuts import CompilationKind, Compiler
 
         with Compiler(problem_kind=problem.kind, compilation_kind=CompilationKind.QUANTIFIERS_REMOVING) as c:
