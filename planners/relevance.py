@@ -148,10 +148,7 @@ class Relevance:
                 b = self._unify(state, act, eff, pat)
                 if b is None:
                     continue
-                ab = {p.name: b[p.name] for p in act.params if p.name in b}
-                known = bindings[act.name]
-                if not any(k.items() <= ab.items() for k in known):
-                    known.append(ab)
+                bindings[act.name].append({p.name: b[p.name] for p in act.params if p.name in b})
                 for atom, lpos in literals(_condition(act, eff)):
                     note(atom, b, lpos)
         return patterns, bindings
@@ -192,9 +189,15 @@ class _Explorer:
         self.achiever: dict[Lit, tuple[str, Binding, Effect]] = {}
         self.fired: dict[Key, Binding] = {}
         self._types: dict[tuple[str, ...], list[str]] = {}
-        self.actions = [(a, b, {p.name: p.types for p in a.params}, _conjuncts(a.precondition),
-                         [e for e in a.effects if self._relevant_effect(e)])
-                        for name, bs in bindings.items() for a in [domain.actions[name]] for b in bs]
+        self._fits: dict[tuple[tuple[str, ...], str], bool] = {}
+        self.allowed: dict[str, dict[str, set[str]]] = {}  # action -> parameter -> the values that matter
+        for name, bs in bindings.items():
+            params = [p.name for p in domain.actions[name].params]
+            self.allowed[name] = {p: {b[p] for b in bs} for p in params if all(p in b for b in bs)}
+        self.actions = [(domain.actions[name], {p.name: p.types for p in domain.actions[name].params},
+                         _conjuncts(domain.actions[name].precondition),
+                         {p: next(iter(vs)) for p, vs in self.allowed[name].items() if len(vs) == 1})
+                        for name in bindings]
 
     def _relevant_effect(self, e: Effect) -> bool:
         return bool(self.patterns.get((e.atom.predicate, e.add)))
@@ -203,6 +206,12 @@ class _Explorer:
         if types not in self._types:
             self._types[types] = self.state.of_type(types)
         return self._types[types]
+
+    def fits(self, types: tuple[str, ...], obj: str) -> bool:
+        key = types, self.state.objects.get(obj, "")
+        if key not in self._fits:
+            self._fits[key] = self.domain.accepts(*key)
+        return self._fits[key]
 
     # ---- reached literals ------------------------------------------------------------------
     def lit_level(self, lit: Lit) -> int | None:
@@ -253,21 +262,24 @@ class _Explorer:
         for o in self.of_type(free[0].types):
             yield from self._bindings(tuple(free[1:]), {**b, free[0].name: o})
 
-    def _join(self, atoms: list[Atom], b: Binding, types: dict[str, tuple[str, ...]]) -> Iterator[Binding]:
-        """Extend `b` so that every atom matches a reached fact (most bound atom first)."""
+    def _join(self, atoms: list[Atom], b: Binding, types: dict[str, tuple[str, ...]],
+              allowed: dict[str, set[str]] | None = None) -> Iterator[Binding]:
+        """Extend `b` so that every atom matches a reached fact (the most selective atom first)."""
         if not atoms:
             yield b
             return
         pats = [tuple(b.get(x) if x.startswith("?") else x for x in a.args) for a in atoms]
-        i = max(range(len(atoms)), key=lambda j: sum(x is not None for x in pats[j]))
+        i = min(range(len(atoms)), key=lambda j: self.state.count(atoms[j].predicate, pats[j])
+                + self.new.count(atoms[j].predicate, pats[j]))
         atom, rest = atoms[i], atoms[:i] + atoms[i + 1:]
         for args in list(self.match(atom.predicate, pats[i])):
-            nb = self._unify(atom, args, b, types)
+            nb = self._unify(atom, args, b, types, allowed)
             if nb is not None:
-                yield from self._join(rest, nb, types)
+                yield from self._join(rest, nb, types, allowed)
 
-    def _unify(self, atom: Atom, args: tuple[str, ...], b: Binding,
-               types: dict[str, tuple[str, ...]]) -> Binding | None:
+    def _unify(self, atom: Atom, args: tuple[str, ...], b: Binding, types: dict[str, tuple[str, ...]],
+               allowed: dict[str, set[str]] | None = None) -> Binding | None:
+        """`b` extended so that `atom` matches `args`, within the variables' types and allowed values."""
         nb = dict(b)
         for v, a in zip(atom.args, args, strict=True):
             if not v.startswith("?"):
@@ -276,7 +288,7 @@ class _Explorer:
             elif v in nb:
                 if nb[v] != a:
                     return None
-            elif v in types and not self.domain.accepts(types[v], self.state.objects.get(a, "")):
+            elif (v in types and not self.fits(types[v], a)) or (allowed and a not in allowed.get(v, (a,))):
                 return None
             else:
                 nb[v] = a
@@ -286,17 +298,19 @@ class _Explorer:
     def run(self, goal: Formula) -> bool:
         """Explore layer by layer until `goal` holds (True) or nothing new is reached (False)."""
         blocked: set[Key] = set()
-        fresh: list[GroundAtom] | None = None  # facts of the last layer; None: join from scratch
+        fresh: dict[str, list[tuple[str, ...]]] | None = None  # last layer's facts; None: join from scratch
         conditional: dict[Key, tuple[Action, Binding, list[Effect]]] = {}
         layer = 0
         while self.support(goal, {}) is None:
             found: dict[Key, tuple[Action, Binding]] = {}
-            for act, b, types, atoms, _ in self.actions:
-                for nb in self._triggered(atoms, b, types, fresh):
+            for act, types, atoms, start in self.actions:
+                allowed = self.allowed[act.name]
+                for nb in self._triggered(atoms, start, types, fresh, allowed):
                     for full in self._bindings(act.params, nb):
-                        key = (act.name, tuple(full[p.name] for p in act.params))
-                        if key not in self.fired:
-                            found[key] = act, full
+                        if all(full[p] in vs for p, vs in allowed.items()):
+                            key = (act.name, tuple(full[p.name] for p in act.params))
+                            if key not in self.fired:
+                                found[key] = act, full
             for key in blocked - found.keys():
                 act = self.domain.actions[key[0]]
                 found[key] = act, dict(zip((p.name for p in act.params), key[1], strict=True))
@@ -322,28 +336,29 @@ class _Explorer:
                                 self._reach(ground(e.atom, fb), e.add, layer, act.name, fb, e, new)
             if not new:
                 return False
-            fresh = [atom for atom, pos in new if pos]
+            fresh = defaultdict(list)
+            for (p, args), pos in new:
+                if pos:
+                    fresh[p].append(args)
             layer += 1
         return True
 
     def _effects(self, act: Action) -> list[Effect]:
         return [e for e in act.effects if self._relevant_effect(e)]
 
-    def _triggered(self, atoms: list[Atom], b: Binding, types: dict[str, tuple[str, ...]],
-                   fresh: list[GroundAtom] | None) -> Iterator[Binding]:
+    def _triggered(self, atoms: list[Atom], start: Binding, types: dict[str, tuple[str, ...]],
+                   fresh: dict[str, list[tuple[str, ...]]] | None,
+                   allowed: dict[str, set[str]]) -> Iterator[Binding]:
         """Bindings of the atoms over reached facts; after the first layer, only those that use
         at least one fact of the last layer."""
         if fresh is None:
-            yield from self._join(atoms, b, types)
+            yield from self._join(atoms, start, types, allowed)
             return
-        by_pred: dict[str, list[tuple[str, ...]]] = defaultdict(list)
-        for p, args in fresh:
-            by_pred[p].append(args)
         for i, atom in enumerate(atoms):
-            for args in by_pred.get(atom.predicate, ()):
-                nb = self._unify(atom, args, b, types)
+            for args in fresh.get(atom.predicate, ()):
+                nb = self._unify(atom, args, start, types, allowed)
                 if nb is not None:
-                    yield from self._join(atoms[:i] + atoms[i + 1:], nb, types)
+                    yield from self._join(atoms[:i] + atoms[i + 1:], nb, types, allowed)
 
     def _reach(self, atom: GroundAtom, pos: bool, layer: int, act: str, b: Binding, e: Effect,
                new: list[Lit]) -> None:
