@@ -33,7 +33,6 @@ from planners.state import Binding, State, ground
 
 Pattern = tuple[str | None, ...]
 Lit = tuple[GroundAtom, bool]  # a ground literal: (atom, positive)
-Support = tuple[int, list[Lit]]  # the layer a formula holds from and the literals it rests on
 Key = tuple[str, tuple[str, ...]]  # a ground action: (name, arguments)
 LEVELS = ("relaxed plan", "relaxed reachable")
 
@@ -46,12 +45,6 @@ class Pruned:
     facts: set[GroundAtom]
     level: str = LEVELS[0]
     reachable: bool = True
-
-
-def agents(domain: Domain, state: State) -> list[str]:
-    """The objects that act: of the type named by domain.toml's `agent_type` (default `agent`)."""
-    t = domain.meta.get("agent_type", "agent")
-    return state.of_type((t,)) if t in domain.types else []
 
 
 def literals(f: Formula, positive: bool = True) -> Iterator[tuple[Atom, bool]]:
@@ -104,9 +97,10 @@ class Relevance:
         actions reached before the goal. Each says whether its goal is relaxed-reachable on it;
         if the goal is not relaxed-reachable on the full state, one unreachable pruning."""
         patterns, bindings = self._relevant(state, goal)
-        acting = agents(self.domain, state)
-        base = set(acting) | {a for o in acting for _, args in state.about(o) for a in args}
         full = _Explorer(self.domain, state, patterns, bindings)
+        t = self.domain.meta.get("agent_type", "agent")  # the objects that act (domain.toml)
+        acting = full.of_type((t,)) if t in self.domain.types else []
+        base = set(acting) | {a for o in acting for _, args in state.about(o) for a in args}
         if not full.run(goal):
             yield Pruned({}, set(), LEVELS[0], reachable=False)
             return
@@ -169,6 +163,10 @@ class Relevance:
         return b
 
 
+def _repeats(b: Binding) -> bool:
+    return len(set(b.values())) < len(b)
+
+
 def _induced(domain: Domain, state: State, keep: set[str], level: str) -> Pruned:
     """Every fact of `state` among the kept objects."""
     keep = {o for o in keep if o in state.objects}
@@ -189,11 +187,14 @@ class _Explorer:
         self.achiever: dict[Lit, tuple[str, Binding, Effect]] = {}
         self.fired: dict[Key, Binding] = {}
         self._types: dict[tuple[str, ...], list[str]] = {}
+        self._by_type: dict[str, list[str]] = defaultdict(list)
         self._fits: dict[tuple[tuple[str, ...], str], bool] = {}
         self.allowed: dict[str, dict[str, set[str]]] = {}  # action -> parameter -> the values that matter
         for name, bs in bindings.items():
             params = [p.name for p in domain.actions[name].params]
             self.allowed[name] = {p: {b[p] for b in bs} for p in params if all(p in b for b in bs)}
+        self.effects = {name: [e for e in domain.actions[name].effects if self._relevant_effect(e)]
+                        for name in bindings}
         self.actions = [(domain.actions[name], {p.name: p.types for p in domain.actions[name].params},
                          _conjuncts(domain.actions[name].precondition),
                          {p: next(iter(vs)) for p, vs in self.allowed[name].items() if len(vs) == 1})
@@ -203,8 +204,12 @@ class _Explorer:
         return bool(self.patterns.get((e.atom.predicate, e.add)))
 
     def of_type(self, types: tuple[str, ...]) -> list[str]:
+        """The objects that fit a parameter typed `types` (indexed by type on first use)."""
+        if not self._by_type:
+            for o, t in self.state.objects.items():
+                self._by_type[t].append(o)
         if types not in self._types:
-            self._types[types] = self.state.of_type(types)
+            self._types[types] = [o for t, os in self._by_type.items() if self.domain.accepts(types, t) for o in os]
         return self._types[types]
 
     def fits(self, types: tuple[str, ...], obj: str) -> bool:
@@ -223,16 +228,19 @@ class _Explorer:
     def match(self, pred: str, pattern: Pattern) -> Iterable[tuple[str, ...]]:
         return chain(self.state.match(pred, pattern), self.new.match(pred, pattern))
 
-    def support(self, f: Formula, b: Binding, pos: bool = True) -> Support | None:
-        """The earliest layer `f` holds from (relaxed) under `b`, with the literals it rests on."""
+    def support(self, f: Formula, b: Binding, pos: bool = True, lits: list[Lit] | None = None) -> int | None:
+        """The earliest layer `f` holds from (relaxed) under `b`, or None; the literals it rests on
+        are appended to `lits` when given."""
         if isinstance(f, Atom):
             lit = (ground(f, b), pos)
             lvl = self.lit_level(lit)
-            return None if lvl is None else (lvl, [lit])
+            if lvl is not None and lits is not None:
+                lits.append(lit)
+            return lvl
         if isinstance(f, Equals):
-            return (0, []) if (b.get(f.left, f.left) == b.get(f.right, f.right)) == pos else None
+            return 0 if (b.get(f.left, f.left) == b.get(f.right, f.right)) == pos else None
         if isinstance(f, Not):
-            return self.support(f.arg, b, not pos)
+            return self.support(f.arg, b, not pos, lits)
         if isinstance(f, Imply):
             f = Or((Not(f.left), f.right))
         if isinstance(f, Quantified):
@@ -242,15 +250,24 @@ class _Explorer:
             parts = ((g, b) for g in f.args)
             every = isinstance(f, And) == pos
         if every:
-            lvl, lits = 0, []
+            lvl = 0
             for g, gb in parts:
-                s = self.support(g, gb, pos)
+                s = self.support(g, gb, pos, lits)
                 if s is None:
                     return None
-                lvl, lits = max(lvl, s[0]), lits + s[1]
-            return lvl, lits
-        found = [s for g, gb in parts if (s := self.support(g, gb, pos)) is not None]
-        return min(found, key=lambda s: s[0]) if found else None
+                lvl = max(lvl, s)
+            return lvl
+        best: tuple[int, list[Lit]] | None = None
+        for g, gb in parts:
+            mine: list[Lit] | None = None if lits is None else []
+            s = self.support(g, gb, pos, mine)
+            if s is not None and (best is None or s < best[0]):
+                best = s, mine or []
+                if s == 0 and lits is None:
+                    break
+        if best is not None and lits is not None:
+            lits.extend(best[1])
+        return None if best is None else best[0]
 
     def _bindings(self, params: tuple, b: Binding | None = None) -> Iterator[Binding]:
         """Every assignment of objects to the parameters not bound in `b`."""
@@ -262,6 +279,11 @@ class _Explorer:
         for o in self.of_type(free[0].types):
             yield from self._bindings(tuple(free[1:]), {**b, free[0].name: o})
 
+    def _cost(self, atoms: list[Atom], b: Binding) -> int:
+        """The facts the most selective atom would read."""
+        pats = [(a.predicate, tuple(b.get(x) if x.startswith("?") else x for x in a.args)) for a in atoms]
+        return min((self.state.count(*p) + self.new.count(*p) for p in pats), default=0)
+
     def _join(self, atoms: list[Atom], b: Binding, types: dict[str, tuple[str, ...]],
               allowed: dict[str, set[str]] | None = None) -> Iterator[Binding]:
         """Extend `b` so that every atom matches a reached fact (the most selective atom first)."""
@@ -269,8 +291,7 @@ class _Explorer:
             yield b
             return
         pats = [tuple(b.get(x) if x.startswith("?") else x for x in a.args) for a in atoms]
-        i = min(range(len(atoms)), key=lambda j: self.state.count(atoms[j].predicate, pats[j])
-                + self.new.count(atoms[j].predicate, pats[j]))
+        i = min(range(len(atoms)), key=lambda j: self._cost([atoms[j]], b))
         atom, rest = atoms[i], atoms[:i] + atoms[i + 1:]
         for args in list(self.match(atom.predicate, pats[i])):
             nb = self._unify(atom, args, b, types, allowed)
@@ -316,15 +337,15 @@ class _Explorer:
                 found[key] = act, dict(zip((p.name for p in act.params), key[1], strict=True))
             blocked = set()
             new: list[Lit] = []
-            for key, (act, full) in found.items():
+            for key, (act, full) in sorted(found.items(), key=lambda kv: kv[0]):  # the same plan every run
                 if self.support(act.precondition, full) is None:
                     blocked.add(key)
                     continue
                 self.fired[key] = full
-                effects = [e for e in self._effects(act) if e.params or e.condition != TRUE]
+                effects = [e for e in self.effects[act.name] if e.params or e.condition != TRUE]
                 if effects:
                     conditional[key] = act, full, effects
-                for e in self._effects(act):
+                for e in self.effects[act.name]:
                     if not (e.params or e.condition != TRUE):
                         self._reach(ground(e.atom, full), e.add, layer, act.name, full, e, new)
             for act, full, effects in conditional.values():
@@ -343,16 +364,13 @@ class _Explorer:
             layer += 1
         return True
 
-    def _effects(self, act: Action) -> list[Effect]:
-        return [e for e in act.effects if self._relevant_effect(e)]
-
     def _triggered(self, atoms: list[Atom], start: Binding, types: dict[str, tuple[str, ...]],
                    fresh: dict[str, list[tuple[str, ...]]] | None,
                    allowed: dict[str, set[str]]) -> Iterator[Binding]:
         """Bindings of the atoms over reached facts; after the first layer, only those that use
         at least one fact of the last layer."""
-        if fresh is None:
-            yield from self._join(atoms, start, types, allowed)
+        if fresh is None or self._cost(atoms, start) < sum(len(fresh.get(a.predicate, ())) for a in atoms):
+            yield from self._join(atoms, start, types, allowed)  # from scratch: fewer facts to read
             return
         for i, atom in enumerate(atoms):
             for args in fresh.get(atom.predicate, ()):
@@ -364,6 +382,9 @@ class _Explorer:
                new: list[Lit]) -> None:
         lit = (atom, pos)
         if self.lit_level(lit) is not None:
+            # at the same layer, prefer an achiever whose arguments differ (two hands, not one twice)
+            if self.level.get(lit) == layer + 1 and _repeats(self.achiever[lit][1]) and not _repeats(b):
+                self.achiever[lit] = act, b, e
             return
         self.level[lit] = layer + 1
         self.achiever[lit] = act, b, e
@@ -373,9 +394,9 @@ class _Explorer:
 
     def extract(self, goal: Formula) -> tuple[list[Key], set[Lit]]:
         """An FF relaxed plan back from the goal: its ground actions and the literals it uses."""
-        s = self.support(goal, {})
-        assert s is not None, "extract after a successful run"
-        stack, seen = list(s[1]), set()
+        stack: list[Lit] = []
+        assert self.support(goal, {}, True, stack) is not None, "extract after a successful run"
+        seen = set()
         plan: dict[Key, None] = {}
         while stack:
             lit = stack.pop()
@@ -388,7 +409,5 @@ class _Explorer:
             act = self.domain.actions[name]
             plan[name, tuple(b[p.name] for p in act.params)] = None
             for f in (act.precondition, e.condition):
-                sup = self.support(f, b)
-                assert sup is not None
-                stack.extend(sup[1])
+                assert self.support(f, b, True, stack) is not None
         return list(plan), seen
