@@ -63,11 +63,25 @@ def literals(f: Formula, positive: bool = True) -> Iterator[tuple[Atom, bool]]:
         yield from literals(f.body, positive)
 
 
+def _required(f: Formula) -> Iterator[tuple[Atom, bool]]:
+    """The literals of a formula's top-level conjunction (each one is needed for `f` to hold)."""
+    if isinstance(f, Atom):
+        yield f, True
+    elif isinstance(f, Not) and isinstance(f.arg, Atom):
+        yield f.arg, False
+    elif isinstance(f, And):
+        for g in f.args:
+            yield from _required(g)
+
+
 def _conjuncts(f: Formula) -> list[Atom]:
     """The positive atoms of a formula's top-level conjunction (those a join can bind from)."""
-    if isinstance(f, Atom):
-        return [f]
-    return [a for g in f.args for a in _conjuncts(g)] if isinstance(f, And) else []
+    return [a for a, pos in _required(f) if pos]
+
+
+def _toggles(act: Action, eff: Effect) -> bool:
+    """Whether the effect needs its own complement: it can only turn a literal around."""
+    return (eff.atom, not eff.add) in set(_required(_condition(act, eff)))
 
 
 def _condition(act: Action, eff: Effect) -> Formula:
@@ -126,25 +140,40 @@ class Relevance:
         patterns: dict[tuple[str, bool], list[Pattern]] = defaultdict(list)
         bindings: dict[str, list[Binding]] = defaultdict(list)
         queue: list[tuple[str, Pattern, bool]] = []
+        # Patterns wanted only by a single-effect action that turns them around (closed(?c) for
+        # open(?c), whose one effect is not closed(?c)): an achiever that itself needs the
+        # complement is then useless, as the wanting action's effect already holds before it.
+        only_to_toggle: set[tuple[str, Pattern, bool]] = set()
 
-        def note(atom: Atom, b: Binding, pos: bool) -> None:
+        def note(atom: Atom, b: Binding, pos: bool, toggle: bool) -> None:
             pat = tuple(b.get(a) if a.startswith("?") else a for a in atom.args)
             known = patterns[atom.predicate, pos]
-            if not any(_subsumes(p, pat) for p in known):
+            covering = [p for p in known if _subsumes(p, pat)]
+            if not covering:
                 known.append(pat)
                 queue.append((atom.predicate, pat, pos))
+                if toggle:
+                    only_to_toggle.add((atom.predicate, pat, pos))
+            elif not toggle:
+                for p in covering:  # now wanted for its own sake too: regress it through all achievers
+                    if (atom.predicate, p, pos) in only_to_toggle:
+                        only_to_toggle.discard((atom.predicate, p, pos))
+                        queue.append((atom.predicate, p, pos))
 
         for atom, pos in literals(goal):
-            note(atom, {}, pos)
+            note(atom, {}, pos, False)
         while queue:
             pred, pat, pos = queue.pop()
             for act, eff in self.achievers.get((pred, pos), ()):
+                if (pred, pat, pos) in only_to_toggle and _toggles(act, eff):
+                    continue
                 b = self._unify(state, act, eff, pat)
                 if b is None:
                     continue
                 bindings[act.name].append({p.name: b[p.name] for p in act.params if p.name in b})
+                single = len(act.effects) == 1 and _toggles(act, eff)
                 for atom, lpos in literals(_condition(act, eff)):
-                    note(atom, b, lpos)
+                    note(atom, b, lpos, single and atom == eff.atom and lpos != eff.add)
         return patterns, bindings
 
     def _unify(self, state: State, act: Action, eff: Effect, target: Pattern) -> Binding | None:
