@@ -3,6 +3,8 @@
 1. Backward, lifted and state-free: the goal's literals are regressed through the action effects
    that can produce them, as patterns whose arguments are objects named by the goal or "any"
    (None). This gives the relevant effects and, per action, the partial bindings that matter.
+   Nothing is dropped on the ground that "any" might match an ancestor: the only cut is for an
+   achiever that needs the complement of what it achieves when that is wanted only to be undone.
 2. Forward, relaxed (delete-free) and ground lazily from the state: layer by layer, the relevant
    actions whose preconditions hold in the relaxed sense are instantiated by joining their positive
    precondition atoms with the reached facts through argument indexes (new facts trigger the
@@ -13,10 +15,10 @@
    among the objects the relaxed plan names (plus the goal's and the agents' objects): the
    induced sub-state, so that negative preconditions over kept objects are judged exactly.
 
-`Relevance.prunings` yields the relaxed-plan pruning, then a wider one (every object of every
-relevant action reached before the goal), each checked by relaxed reachability on itself; the
-caller plans on them in turn and on the full state last. A plan found on a pruned state uses
-only kept objects and is checked on the full state.
+`Relevance.prunings` yields the relaxed-plan pruning, then wider ones (the objects sharing a fact
+with those kept; every object of every relevant action reached before the goal), each checked
+by relaxed reachability on itself; the caller plans on them in turn and on the full state last.
+A plan found on a pruned state uses only kept objects and is checked on the full state.
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ from planners.state import Binding, State, ground
 Pattern = tuple[str | None, ...]
 Lit = tuple[GroundAtom, bool]  # a ground literal: (atom, positive)
 Key = tuple[str, tuple[str, ...]]  # a ground action: (name, arguments)
-LEVELS = ("relaxed plan", "relaxed reachable")
+LEVELS = ("relaxed plan", "neighbours", "relaxed reachable")
 
 
 @dataclass
@@ -107,9 +109,10 @@ class Relevance:
         return next(self.prunings(state, goal))
 
     def prunings(self, state: State, goal: Formula) -> Iterator[Pruned]:
-        """Ever wider prunings: the relaxed plan's objects, then every object of the relevant
-        actions reached before the goal. Each says whether its goal is relaxed-reachable on it;
-        if the goal is not relaxed-reachable on the full state, one unreachable pruning."""
+        """Ever wider prunings: the relaxed plan's objects, then also the objects that share a fact
+        with them, then also every object of the relevant actions reached before the goal. Each
+        says whether its goal is relaxed-reachable on it; if the goal is not relaxed-reachable on
+        the full state, one unreachable pruning."""
         patterns, bindings = self._relevant(state, goal)
         full = _Explorer(self.domain, state, patterns, bindings)
         t = self.domain.meta.get("agent_type", "agent")  # the objects that act (domain.toml)
@@ -122,8 +125,9 @@ class Relevance:
         keep = base | {a for _, args in plan for a in args} | {a for (_, args), _ in lits for a in args}
         keep |= {o for name, _ in plan for q in self._quantified(name) for p in q.params
                  for o in full.of_type(p.types)}
-        wider = keep | {a for _, args in full.fired for a in args}
-        for level, objects in zip(LEVELS, (keep, wider), strict=True):
+        near = keep | {a for o in keep for _, args in state.about(o) for a in args}
+        wider = near | {a for _, args in full.fired for a in args}
+        for level, objects in zip(LEVELS, (keep, near, wider), strict=True):
             pruned = _induced(self.domain, state, objects, level)
             sub = State(self.domain, pruned.objects, pruned.facts)
             pruned.reachable = _Explorer(self.domain, sub, patterns, bindings).run(goal)
@@ -200,7 +204,7 @@ def _induced(domain: Domain, state: State, keep: set[str], level: str) -> Pruned
     """Every fact of `state` among the kept objects."""
     keep = {o for o in keep if o in state.objects}
     facts = {f for o in keep for f in state.about(o) if all(a in keep for a in f[1])}
-    facts |= {f for f in state.facts if not f[1]}
+    facts |= {(p.name, ()) for p in domain.predicates.values() if p.arity == 0 and (p.name, ()) in state.facts}
     return Pruned({o: state.objects[o] for o in keep if o not in domain.constants}, facts, level)
 
 
