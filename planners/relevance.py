@@ -355,7 +355,9 @@ class _Explorer:
         fresh: dict[str, list[tuple[str, ...]]] | None = None  # last layer's facts; None: join from scratch
         conditional: dict[Key, tuple[Action, Binding, list[Effect]]] = {}
         layer = 0
-        while self.support(goal, {}) is None:
+        in_goal = {a.predicate for a, _ in literals(goal)}
+        changed = True  # whether the last layer reached a literal the goal mentions
+        while not changed or self.support(goal, {}) is None:
             found: dict[Key, tuple[Action, Binding]] = {}
             for act, types, atoms, start in self.actions:
                 allowed = self.allowed[act.name]
@@ -390,6 +392,7 @@ class _Explorer:
                                 self._reach(ground(e.atom, fb), e.add, layer, act.name, fb, e, new)
             if not new:
                 return False
+            changed = any(p in in_goal for (p, _), _ in new)
             fresh = defaultdict(list)
             for (p, args), pos in new:
                 if pos:
