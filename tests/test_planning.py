@@ -167,6 +167,7 @@ def test_cli_plan_json_and_run(tmp_path: Path) -> None:
     assert data["status"] == "solved" and data["planner"] == "fd"
     assert data["plan"] == ["(move robot hallway kitchen)", "(switch_off robot kitchen_light kitchen)"]
     assert data["facts_pruned"] < data["facts_full"] and data["seconds"] > 0
+    assert data["widenings"] == 0 and data["fallback"] is False and data["used_full_state"] is False
     res = runner.invoke(app, [*store, "run"])
     assert res.exit_code == 0 and "Executed 2 of 2 steps" in res.output
     res = runner.invoke(app, [*store, "plan", "--goal", "(person_at omar bedroom)"])
