@@ -90,6 +90,11 @@ def _condition(act: Action, eff: Effect) -> Formula:
     return act.precondition if eff.condition == TRUE else And((act.precondition, eff.condition))
 
 
+def _pattern(atom: Atom, b: Binding) -> Pattern:
+    """The atom's arguments under `b`, None for a variable `b` does not bind."""
+    return tuple(b.get(a) if a.startswith("?") else a for a in atom.args)
+
+
 def _subsumes(general: Pattern, specific: Pattern) -> bool:
     return all(g is None or g == s for g, s in zip(general, specific, strict=True))
 
@@ -150,7 +155,7 @@ class Relevance:
         only_to_toggle: set[tuple[str, Pattern, bool]] = set()
 
         def note(atom: Atom, b: Binding, pos: bool, toggle: bool) -> None:
-            pat = tuple(b.get(a) if a.startswith("?") else a for a in atom.args)
+            pat = _pattern(atom, b)
             known = patterns[atom.predicate, pos]
             covering = [p for p in known if _subsumes(p, pat)]
             if not covering:
@@ -312,10 +317,14 @@ class _Explorer:
         for o in self.of_type(free[0].types):
             yield from self._bindings(tuple(free[1:]), {**b, free[0].name: o})
 
+    def _count(self, atom: Atom, b: Binding) -> int:
+        """At most how many reached facts match `atom` under `b`."""
+        pat = _pattern(atom, b)
+        return self.state.count(atom.predicate, pat) + self.new.count(atom.predicate, pat)
+
     def _cost(self, atoms: list[Atom], b: Binding) -> int:
         """The facts the most selective atom would read."""
-        pats = [(a.predicate, tuple(b.get(x) if x.startswith("?") else x for x in a.args)) for a in atoms]
-        return min((self.state.count(*p) + self.new.count(*p) for p in pats), default=0)
+        return min((self._count(a, b) for a in atoms), default=0)
 
     def _join(self, atoms: list[Atom], b: Binding, types: dict[str, tuple[str, ...]],
               allowed: dict[str, set[str]] | None = None) -> Iterator[Binding]:
@@ -323,10 +332,9 @@ class _Explorer:
         if not atoms:
             yield b
             return
-        pats = [tuple(b.get(x) if x.startswith("?") else x for x in a.args) for a in atoms]
-        i = min(range(len(atoms)), key=lambda j: self._cost([atoms[j]], b))
+        i = min(range(len(atoms)), key=lambda j: self._count(atoms[j], b)) if len(atoms) > 1 else 0
         atom, rest = atoms[i], atoms[:i] + atoms[i + 1:]
-        for args in list(self.match(atom.predicate, pats[i])):
+        for args in list(self.match(atom.predicate, _pattern(atom, b))):
             nb = self._unify(atom, args, b, types, allowed)
             if nb is not None:
                 yield from self._join(rest, nb, types, allowed)
@@ -405,7 +413,10 @@ class _Explorer:
                    allowed: dict[str, set[str]]) -> Iterator[Binding]:
         """Bindings of the atoms over reached facts; after the first layer, only those that use
         at least one fact of the last layer."""
-        if fresh is None or self._cost(atoms, start) < sum(len(fresh.get(a.predicate, ())) for a in atoms):
+        triggers = 0 if fresh is None else sum(len(fresh.get(a.predicate, ())) for a in atoms)
+        if fresh is not None and not triggers:
+            return
+        if fresh is None or self._cost(atoms, start) < triggers:
             yield from self._join(atoms, start, types, allowed)  # from scratch: fewer facts to read
             return
         for i, atom in enumerate(atoms):
