@@ -28,7 +28,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from itertools import chain
 
-from domains.formula import TRUE, And, Atom, Effect, Equals, Formula, Imply, Not, Or, Quantified, quantifiers
+from domains.formula import TRUE, And, Atom, Effect, Equals, Formula, Imply, Not, Or, Param, Quantified, quantifiers
 from domains.model import Action, Domain
 from domains.verify import GroundAtom
 from planners.state import Binding, State, ground
@@ -122,7 +122,8 @@ class Relevance:
         full = _Explorer(self.domain, state, patterns, bindings)
         t = self.domain.meta.get("agent_type", "agent")  # the objects that act (domain.toml)
         acting = full.of_type((t,)) if t in self.domain.types else []
-        base = set(acting) | {a for o in acting for _, args in state.about(o) for a in args}
+        base = set(acting) | set(self.domain.constants)
+        base |= {a for o in acting for _, args in state.about(o) for a in args}
         if not full.run(goal):
             yield Pruned({}, set(), LEVELS[0], reachable=False)
             return
@@ -307,7 +308,7 @@ class _Explorer:
             lits.extend(best[1])
         return None if best is None else best[0]
 
-    def _bindings(self, params: tuple, b: Binding | None = None) -> Iterator[Binding]:
+    def _bindings(self, params: tuple[Param, ...], b: Binding | None = None) -> Iterator[Binding]:
         """Every assignment of objects to the parameters not bound in `b`."""
         b = b or {}
         free = [p for p in params if p.name not in b]
