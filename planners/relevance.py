@@ -23,6 +23,7 @@ A plan found on a pruned state uses only kept objects and is checked on the full
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -225,6 +226,7 @@ class _Explorer:
         self.level: dict[Lit, int] = {}  # literals reached beyond the state, with their layer
         self.achiever: dict[Lit, tuple[str, Binding, Effect]] = {}
         self.fired: dict[Key, Binding] = {}
+        self.horizon = math.inf  # while exploring, the layer being built: later literals are not seen
         self._types: dict[tuple[str, ...], list[str]] = {}
         self._by_type: dict[str, list[str]] = defaultdict(list)
         self._fits: dict[tuple[tuple[str, ...], str], bool] = {}
@@ -259,10 +261,12 @@ class _Explorer:
 
     # ---- reached literals ------------------------------------------------------------------
     def lit_level(self, lit: Lit) -> int | None:
+        """The layer a literal holds from, if it is not beyond the horizon."""
         atom, pos = lit
         if (atom in self.state.facts) == pos:
             return 0
-        return self.level.get(lit)
+        lvl = self.level.get(lit)
+        return lvl if lvl is not None and lvl <= self.horizon else None
 
     def match(self, pred: str, pattern: Pattern) -> Iterable[tuple[str, ...]]:
         return chain(self.state.match(pred, pattern), self.new.match(pred, pattern))
@@ -367,6 +371,7 @@ class _Explorer:
         in_goal = {a.predicate for a, _ in literals(goal)}
         changed = True  # whether the last layer reached a literal the goal mentions
         while not changed or self.support(goal, {}) is None:
+            self.horizon = layer
             found: dict[Key, tuple[Action, Binding]] = {}
             for act, types, atoms, start in self.actions:
                 allowed = self.allowed[act.name]
@@ -399,6 +404,7 @@ class _Explorer:
                         for fb in self._bindings(e.params, eb):
                             if self.support(e.condition, fb) is not None:
                                 self._reach(ground(e.atom, fb), e.add, layer, act.name, fb, e, new)
+            self.horizon = math.inf
             if not new:
                 return False
             changed = any(p in in_goal for (p, _), _ in new)
@@ -429,7 +435,7 @@ class _Explorer:
     def _reach(self, atom: GroundAtom, pos: bool, layer: int, act: str, b: Binding, e: Effect,
                new: list[Lit]) -> None:
         lit = (atom, pos)
-        if self.lit_level(lit) is not None:
+        if (atom in self.state.facts) == pos or lit in self.level:
             # at the same layer, prefer an achiever whose arguments differ (two hands, not one twice)
             if self.level.get(lit) == layer + 1 and _repeats(self.achiever[lit][1]) and not _repeats(b):
                 self.achiever[lit] = act, b, e
