@@ -376,6 +376,8 @@ def print_outcome(o: Outcome) -> None:
 def print_plan(r: PlanReport, explain: bool = False) -> None:
     colour = "green" if r.solved else "red"
     state = "the full state" if r.used_full_state else f"{r.facts_pruned} of {r.facts_full} facts"
+    if r.widenings:
+        state += f" after {r.widenings} pruned state(s) given up"
     out.print(f"[{colour}]{r.status}[/{colour}] by {r.planner} in {r.seconds:.2f} s on {state} "
               f"(pruning {r.prune_seconds * 1000:.0f} ms)", highlight=False)
     for i, step in enumerate(r.plan, 1):

@@ -89,6 +89,13 @@ class State:
             if all(args[i] == a for i, a in bound):
                 yield args
 
+    def count(self, predicate: str, pattern: tuple[str | None, ...]) -> int:
+        """An upper bound on the matches of `pattern`: the size of the smallest index it reads."""
+        bound = [(i, a) for i, a in enumerate(pattern) if a is not None]
+        if not bound:
+            return len(self._by_pred.get(predicate, ()))
+        return min(len(self._by_arg.get((predicate, i, a), ())) for i, a in bound)
+
     def of_type(self, types: tuple[str, ...]) -> list[str]:
         """Objects (and constants) that fit a parameter typed `types`."""
         return sorted(o for o, t in self.objects.items() if self.domain.accepts(types, t))
