@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
-
-import unified_planning.model as upm
-from unified_planning.io import PDDLReader
+from typing import TYPE_CHECKING
 
 from domains.formula import Atom, Equals, Formula, Imply, Not, Or, Quantified, to_pddl
 from domains.model import Domain
 from domains.verify import GroundAtom
+
+if TYPE_CHECKING:  # unified-planning is imported only where a `Problem` is built (slow to import)
+    import unified_planning.model as upm
 
 
 @dataclass
@@ -44,6 +45,8 @@ class Task:
 
     def to_up(self) -> upm.Problem:
         """The problem as a unified-planning `Problem`."""
+        import unified_planning.model as upm
+
         problem = base_problem(self.domain.compiled_pddl()).clone()
         problem.name = "kgplan"
         objs = [upm.Object(o, problem.user_type(t)) for o, t in sorted(self.objects.items())]
@@ -51,28 +54,37 @@ class Task:
         for p, args in self.init():
             problem.set_initial_value(problem.fluent(p)(*map(problem.object, args)), True)
         problem.add_goal(up_formula(problem, self.domain, self.domain.compile_formula(self.goal)))
-        problem.__class__ = _Built
+        problem.__class__ = _built_class()
         return problem
 
 
-class _Built(upm.Problem):
-    """A problem that is complete: its kind, which unified-planning recomputes on every access
-    (ten times per solve, 40 ms each on household domains), is computed once."""
+@functools.cache
+def _built_class() -> type[upm.Problem]:
+    """A problem class for complete problems: their kind, which unified-planning recomputes on
+    every access (ten times per solve, 40 ms each on household domains), is computed once."""
+    import unified_planning.model as upm
 
-    @functools.cached_property
-    def kind(self) -> upm.ProblemKind:  # type: ignore[override]
-        return super().kind
+    class Built(upm.Problem):
+        @functools.cached_property
+        def kind(self) -> upm.ProblemKind:  # type: ignore[override]
+            return super().kind
+
+    return Built
 
 
 @functools.lru_cache(maxsize=8)
 def base_problem(compiled_pddl: str) -> upm.Problem:
     """The compiled domain parsed once by unified-planning (a problem without objects)."""
+    from unified_planning.io import PDDLReader
+
     return PDDLReader().parse_problem_string(compiled_pddl)
 
 
 def up_formula(problem: upm.Problem, domain: Domain, f: Formula,
                scope: dict[str, upm.Variable] | None = None) -> upm.FNode:
     """A compiled formula as a unified-planning expression."""
+    import unified_planning.model as upm
+
     em = problem.environment.expression_manager
     scope = scope or {}
 
