@@ -21,6 +21,7 @@ from domains.sexpr import PDDLError
 from graph.base import ChangeRefused, GraphError, WorldGraph
 from graph.model import Change, Delta, Fact
 from graph.store import open_graph
+from planners.solve import ENGINES
 
 if TYPE_CHECKING:
     from agent.language import Retrieval
@@ -368,6 +369,12 @@ def tell(
     run_guarded(go)
 
 
+def _engine(name: str) -> str:
+    if name not in ENGINES:
+        raise typer.BadParameter(f"{name!r} is not a planner: choose one of {', '.join(ENGINES)}")
+    return name
+
+
 @app.command()
 def plan(
     task: Annotated[str | None, typer.Argument(help='A task in English, e.g. "Can you silence all the phones?" '
@@ -375,7 +382,9 @@ def plan(
     goal: Annotated[str | None, typer.Option("--goal", "-g", help='A PDDL goal instead, e.g. "(and (not '
                                              '(switched_on kitchen_light)))"; and/or/not/imply/forall/exists.')]
     = None,
-    planner: Annotated[str, typer.Option(help="fd (Fast Downward LAMA-first), fd-opt or symk-opt (optimal).")] = "fd",
+    planner: Annotated[str, typer.Option(callback=_engine, help=(
+        "fd (Fast Downward LAMA-first), fd-opt or symk-opt (optimal), lapkt (LAPKT SIW then BFS(f), as in L3M+P)."))]
+    = "fd",
     timeout: Annotated[float, typer.Option(help="Seconds per planner call.")] = 60.0,
     memory: Annotated[int, typer.Option(help="Memory cap for the planner in MB.")] = 4096,
     prune: Annotated[bool, typer.Option(help="Plan on the relevance-pruned state first.")] = True,
