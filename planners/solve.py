@@ -6,7 +6,7 @@ Engines, all fed the PDDL text of `Task.to_pddl()` and `Domain.compiled_pddl()`:
   objects first, as the translator would otherwise turn them into axioms that LM-cut rejects);
 - ``symk-opt``: SymK, optimal symbolic bidirectional search (handles ``forall`` natively);
 - ``lapkt``: LAPKT's SIW, then BFS(f) if SIW fails (the L3M+P paper's planner; quantified goals
-  expanded first, as its Tarski front end does not accept them).
+  expanded first and vacuous universal effects dropped, as its Tarski front end fails on both).
 
 For the Fast Downward engines and SymK the child runs Fast Downward's translator in-process
 (imported once by the parent, so no interpreter starts per call), then replaces itself with the
@@ -20,6 +20,8 @@ by what ended it. Plans are not validated here: the agent simulates every plan o
 from __future__ import annotations
 
 import contextlib
+import dataclasses
+import faulthandler
 import os
 import resource
 import select
@@ -34,7 +36,8 @@ from importlib.util import find_spec
 from pathlib import Path
 from typing import Literal
 
-from domains.formula import TRUE, And, Equals, Formula, Imply, Not, Or, Quantified
+from domains.formula import TRUE, And, Effect, Equals, Formula, Imply, Not, Or, Quantified
+from domains.model import Domain
 from planners.problem import Task
 from planners.state import State, Step, substitute
 
@@ -95,8 +98,9 @@ def solve(task: Task, planner: str = "fd", timeout: float = 60.0, memory_mb: int
     else:
         import fast_downward.translate.main  # noqa: F401
     if planner in EXPAND_QUANTIFIERS:
-        goal = expand_quantifiers(task.goal, State(task.domain, task.objects, ()))
-        task = Task(task.domain, task.objects, task.facts, goal)
+        state = State(task.domain, task.objects, ())
+        domain = _live_effects(task.domain, state) if planner == "lapkt" else task.domain
+        task = Task(domain, task.objects, task.facts, expand_quantifiers(task.goal, state))
     workdir = Path(tempfile.mkdtemp(prefix="kgplan-plan-"))
     try:
         (workdir / "domain.pddl").write_text(task.domain.compiled_pddl())
@@ -173,6 +177,7 @@ def _child(workdir: Path, planner: str, cap: int, limit: int) -> None:
         os.dup2(log, 1)
         os.dup2(log, 2)
         sys.stdout = sys.stderr = open(log, "w")  # noqa: SIM115  (Python-level output too, e.g. under pytest)
+        faulthandler.disable()  # a crash is reported by the parent, not dumped on an inherited stream
         _, hard = resource.getrlimit(resource.RLIMIT_AS)
         resource.setrlimit(resource.RLIMIT_AS, (limit + cap, hard))
         if planner == "lapkt":
@@ -229,6 +234,16 @@ def _lapkt() -> int:
     search.setup(True)
     search.solve()
     return 0
+
+
+def _live_effects(domain: Domain, state: State) -> Domain:
+    """`domain` without the universal effects that quantify over no object of `state` (vacuous;
+    LAPKT's Tarski front end fails on them)."""
+    def live(e: Effect) -> bool:
+        return not e.params or next(state.bindings(e.params), None) is not None
+
+    return dataclasses.replace(domain, actions={
+        n: dataclasses.replace(a, effects=tuple(filter(live, a.effects))) for n, a in domain.actions.items()})
 
 
 def expand_quantifiers(f: Formula, state: State) -> Formula:

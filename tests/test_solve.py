@@ -55,6 +55,17 @@ def test_every_engine_reports_an_unsolvable_goal(household: Domain, world_proble
     assert r.status == "unsolvable" and not r.plan, r.message
 
 
+def test_lapkt_on_a_task_without_the_objects_a_universal_effect_ranges_over(
+        household: Domain, world_problem: Problem) -> None:
+    """A pruned task often keeps no cloth: run_washer's forall over clothes is then vacuous."""
+    objects = {o: t for o, t in world_problem.objects.items() if t in ("agent", "room", "light")}
+    facts = {(a.predicate, a.args) for a in world_problem.init if set(a.args) <= set(objects)}
+    task = Task(household, objects, facts, goal("(not (switched_on kitchen_light))"))
+    r = solve(task, "lapkt")
+    assert r.solved, r.message
+    assert simulate(State(household, objects, facts), r.plan, task.goal) is None
+
+
 def test_timeout_bounds_the_whole_call_translation_included() -> None:
     t = time.perf_counter()
     r = solve(exploding_task(), timeout=2)
