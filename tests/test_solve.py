@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
 import os
 import signal
 import subprocess
@@ -16,7 +18,7 @@ from domains.formula import And, Atom, Formula, Not, Or, parse_formula
 from domains.model import Domain, Problem
 from domains.sexpr import read
 from planners.problem import Task
-from planners.solve import ENGINES, expand_quantifiers, solve
+from planners.solve import ENGINES, domain_invariants, expand_quantifiers, solve
 from planners.state import State, simulate
 
 # Grounding this domain makes 40^6 atoms: Fast Downward's translator cannot finish it.
@@ -107,6 +109,26 @@ def _children() -> list[int]:
         if fields[1] == me:
             out.append(int(stat.parent.name))
     return out
+
+
+def test_invariants_found_once_per_domain_translate_the_same(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                              household: Domain, world_problem: Problem) -> None:
+    """The translator given the domain's invariants writes the task it writes when it finds them itself."""
+    from fast_downward.translate import invariant_finder, main, options
+
+    task = world_task(household, world_problem, "(and (clean sandra_jeans) (dry sandra_jeans))")
+    (tmp_path / "domain.pddl").write_text(household.compiled_pddl())
+    (tmp_path / "problem.pddl").write_text(task.to_pddl())
+    invariants = domain_invariants(household.compiled_pddl())
+    assert invariants
+    for name in ("found.sas", "given.sas"):
+        options.set_options([str(tmp_path / "domain.pddl"), str(tmp_path / "problem.pddl"),
+                             "--sas-file", str(tmp_path / name)])
+        if name == "given.sas":
+            monkeypatch.setattr(invariant_finder, "find_invariants", lambda task, params: iter(invariants))
+        with contextlib.redirect_stdout(io.StringIO()):
+            main.main()
+    assert (tmp_path / "found.sas").read_text() == (tmp_path / "given.sas").read_text()
 
 
 def test_expand_quantifiers(household: Domain, world_problem: Problem) -> None:
