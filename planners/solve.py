@@ -9,12 +9,13 @@ Engines, all fed the PDDL text of `Task.to_pddl()` and `Domain.compiled_pddl()`:
   expanded first and vacuous universal effects dropped, as its Tarski front end fails on both).
 
 For the Fast Downward engines and SymK the child runs Fast Downward's translator in-process
-(imported once by the parent, so no interpreter starts per call), then replaces itself with the
-search binary shipped in ``up-fast-downward`` or ``up-symk``. LAPKT grounds and searches in the
-child. The parent kills the child's process group at the deadline, translation included. The
-memory cap bounds the search binary's address space and, for the in-process translator or
-LAPKT, the child's growth beyond the address space it inherited. A child that dies is reported
-by what ended it. Plans are not validated here: the agent simulates every plan on the full state.
+(imported once by the parent, with the domain's invariants found once, so no interpreter starts
+per call), then replaces itself with the search binary shipped in ``up-fast-downward`` or
+``up-symk``. LAPKT grounds and searches in the child. The parent kills the child's process group
+at the deadline, translation included, and when the child grows beyond the memory cap over the
+address space it inherited (the search binary also runs under the cap as its address-space
+limit). A child that dies otherwise is reported by its signal or exit code. Plans are not
+validated here: the agent simulates every plan on the full state.
 """
 
 from __future__ import annotations
