@@ -323,6 +323,6 @@ def _start(domain: Domain, problem: Problem | None, extra: Iterable[MutexGroup] 
     bound = replace(domain)
     bound.invariants = [*synthesis.kept, *extra]
     if verified and (issues := verify(bound, map(atom_of, delta.add), (),
-                                      {e.name: e.type for e in delta.new_entities}, _EmptyState())):
+                                      [(e.name, e.type) for e in delta.new_entities], _EmptyState())):
         raise ChangeRefused(issues)
     return synthesis, delta

@@ -21,9 +21,6 @@ DOMAINS = Path(__file__).parent / "domains"
 
 # Known failures, each naming the issue item whose fix turns it green (strict: a pass is reported).
 XFAIL: dict[str, str] = {
-    "depot": "issue 9 item 9: derived invariants the start state does not satisfy refuse the problem",
-    "snacks": "issue 9 item 9: derived invariants the start state does not satisfy refuse the problem",
-    "sokoban": "issue 9 item 9: derived invariants the start state does not satisfy refuse the problem",
     "travel": "issue 9 item 11: action costs (:functions, numeric :init, :metric) are refused",
 }
 
