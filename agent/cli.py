@@ -420,7 +420,8 @@ def plan(
     goal: Annotated[str | None, typer.Option("--goal", "-g", help='A PDDL goal instead, e.g. "(and (not '
                                              '(switched_on kitchen_light)))"; and/or/not/imply/forall/exists.')]
     = None,
-    planner: Annotated[Planner, typer.Option(help="fd (Fast Downward LAMA-first), fd-opt or symk-opt (optimal).")]
+    planner: Annotated[Planner, typer.Option(help=(
+        "fd (Fast Downward LAMA-first), fd-opt or symk-opt (optimal), lapkt (LAPKT SIW then BFS(f), as in L3M+P)."))]
     = Planner.fd,
     timeout: Annotated[float, typer.Option(help="Seconds per planner call.")] = 60.0,
     memory: Annotated[int, typer.Option(help="Memory cap for the planner in MB.")] = 4096,

@@ -10,13 +10,14 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass, field
 from fractions import Fraction
-
-import unified_planning.model as upm
-from unified_planning.io import PDDLReader
+from typing import TYPE_CHECKING
 
 from domains.formula import Atom, Equals, Formula, Imply, Not, Or, Quantified, number_pddl, to_pddl
 from domains.model import TOTAL_COST, Domain
 from domains.verify import GroundAtom
+
+if TYPE_CHECKING:  # unified-planning is imported only where a `Problem` is built (slow to import)
+    import unified_planning.model as upm
 
 
 @dataclass
@@ -59,6 +60,8 @@ class Task:
 
     def to_up(self) -> upm.Problem:
         """The problem as a unified-planning `Problem`."""
+        import unified_planning.model as upm
+
         problem = base_problem(self.domain.compiled_pddl(), self.domain.name if self.has_costs else None).clone()
         problem.name = "kgplan"
         objs = [upm.Object(o, problem.user_type(t)) for o, t in sorted(self.objects.items())]
@@ -70,17 +73,22 @@ class Task:
             value = em.Int(int(v)) if v == int(v) else em.Real(Fraction(v))
             problem.set_initial_value(problem.fluent(p)(*map(problem.object, args)), value)
         problem.add_goal(up_formula(problem, self.domain, self.domain.compile_formula(self.goal)))
-        problem.__class__ = _Built
+        problem.__class__ = _built_class()
         return problem
 
 
-class _Built(upm.Problem):
-    """A problem that is complete: its kind, which unified-planning recomputes on every access
-    (ten times per solve, 40 ms each on household domains), is computed once."""
+@functools.cache
+def _built_class() -> type[upm.Problem]:
+    """A problem class for complete problems: their kind, which unified-planning recomputes on
+    every access (ten times per solve, 40 ms each on household domains), is computed once."""
+    import unified_planning.model as upm
 
-    @functools.cached_property
-    def kind(self) -> upm.ProblemKind:  # type: ignore[override]
-        return super().kind
+    class Built(upm.Problem):
+        @functools.cached_property
+        def kind(self) -> upm.ProblemKind:  # type: ignore[override]
+            return super().kind
+
+    return Built
 
 
 @functools.lru_cache(maxsize=8)
@@ -88,6 +96,8 @@ def base_problem(compiled_pddl: str, costs_of: str | None = None) -> upm.Problem
     """The compiled domain parsed once by unified-planning (a problem without objects); with
     `costs_of` (the domain's name), its (total-cost) increases become the action costs that
     the quality metric minimises."""
+    from unified_planning.io import PDDLReader
+
     if costs_of is None:
         return PDDLReader().parse_problem_string(compiled_pddl)
     stub = (f"(define (problem costs) (:domain {costs_of}) (:init (= ({TOTAL_COST}) 0)) (:goal (and))"
@@ -98,6 +108,8 @@ def base_problem(compiled_pddl: str, costs_of: str | None = None) -> upm.Problem
 def up_formula(problem: upm.Problem, domain: Domain, f: Formula,
                scope: dict[str, upm.Variable] | None = None) -> upm.FNode:
     """A compiled formula as a unified-planning expression."""
+    import unified_planning.model as upm
+
     em = problem.environment.expression_manager
     scope = scope or {}
 
