@@ -185,9 +185,11 @@ def create_app(agent: Agent, token: str | None = None) -> FastAPI:
         return facts_out(agent.facts(predicate, entity, search), limit)
 
     @app.get("/api/history", responses=errors)
-    def history(limit: int = Query(50, ge=1, le=10_000)) -> list[ChangeOut]:
+    def history(limit: int = Query(50, ge=1, le=10_000),
+                facts: int = Query(1000, ge=0, le=1_000_000, description="At most this many facts (and new "
+                                   "entities) of each kind per change; `sizes` gives the totals")) -> list[ChangeOut]:
         """The newest changes first, with provenance (source, sentence, model, tokens) and what each changed."""
-        return do_history(agent, limit)
+        return do_history(agent, limit, facts)
 
     @app.post("/api/changes", **write)
     def changes(body: ChangeIn) -> ChangeOut:

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
@@ -79,8 +80,20 @@ class Agent:
         self.graph: WorldGraph = open_graph(store)
         self.lock = threading.RLock()
         self._llm = llm
+        self._entities: tuple[int, list[Entity]] | None = None  # (count, all entities): the list costs seconds at 100k
         if domain is not None and not self.initialised:
-            self.graph.init(resolve_domain(domain))
+            with self.writing():
+                self.graph.init(resolve_domain(domain))
+
+    @contextmanager
+    def writing(self) -> Iterator[None]:
+        """The lock, for an operation that may change the graph (it drops the cached entity list)."""
+        with self.lock:
+            self._entities = None
+            try:
+                yield
+            finally:
+                self._entities = None
 
     def close(self) -> None:
         self.graph.close()
@@ -126,7 +139,7 @@ class Agent:
         """Bind the store to a domain, optionally loading a PDDL problem; the load's change, if any."""
         dom = resolve_domain(domain)
         prob = Problem.parse(problem.read_text(), str(problem)) if problem else None
-        with self.lock:
+        with self.writing():
             self.graph.init(dom, force=force)
             return self.graph.load_problem(prob) if prob else None
 
@@ -135,7 +148,10 @@ class Agent:
         """Entities, optionally of a type (subtypes included) and/or whose name, type or attributes
         contain `search` (case-insensitive)."""
         with self.lock:
-            ents = self.graph.entities()
+            n = self.graph.count()[0]  # another process may have written to the store
+            if self._entities is None or self._entities[0] != n:
+                self._entities = (n, self.graph.entities())
+            ents = self._entities[1]
             dom = self.domain if type else None
         if dom is not None:
             if type not in dom.types and type != "object":
@@ -197,7 +213,7 @@ class Agent:
                       new_entities=list(new_entities), source="user", text=note)
         if delta.is_empty():
             raise GraphError("the change is empty: give facts to add or remove")
-        with self.lock:
+        with self.writing():
             if not dry_run:
                 return self.graph.apply(delta)
             if issues := self.graph.check(delta):
@@ -206,12 +222,12 @@ class Agent:
 
     def observe(self, deltas: Iterable[Delta]) -> list[Change]:
         """Apply sensor observations, each verified and applied as one change (stops at a refused one)."""
-        with self.lock:
+        with self.writing():
             return [self.graph.apply(d) for d in deltas]
 
     def undo(self, change_id: int) -> Change:
         """Apply the inverse of a change as a new change."""
-        with self.lock:
+        with self.writing():
             with self.graph.transaction() as tx:
                 if tx.change(change_id) is None:
                     raise NotFound(f"no change with id {change_id}")
@@ -234,7 +250,7 @@ class Agent:
 
         if not text.strip():
             raise GraphError("say what changed")
-        with self.lock:
+        with self.writing():
             progress("retrieving the entities the sentence is about")
             out = Outcome(text)
             retrieval = self._retrieve(text, whole, depth)
@@ -293,7 +309,7 @@ class Agent:
         from agent.planning import last_plan
         from planners.execute import execute
 
-        with self.lock:
+        with self.writing():
             goal, steps = last_plan(self.graph)
             progress(f"executing {len(steps)} steps")
             return goal, len(steps), execute(self.graph, steps, f"plan for {goal}")
