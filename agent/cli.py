@@ -20,6 +20,7 @@ from agent.core import Agent, Planner, load_observations
 from domains.sexpr import PDDLError
 from graph.base import ChangeRefused, GraphError
 from graph.model import Change, Fact
+from graph.store import creating
 
 if TYPE_CHECKING:
     from agent.language import Outcome
@@ -104,6 +105,8 @@ def print_change(c: Change, title: str = "Applied change") -> None:
               highlight=False)
     for e in d.new_entities:
         out.print(f"  [cyan]new[/cyan] {e.name} - {e.type}", highlight=False)
+    for e in d.removed_entities:
+        out.print(f"  [red]gone[/red] {e if isinstance(e, str) else f'{e.name} - {e.type}'}", highlight=False)
     for f in d.remove:
         out.print(f"  [red]-[/red] {f}", highlight=False)
     for f in d.add:
@@ -118,20 +121,76 @@ def init(
                                                       "become the initial graph.")] = None,
     force: Annotated[bool, typer.Option(help="Wipe an existing store first.")] = False,
 ) -> None:
-    """Create the world graph for a domain, optionally loading a PDDL problem."""
+    """Create the world graph for a domain, optionally loading a PDDL problem.
+
+    The domain's invariants are derived once, here, for the problem's initial state (the empty
+    state without one; a problem loaded later into the empty graph derives them again), and
+    stored; groups the initial state violates are dropped and listed. All or nothing: if
+    anything fails, the store is left as it was (a new sqlite file is removed).
+    """
+
+    def go() -> None:
+        with creating(STATE["store"]) as g, Agent(g, llm=_llm()) as a:
+            synthesis = a.init(domain, problem, force)
+            dom = a.domain
+            out.print(f"Initialised {g.url} with domain [bold]{dom.name}[/bold] "
+                      f"({len(dom.predicates)} predicates, {len(dom.actions)} actions, "
+                      f"{len(dom.invariants)} invariants: see `kgplan invariants`)")
+            for d in synthesis.dropped:
+                out.print(f"  [yellow]not an invariant here:[/yellow] {d.describe()}", highlight=False)
+            if not synthesis.complete:
+                out.print("  [yellow]the invariant search ran out of time: some may be missing[/yellow]")
+            if problem:
+                n_ent, n_fact = a.count()
+                out.print(f"Loaded {problem}: {n_ent} entities, {n_fact} facts")
+
+    run_guarded(go)
+
+
+@app.command()
+def invariants(
+    suggest: Annotated[bool, typer.Option(help="Propose invariants the graph satisfies for predicates "
+                                               "no action changes (mined from the current graph).")] = False,
+    accept: Annotated[str | None, typer.Option(help="Store proposed invariants: 'all' or their numbers "
+                                                    "from --suggest, e.g. 1,3.")] = None,
+) -> None:
+    """Show the invariants verification enforces: derived from the actions, declared in
+    domain.toml, or mined from the graph and accepted."""
 
     def go() -> None:
         with agent() as a:
-            c = a.init(domain, problem, force)
-            dom = a.domain
-            out.print(f"Initialised {a.graph.url} with domain [bold]{dom.name}[/bold] "
-                      f"({len(dom.predicates)} predicates, {len(dom.actions)} actions, "
-                      f"{len(dom.invariants)} invariants)")
-            if c:
-                n_ent, n_fact = a.count()
-                out.print(f"Loaded {problem} as change #{c.id}: {n_ent} entities, {n_fact} facts")
+            if not suggest and accept is None:
+                for inv in a.domain.invariants:
+                    out.print(f"  {inv.origin:8} {inv.describe()}", markup=False, highlight=False)
+                return
+            mined = a.suggest_invariants()
+            if accept is None:
+                for i, inv in enumerate(mined.suggested, 1):
+                    out.print(f"  {i}. {inv.describe()}", highlight=False)
+                for note in mined.notes:
+                    out.print(f"  [dim]{note}[/dim]", highlight=False)
+                if not mined.suggested:
+                    out.print("No invariants to suggest.")
+                return
+            chosen = pick(mined.suggested, accept)
+            a.accept_invariants(chosen)
+            for inv in chosen:
+                out.print(f"[green]accepted[/green] {inv.describe()}", highlight=False)
 
     run_guarded(go)
+
+
+def pick(items: list, spec: str) -> list:
+    """The items named by 'all' or comma-separated 1-based numbers."""
+    if spec.strip() == "all":
+        return items
+    try:
+        numbers = [int(n) for n in spec.split(",")]
+    except ValueError:
+        raise GraphError(f"--accept takes 'all' or numbers like 1,3, not {spec!r}") from None
+    if bad := [n for n in numbers if not 1 <= n <= len(items)]:
+        raise GraphError(f"no suggestion {bad[0]}: there are {len(items)} (see --suggest)")
+    return [items[n - 1] for n in numbers]
 
 
 @app.command()
@@ -187,10 +246,10 @@ def facts(predicate: Annotated[str | None, typer.Option(help="Only this predicat
     run_guarded(go)
 
 
-def _edit(adds: list[str], removes: list[str], text: str) -> None:
+def _edit(adds: list[str], removes: list[str], text: str, entities: list[str] | None = None) -> None:
     def go() -> None:
         with agent() as a:
-            print_change(a.change(adds, removes, text))
+            print_change(a.change(adds, removes, text, removed_entities=entities or ()))
 
     run_guarded(go)
 
@@ -203,15 +262,19 @@ def add(facts: Annotated[list[str], typer.Argument(help='Facts such as "(light_o
 
 
 @app.command()
-def remove(facts: Annotated[list[str], typer.Argument(help='Facts such as "(light_on kitchen_light)".')],
+def remove(facts: Annotated[list[str] | None, typer.Argument(
+               help='Facts such as "(light_on kitchen_light)".')] = None,
+           entity: Annotated[list[str] | None, typer.Option(
+               help="Also remove this entity with all its facts (repeatable).")] = None,
            note: Annotated[str, typer.Option(help="Why (kept in the history).")] = "") -> None:
-    """Remove facts from the graph (verified; all or nothing)."""
-    _edit([], facts, note)
+    """Remove facts and/or entities from the graph (verified; all or nothing; `undo` restores)."""
+    _edit([], facts or [], note, entity)
 
 
 @app.command()
 def observe(file: Annotated[Path, typer.Argument(help="JSON: {\"add\": [\"(fact ...)\"], \"remove\": "
                                                      "[...], \"new_entities\": [{\"name\", \"type\"}], "
+                                                     "\"removed_entities\": [\"name\"], "
                                                      "\"text\": \"...\"}, or a list of those.")]) -> None:
     """Apply sensor observations; each is verified and applied as one change."""
 
@@ -220,6 +283,23 @@ def observe(file: Annotated[Path, typer.Argument(help="JSON: {\"add\": [\"(fact 
         with agent() as a:
             for c in a.observe(deltas):
                 print_change(c)
+
+    run_guarded(go)
+
+
+@app.command()
+def check() -> None:
+    """Check the whole graph: every typing and invariant violation (exit status 1 if any)."""
+
+    def go() -> None:
+        with agent() as a:
+            issues = a.check()
+        for i in issues:
+            out.print(f"  - [{i.kind}] {i.message}", markup=False, highlight=False, soft_wrap=True)
+        if issues:
+            err.print(f"[red]{len(issues)} issue(s)[/red]")
+            raise typer.Exit(1)
+        out.print("no issues")
 
     run_guarded(go)
 

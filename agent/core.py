@@ -25,6 +25,8 @@ if TYPE_CHECKING:
     from agent.language import Outcome, Retrieval
     from agent.llm import LLM, LLMConfig
     from agent.planning import PlanReport
+    from domains.invariants import Mined, MutexGroup, Synthesis
+    from domains.verify import Issue
     from planners.execute import Execution
 
 Progress = Callable[[str], None]
@@ -49,7 +51,8 @@ class Neighbourhood:
 
 
 def load_observations(path: Path) -> list[Delta]:
-    """Read sensor observations: one JSON object or a list, each {add, remove, new_entities, text}."""
+    """Read sensor observations: one JSON object or a list, each {add, remove, new_entities,
+    removed_entities, text}."""
     data = json.loads(path.read_text())
     return observation_deltas(data if isinstance(data, list) else [data], str(path))
 
@@ -70,14 +73,14 @@ def observation_deltas(items: Iterable[Any], where: str = "observation") -> list
 class Agent:
     """A world graph with its domain, an optional LLM for language, and the user's operations on them.
 
-    `store` is a store URL (see `graph.store.open_graph`); given a `domain` (a bundled name or a path),
+    `store` is a store URL (see `graph.store.open_graph`) or an open graph; given a `domain` (a bundled name or a path),
     an uninitialised store is initialised with it. `llm` is an LLM client or its settings; without
     one, the settings come from the environment when a language operation first needs them.
     """
 
-    def __init__(self, store: str | None = None, domain: str | Path | None = None,
+    def __init__(self, store: str | WorldGraph | None = None, domain: str | Path | None = None,
                  llm: LLM | LLMConfig | None = None) -> None:
-        self.graph: WorldGraph = open_graph(store)
+        self.graph: WorldGraph = store if isinstance(store, WorldGraph) else open_graph(store)
         self.lock = threading.RLock()
         self._llm = llm
         self._entities: tuple[int, list[Entity]] | None = None  # (count, all entities): the list costs seconds at 100k
@@ -135,13 +138,30 @@ class Agent:
                 "llm": {"model": model, "base_url": config.base_url if config else None}}
 
     # ---- setting up ---------------------------------------------------------------------------
-    def init(self, domain: str | Path, problem: Path | None = None, force: bool = False) -> Change | None:
-        """Bind the store to a domain, optionally loading a PDDL problem; the load's change, if any."""
+    def init(self, domain: str | Path, problem: Path | None = None, force: bool = False) -> Synthesis:
+        """Bind the store to a domain, with a PDDL problem as its first change (all or nothing); which
+        invariants were derived for it and which were dropped."""
         dom = resolve_domain(domain)
         prob = Problem.parse(problem.read_text(), str(problem)) if problem else None
         with self.writing():
-            self.graph.init(dom, force=force)
-            return self.graph.load_problem(prob) if prob else None
+            return self.graph.init(dom, force=force, problem=prob)
+
+    def suggest_invariants(self) -> Mined:
+        """Invariants the graph satisfies for predicates no action changes, not yet enforced."""
+        with self.lock:
+            return self.graph.suggest_invariants()
+
+    def accept_invariants(self, groups: Iterable[MutexGroup]) -> None:
+        """Enforce these invariants from now on."""
+        with self.lock:
+            self.graph.accept_invariants(groups)
+
+    def check(self) -> list[Issue]:
+        """Every typing and invariant violation in the whole graph."""
+        from graph.check import check_graph
+
+        with self.lock:
+            return check_graph(self.graph)
 
     # ---- reading ------------------------------------------------------------------------------
     def entities(self, type: str | None = None, search: str | None = None) -> list[Entity]:
@@ -204,13 +224,15 @@ class Agent:
 
     # ---- changing -----------------------------------------------------------------------------
     def change(self, add: Iterable[str | Fact] = (), remove: Iterable[str | Fact] = (), note: str = "",
-               new_entities: Iterable[Entity] = (), dry_run: bool = False) -> Change:
+               new_entities: Iterable[Entity] = (), dry_run: bool = False,
+               removed_entities: Iterable[str] = ()) -> Change:
         """Verify and apply a user's correction (all or nothing); `dry_run` verifies only.
 
         Raises ChangeRefused with the issues (graph unchanged), PDDLError for a malformed fact.
         """
         delta = Delta(add=[_fact(f) for f in add], remove=[_fact(f) for f in remove],
-                      new_entities=list(new_entities), source="user", text=note)
+                      new_entities=list(new_entities), removed_entities=list(removed_entities), source="user",
+                      text=note)
         if delta.is_empty():
             raise GraphError("the change is empty: give facts to add or remove")
         with self.writing():

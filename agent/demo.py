@@ -19,7 +19,8 @@ def run_demo(store: str, out: Console, print_change: Callable[[Change, str], Non
     """Build the demo house, apply sensor observations (one is wrong and refused), undo one, then
     plan a task on the pruned graph and execute it."""
     with Agent(store) as a:
-        c = a.init(HOUSEHOLD, HOUSEHOLD / "world.pddl", force=True)
+        a.init(HOUSEHOLD, HOUSEHOLD / "world.pddl", force=True)
+        c = a.history(1)[0]
         ents, facts = a.count()
         out.rule("1. The world graph")
         out.print(f"Loaded the household world into {a.graph.url} as change #{c.id}: {ents} entities, "

@@ -58,6 +58,7 @@ class ChangeOut(BaseModel):
     add: list[FactOut]
     remove: list[FactOut]
     new_entities: list[Entity]
+    removed_entities: list[str]
     undo_of: int | None
     sizes: dict[str, int] = Field(description="How many facts it added and removed and entities it created; the "
                                               "lists above may hold fewer (a history's `facts` limit)")
@@ -123,7 +124,8 @@ def change_out(c: Change, facts: int | None = None) -> ChangeOut:
     d = c.delta
     return ChangeOut(id=c.id, time=c.time, source=d.source, text=d.text, model=d.model, tokens=d.tokens,
                      add=[fact_out(f) for f in d.add[:facts]], remove=[fact_out(f) for f in d.remove[:facts]],
-                     new_entities=d.new_entities[:facts], undo_of=c.undo_of,
+                     new_entities=d.new_entities[:facts], removed_entities=d.removed_names()[:facts],
+                     undo_of=c.undo_of,
                      sizes={"add": len(d.add), "remove": len(d.remove), "new_entities": len(d.new_entities)})
 
 

@@ -197,7 +197,12 @@ def atoms(f: Formula) -> Iterator[Atom]:
         yield from atoms(f.body)
 
 
-def to_pddl(f: Formula, type_text: Callable[[tuple[str, ...]], str] = " ".join) -> str:
+def type_pddl(types: tuple[str, ...]) -> str:
+    """A parameter's type as PDDL: ``t`` or ``(either t1 t2 ...)``."""
+    return types[0] if len(types) == 1 else f"(either {' '.join(types)})"
+
+
+def to_pddl(f: Formula, type_text: Callable[[tuple[str, ...]], str] = type_pddl) -> str:
     """Write a formula as PDDL; `type_text` renders a parameter's type tuple."""
     if isinstance(f, Atom):
         return str(f)

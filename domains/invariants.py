@@ -3,22 +3,31 @@
 Fast Downward's translator proves lifted invariants of the form "for every instantiation of
 the parameters, at most one atom of the group is true", checked to be preserved by every
 action schema. Like any inductive invariant, a group holds in every state reachable from an
-initial state that satisfies it.
+initial state that satisfies it, so a store keeps only the groups its initial state satisfies.
+Groups are also declared in domain.toml or mined from a graph (for predicates no action changes).
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import io
+import json
+from collections import Counter, defaultdict
 from collections.abc import Iterable
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any
 
 from fast_downward.translate import invariant_finder, invariants, normalize, options, pddl
 from fast_downward.translate.pddl.conditions import Condition
 from fast_downward.translate.pddl_parser import ParseError, lisp_parser, parsing_functions
 
+if TYPE_CHECKING:
+    from domains.model import Domain
+
 _VARIABLES = "xyzuvwrst"
+GroundAtom = tuple[str, tuple[str, ...]]
+ORIGINS = ("derived", "declared", "mined")
 
 
 @dataclass(frozen=True)
@@ -55,11 +64,14 @@ class MutexGroup:
     """Parts of which at most one atom is true per instantiation of the group's parameters.
 
     ``exactly_one`` means every action that may delete an atom of an instance also adds an
-    atom of the same instance, so "exactly one" is preserved once it holds.
+    atom of the same instance, so "exactly one" is preserved once it holds. ``origin`` is
+    ``derived`` (synthesised from the actions), ``declared`` (domain.toml) or ``mined`` (from a
+    graph, accepted by the user).
     """
 
     parts: tuple[InvariantPart, ...]
     exactly_one: bool
+    origin: str = field(default="derived", compare=False)
 
     @property
     def arity(self) -> int:
@@ -75,34 +87,104 @@ class MutexGroup:
         text = f"{quantity} of {', '.join(part.pattern(names) for part in self.parts)} holds"
         return f"{text} for each {', '.join(names)}" if names else text
 
+    def overcrowded(self, atoms: Iterable[GroundAtom]) -> tuple[GroundAtom, ...] | None:
+        """Atoms of one group instance with more than one true atom, or None if the atoms satisfy it."""
+        by_predicate = {part.predicate: part for part in self.parts}
+        seen: dict[tuple[str, ...], GroundAtom] = {}
+        for atom in atoms:
+            if (part := by_predicate.get(atom[0])) is not None:
+                key = part.key(atom[1])
+                if key in seen:
+                    return seen[key], atom
+                seen[key] = atom
+        return None
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form (see ``from_dict``)."""
+        parts = [{"predicate": p.predicate, "key": list(p.key_positions), "counted": p.counted_position}
+                 for p in self.parts]
+        return {"parts": parts, "exactly_one": self.exactly_one, "origin": self.origin}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> MutexGroup:
+        parts = tuple(InvariantPart(p["predicate"], tuple(p["key"]), p["counted"]) for p in d["parts"])
+        return cls(parts, d["exactly_one"], d["origin"])
+
+
+def dump_groups(groups: Iterable[MutexGroup]) -> str:
+    """Groups as JSON text, as a store keeps them."""
+    return json.dumps([g.to_dict() for g in groups])
+
+
+def load_groups(text: str) -> list[MutexGroup]:
+    """Groups from ``dump_groups`` text."""
+    return [MutexGroup.from_dict(d) for d in json.loads(text)]
+
+
+@dataclass(frozen=True)
+class Dropped:
+    """A synthesised group the initial state violates, with the atoms of one overcrowded instance."""
+
+    group: MutexGroup
+    witness: tuple[GroundAtom, ...]
+
+    def describe(self) -> str:
+        atoms = " and ".join(f"({' '.join((p, *args))})" for p, args in self.witness)
+        return f"{self.group.describe()}: dropped, the initial state has {atoms}"
+
+
+@dataclass(frozen=True)
+class Synthesis:
+    """Groups kept for an initial state, those it violates, and whether the search ran to the end."""
+
+    kept: list[MutexGroup]
+    dropped: list[Dropped]
+    complete: bool
+
 
 def synthesize_invariants(
-    domain_pddl: str, problem_pddl: str | None = None, timeout_s: float = 30
-) -> list[MutexGroup]:
-    """Synthesize the mutex groups of a domain (whose types contain no ``either``).
+    domain_pddl: str, init: Iterable[GroundAtom] = (), timeout_s: float = 300
+) -> Synthesis:
+    """Synthesize the mutex groups of a domain (whose types contain no ``either``) for a start state.
 
-    The analysis is lifted and uses only the action schemas. If ``problem_pddl`` is given
-    (its ``:goal`` may be missing), groups that its initial state violates are dropped, so
-    the rest hold in all states reachable from it; otherwise a minimal problem is parsed.
-    Only groups that constrain states are kept. Dropped are: single-predicate groups without
-    a counted position (a set of atoms never holds an atom twice); groups none of whose
-    predicates is added by any action (any grouping of such atoms is trivially preserved,
-    so it says nothing about the domain); groups implied by a larger one (a superset of
-    parts, exactly-one if the smaller is). ``timeout_s`` bounds the CPU time of the
-    search; when it runs out, the groups proven so far are returned. Not thread-safe:
-    Fast Downward keeps its options in a module global (restored afterwards).
+    The analysis is lifted and uses only the action schemas, so it holds for any objects (the
+    graph later gains entities no problem named); groups that the initial state ``init``
+    violates are dropped, so the rest hold in all states reachable from it (Fast Downward
+    filters by the problem's initial state the same way). Only groups that constrain states
+    are kept. Left out are: single-predicate groups without a counted position (a set of atoms
+    never holds an atom twice); groups none of whose predicates is added by any action (any
+    grouping of such atoms is trivially preserved, so it says nothing about the domain); groups
+    implied by a larger kept one (a superset of parts, exactly-one if the smaller is).
+    ``timeout_s`` bounds the CPU time of the search; when it runs out, the groups proven so far
+    are returned and ``complete`` is False.
 
     Raises ValueError if Fast Downward rejects the PDDL.
     """
+    candidates, complete = _candidates(domain_pddl, timeout_s)
+    init = list(init)
+    violated = {g: w for g in candidates if (w := g.overcrowded(init)) is not None}
+    groups = [g for g in candidates if g not in violated]
+    kept = [g for g in groups if not any(_subsumes(h, g) for h in groups)]
+    dropped = [Dropped(g, violated[g]) for g in _sorted(violated)
+               if not any(_subsumes(h, g) for h in violated)]
+    return Synthesis(_sorted(kept), dropped, complete)
+
+
+def _sorted(groups: Iterable[MutexGroup]) -> list[MutexGroup]:
+    return sorted(groups, key=lambda g: [(p.predicate, p.key_positions) for p in g.parts])
+
+
+@functools.lru_cache(maxsize=16)
+def _candidates(domain_pddl: str, timeout_s: float) -> tuple[tuple[MutexGroup, ...], bool]:
+    """The groups Fast Downward proves for the domain (before any initial state), and whether
+    the search finished. Not thread-safe: Fast Downward keeps its options in a module global
+    (restored afterwards)."""
     previous = options.options
+    log = io.StringIO()
     try:
-        with contextlib.redirect_stdout(io.StringIO()):
+        with contextlib.redirect_stdout(log):
             domain = lisp_parser.parse_nested_list(domain_pddl.splitlines())
-            problem = _with_goal(
-                lisp_parser.parse_nested_list(
-                    (problem_pddl or _minimal_problem(domain)).splitlines()
-                )
-            )
+            problem = lisp_parser.parse_nested_list(_minimal_problem(domain).splitlines())
             options.options = options.parse_args(["domain.pddl", "problem.pddl"])
             options.options.invariant_generation_max_time = timeout_s
             task = parsing_functions.parse_task(domain, problem)
@@ -121,11 +203,9 @@ def synthesize_invariants(
         parts = tuple(_convert(part) for part in sorted(invariant.parts))
         if len(parts) == 1 and parts[0].counted_position is None:
             continue
-        if not added & {part.predicate for part in parts} or _violated(parts, task.init):
-            continue
-        groups.append(MutexGroup(parts, _preserves_exactly_one(parts, task.actions)))
-    kept = [g for g in groups if not any(_subsumes(h, g) for h in groups)]
-    return sorted(kept, key=lambda g: [(p.predicate, p.key_positions) for p in g.parts])
+        if added & {part.predicate for part in parts}:
+            groups.append(MutexGroup(parts, _preserves_exactly_one(parts, task.actions)))
+    return tuple(groups), "Time limit reached" not in log.getvalue()
 
 
 def _subsumes(big: MutexGroup, small: MutexGroup) -> bool:
@@ -138,28 +218,6 @@ def _minimal_problem(domain: list[Any]) -> str:
     header = domain[1] if len(domain) > 1 else None
     name = header[1] if isinstance(header, list) and len(header) == 2 else "domain"
     return f"(define (problem invariants) (:domain {name}) (:objects) (:init) (:goal (and)))"
-
-
-def _with_goal(problem: list[Any]) -> list[Any]:
-    """The parsed problem with a trivial goal inserted after ``:init`` if it has none."""
-    tags = [entry[0] if isinstance(entry, list) and entry else None for entry in problem]
-    if ":goal" in tags or ":init" not in tags:
-        return problem
-    at = tags.index(":init") + 1
-    return [*problem[:at], [":goal", ["and"]], *problem[at:]]
-
-
-def _violated(parts: tuple[InvariantPart, ...], init: Iterable[Any]) -> bool:
-    """Whether some group instance has more than one true atom in the initial state."""
-    by_predicate = {part.predicate: part for part in parts}
-    seen: set[tuple[str, ...]] = set()
-    for atom in init:
-        if isinstance(atom, pddl.Atom) and atom.predicate in by_predicate:
-            key = by_predicate[atom.predicate].key(atom.args)
-            if key in seen:
-                return True
-            seen.add(key)
-    return False
 
 
 def _convert(part: invariants.InvariantPart) -> InvariantPart:
@@ -213,3 +271,58 @@ def _preserves_exactly_one(
             ):
                 return False
     return True
+
+
+@dataclass(frozen=True)
+class Mined:
+    """Groups a graph satisfies for predicates no action changes, and why others were not proposed."""
+
+    suggested: list[MutexGroup]
+    notes: list[str]
+
+
+def mine_invariants(domain: Domain, entities: dict[str, str], facts: Iterable[GroundAtom],
+                    known: Iterable[MutexGroup] = ()) -> Mined:
+    """Propose exactly-one / at-most-one groups that hold for every entity of a type in a graph.
+
+    For each predicate that no action changes, of arity two or more, and each argument position
+    as the counted one (the others are the key): the group is proposed if no key has two atoms;
+    exactly-one if every combination of key entities has one, else at-most-one. Only meaningful
+    ones: each key position and the counted one must fit at least two entities (counted over the
+    entities whose type fits that argument), and some atom must hold. Groups in ``known`` are
+    not proposed again. ``entities`` maps names to types (the domain's constants are added).
+    """
+    typed = {**domain.constants, **entities}
+    by_predicate: dict[str, set[tuple[str, ...]]] = defaultdict(set)
+    for predicate, args in facts:
+        by_predicate[predicate].add(args)
+    known = set(known)
+    suggested, notes = [], []
+    for name in sorted(domain.static_predicates()):
+        params = domain.predicates[name].params
+        if len(params) < 2:
+            continue
+        fits = [sum(domain.accepts(p.types, t) for t in typed.values()) for p in params]
+        for counted in range(len(params)):
+            key = tuple(i for i in range(len(params)) if i != counted)
+            part = InvariantPart(name, key, counted)
+            pattern = part.pattern(tuple(f"?{_VARIABLES[i]}" for i in range(len(key))))
+            few = [i for i in (*key, counted) if fits[i] < 2]
+            if few:
+                t = " or ".join(params[few[0]].types)
+                notes.append(f"{pattern}: not proposed, only {fits[few[0]]} {t} in the graph "
+                             "(at least 2 are needed for the constraint to mean something)")
+                continue
+            per_key = Counter(part.key(args) for args in by_predicate[name])
+            if not per_key:
+                notes.append(f"{pattern}: not proposed, no {name} fact holds")
+                continue
+            if max(per_key.values()) > 1:
+                continue
+            combinations = 1
+            for i in key:
+                combinations *= fits[i]
+            group = MutexGroup((part,), len(per_key) == combinations, "mined")
+            if group not in known and replace(group, exactly_one=True) not in known:
+                suggested.append(group)
+    return Mined(_sorted(suggested), notes)

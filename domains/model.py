@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import functools
+import itertools
 import re
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -25,13 +25,14 @@ from domains.formula import (
     parse_effect,
     parse_formula,
     parse_typed_list,
-    quantifiers,
     to_pddl,
 )
 from domains.sexpr import Expr, PDDLError, SList, Sym, pos_of, read
 
 if TYPE_CHECKING:
-    from domains.invariants import MutexGroup
+    from collections.abc import Iterable
+
+    from domains.invariants import MutexGroup, Synthesis
 
 NAME_RE = re.compile(r"^[a-z][a-z0-9_\-]*$")
 
@@ -248,23 +249,23 @@ class Domain:
     # ---- either compilation ------------------------------------------------------------------
     @cached_property
     def either_sets(self) -> dict[tuple[str, ...], str]:
-        """Either-sets that need a type predicate for planners, mapped to that predicate's name."""
-        sets: dict[tuple[str, ...], str] = {}
+        """Either-sets of action parameters, mapped to the type predicate planners get for them.
 
-        def note(params: tuple[Param, ...]) -> None:
-            for p in params:
+        Quantified variables need none: `compile_formula` splits them by member type.
+        """
+        sets: dict[tuple[str, ...], str] = {}
+        for a in self.actions.values():
+            for p in a.params:
                 r = self.reduce_types(p.types)
                 if len(r) > 1:
                     sets.setdefault(r, "is_" + "_or_".join(r))
-
-        for a in self.actions.values():
-            note(a.params)
-            for f in [a.precondition, *(e.condition for e in a.effects)]:
-                for q in quantifiers(f):
-                    note(q.params)
-            for e in a.effects:
-                note(e.params)
         return sets
+
+    def split_either(self, params: tuple[Param, ...]) -> list[tuple[Param, ...]]:
+        """`params` once per combination of the member types of their (reduced) either-sets."""
+        members = [self.reduce_types(p.types) for p in params]
+        return [tuple(Param(p.name, (t,)) for p, t in zip(params, combo, strict=True))
+                for combo in itertools.product(*members)]
 
     def type_text(self, types: tuple[str, ...]) -> str:
         """A planner-safe type: the single reduced type or the common supertype of an either-set."""
@@ -281,7 +282,8 @@ class Domain:
         return out
 
     def compile_formula(self, f: Formula) -> Formula:
-        """Rewrite quantifiers over either-types with type-predicate guards."""
+        """Split quantifiers over either-types into one per member type (a conjunction for
+        `forall`, a disjunction for `exists`), so every quantified variable has one type."""
         if isinstance(f, Not):
             return Not(self.compile_formula(f.arg))
         if isinstance(f, And | Or):
@@ -290,11 +292,8 @@ class Domain:
             return Imply(self.compile_formula(f.left), self.compile_formula(f.right))
         if isinstance(f, Quantified):
             body = self.compile_formula(f.body)
-            g = self.guard(f.params)
-            if g:
-                cond = g[0] if len(g) == 1 else And(tuple(g))
-                body = Imply(cond, body) if f.kind == "forall" else And((cond, body))
-            return Quantified(f.kind, f.params, body)
+            parts = tuple(Quantified(f.kind, ps, body) for ps in self.split_either(f.params))
+            return parts[0] if len(parts) == 1 else (And if f.kind == "forall" else Or)(parts)
         return f
 
     def compiled_pddl(self) -> str:
@@ -303,7 +302,8 @@ class Domain:
         lines = [f"(define (domain {self.name})"]
         if self.requirements:
             lines.append(f"  (:requirements {' '.join(self.requirements)})")
-        lines.append("  (:types " + " ".join(f"{t} - {p}" for t, p in self.types.items() if p) + ")")
+        if subtypes := [f"{t} - {p}" for t, p in self.types.items() if p]:  # none in an untyped domain
+            lines.append("  (:types " + " ".join(subtypes) + ")")
         if self.constants:
             lines.append("  (:constants " + " ".join(f"{c} - {t}" for c, t in self.constants.items()) + ")")
         preds = [f"({p.name} {params_pddl(p.params, tt)})".replace(" )", ")") for p in self.predicates.values()]
@@ -323,13 +323,11 @@ class Domain:
     def _effect_pddl(self, e: Effect) -> str:
         tt = self.type_text
         lit = str(e.atom) if e.add else f"(not {e.atom})"
-        conds = [*self.guard(e.params), *([] if e.condition == TRUE else [self.compile_formula(e.condition)])]
-        if conds:
-            c = conds[0] if len(conds) == 1 else And(tuple(conds))
-            lit = f"(when {to_pddl(c, tt)} {lit})"
-        if e.params:
-            lit = f"(forall ({params_pddl(e.params, tt)}) {lit})"
-        return lit
+        if e.condition != TRUE:
+            lit = f"(when {to_pddl(self.compile_formula(e.condition), tt)} {lit})"
+        if not e.params:
+            return lit
+        return " ".join(f"(forall ({params_pddl(ps, tt)}) {lit})" for ps in self.split_either(e.params))
 
     def type_facts(self, objects: dict[str, str]) -> list[Atom]:
         """The static type-predicate atoms the compiled domain needs for these objects."""
@@ -348,14 +346,24 @@ class Domain:
 
     @cached_property
     def invariants(self) -> list[MutexGroup]:
-        """Mutex groups synthesised from the action schemas, plus domain.toml's declared ones.
+        """The invariants verification enforces.
+
+        A store sets the ones it keeps (see `graph.base.WorldGraph.init`); a domain on its own
+        has those derived for the empty start state.
+        """
+        return self.derive_invariants().kept
+
+    def derive_invariants(self, init: Iterable[tuple[str, tuple[str, ...]]] = ()) -> Synthesis:
+        """Mutex groups synthesised from the action schemas and kept for the start state `init`,
+        plus domain.toml's declared ones (always kept).
 
         Declared invariants may only constrain predicates that no action changes (such as where
-        people are): everything an action changes is covered by the synthesis.
+        people are): everything an action changes is covered by the synthesis. Raises ValueError
+        if the synthesis rejects the domain or a declared invariant is not of that kind.
         """
-        from domains.invariants import InvariantPart, MutexGroup
+        from domains.invariants import InvariantPart, MutexGroup, synthesize_invariants
 
-        groups = list(_synthesized(self.compiled_pddl()))
+        synthesis = synthesize_invariants(self.compiled_pddl(), init)
         static = self.static_predicates()
         for decl in self.meta.get("invariants", []):
             parts = []
@@ -367,20 +375,13 @@ class Domain:
                 key = tuple(p["key"])
                 rest = [i for i in range(pred.arity) if i not in key]
                 parts.append(InvariantPart(pred.name, key, rest[0] if len(rest) == 1 else None))
-            groups.append(MutexGroup(tuple(parts), bool(decl.get("exactly_one", False))))
-        return groups
+            synthesis.kept.append(MutexGroup(tuple(parts), bool(decl.get("exactly_one", False)), "declared"))
+        return synthesis
 
     def static_predicates(self) -> set[str]:
         """Predicates that no action adds or deletes."""
         changed = {e.atom.predicate for a in self.actions.values() for e in a.effects}
         return set(self.predicates) - changed
-
-
-@functools.lru_cache(maxsize=16)
-def _synthesized(compiled_pddl: str) -> tuple[MutexGroup, ...]:
-    from domains.invariants import synthesize_invariants
-
-    return tuple(synthesize_invariants(compiled_pddl))
 
 
 def _parse_action(sec: SList, source: str) -> Action:

@@ -29,6 +29,7 @@ class IssueKind(StrEnum):
     BAD_NAME = "bad_name"
     UNKNOWN_TYPE = "unknown_type"
     DUPLICATE_ENTITY = "duplicate_entity"
+    CONSTANT = "constant"
 
 
 @dataclass(frozen=True)
@@ -65,27 +66,50 @@ def verify(
     domain: Domain,
     add: Iterable[GroundAtom],
     remove: Iterable[GroundAtom],
-    new_entities: dict[str, str],
+    new_entities: Iterable[tuple[str, str]],
     view: StateView,
+    removed_entities: Iterable[str] = (),
 ) -> list[Issue]:
-    """All issues that forbid applying the change; an empty list means it is valid."""
+    """All issues that forbid applying the change; an empty list means it is valid.
+
+    `new_entities` are (name, type) pairs; `removed_entities` go with every fact about them.
+    """
     add, remove = list(dict.fromkeys(add)), list(dict.fromkeys(remove))
+    new_entities, gone = list(new_entities), list(dict.fromkeys(removed_entities))
     issues: list[Issue] = []
     mentioned = {a for _, args in add + remove for a in args}
-    known = {**domain.constants, **view.entity_types(mentioned | set(new_entities))}
-    for name, t in new_entities.items():
+    known = {**domain.constants, **view.entity_types(mentioned | {n for n, _ in new_entities} | set(gone))}
+    new: dict[str, str] = {}
+    for name, t in new_entities:
         if not NAME_RE.match(name):
             issues.append(Issue(IssueKind.BAD_NAME, f"'{name}' is not a valid name: use lower-case "
                                 "letters, digits, '_' and '-', starting with a letter"))
         if t not in domain.types:
             issues.append(Issue(IssueKind.UNKNOWN_TYPE, f"new entity '{name}' has unknown type '{t}'"
                                 f"{_suggest(t, domain.types)}"))
-        elif name in known and known[name] != t:
-            issues.append(Issue(IssueKind.DUPLICATE_ENTITY,
-                                f"'{name}' already exists as a {known[name]}, not a {t}"))
-    types = {**new_entities, **known}
+        if name in new:
+            issues.append(Issue(IssueKind.DUPLICATE_ENTITY, f"new entity '{name}' is declared twice"
+                                + (f" (as a {new[name]} and a {t})" if new[name] != t else "")))
+        elif name in known:
+            what = "a constant of the domain" if name in domain.constants else "an existing entity"
+            issues.append(Issue(IssueKind.DUPLICATE_ENTITY, f"'{name}' is {what} (a {known[name]}): "
+                                "it cannot be declared new" + (f" as a {t}" if known[name] != t else "")))
+        new.setdefault(name, t)
+    for name in gone:
+        if name in domain.constants:
+            issues.append(Issue(IssueKind.CONSTANT, f"'{name}' is a constant of the domain: it cannot be removed"))
+        elif name in new:
+            issues.append(Issue(IssueKind.CONTRADICTION, f"'{name}' is both declared new and removed"))
+        elif name not in known:
+            issues.append(Issue(IssueKind.UNKNOWN_ENTITY, f"cannot remove '{name}': it is not a known entity"
+                                f"{_suggest(name, known)}"))
+    types = {**new, **known}
     for atom in add + remove:
         issues += _check_atom(domain, atom, types)
+    for atom in add:
+        if gone_args := [a for a in atom[1] if a in gone]:
+            issues.append(Issue(IssueKind.UNKNOWN_ENTITY, f"cannot add {show(atom)}: '{gone_args[0]}' "
+                                "is removed by this change", show(atom)))
     if issues:
         return issues
     for atom in set(add) & set(remove):
@@ -101,7 +125,9 @@ def verify(
                                 show(atom)))
     if issues:
         return issues
-    return _check_invariants(domain.invariants, add, remove, view)
+    if gone:  # the removed entities' facts go with them
+        remove = list(dict.fromkeys([*remove, *view.facts_about(gone)]))
+    return _check_invariants(domain.invariants, add, remove, view, set(gone))
 
 
 def _check_atom(domain: Domain, atom: GroundAtom, types: dict[str, str]) -> list[Issue]:
@@ -129,8 +155,10 @@ def _check_atom(domain: Domain, atom: GroundAtom, types: dict[str, str]) -> list
 
 
 def _check_invariants(groups: list[MutexGroup], add: list[GroundAtom], remove: list[GroundAtom],
-                      view: StateView) -> list[Issue]:
-    """Check every mutex group instance the change touches, reading the state in two queries."""
+                      view: StateView, dropped: set[str]) -> list[Issue]:
+    """Check every mutex group instance the change touches, reading the state in two queries.
+
+    An instance about a removed entity (in `dropped`) goes with it: it may be left with none."""
     parts: dict[str, list[tuple[int, tuple[int, ...]]]] = defaultdict(list)
     for gi, g in enumerate(groups):
         for part in g.parts:
@@ -163,7 +191,7 @@ def _check_invariants(groups: list[MutexGroup], add: list[GroundAtom], remove: l
                     f"{' and '.join(show(a) for a in sorted(stale))}") if stale and new else ""
             out.append(Issue(IssueKind.INVARIANT,
                              f"{who} would have {listed} at once, but {g.describe()}{hint}", listed))
-        elif g.exactly_one and before and not after:
+        elif g.exactly_one and before and not after and dropped.isdisjoint(key):
             gone = " and ".join(show(a) for a in sorted(before))
             out.append(Issue(IssueKind.INVARIANT,
                              f"removing {gone} leaves {who} with none, but {g.describe()}; "
@@ -197,15 +225,14 @@ def check_goal(domain: Domain, goal: Formula, objects: dict[str, str]) -> list[I
             walk(f.left, scope)
             walk(f.right, scope)
         elif isinstance(f, Quantified):
-            inner = dict(scope)
             for p in f.params:
                 unknown = [t for t in p.types if t not in domain.types]
                 if unknown:
                     issues.append(Issue(IssueKind.UNKNOWN_TYPE, f"variable {p.name} has unknown type "
                                         f"'{unknown[0]}'{_suggest(unknown[0], domain.types)}"))
                     return
-                inner[p.name] = domain.type_text(p.types)
-            walk(f.body, inner)
+            for params in domain.split_either(f.params):  # each member type of an either-set
+                walk(f.body, {**scope, **{p.name: p.types[0] for p in params}})
 
     walk(goal, {**domain.constants, **objects})
-    return issues
+    return list(dict.fromkeys(issues))

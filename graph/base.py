@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import tomllib
 from abc import ABC, abstractmethod
-from collections.abc import Collection, Iterable
+from collections.abc import Callable, Collection, Iterable
 from contextlib import AbstractContextManager
+from dataclasses import replace
 from functools import cached_property
 
 from domains.formula import Atom, Formula, to_pddl
+from domains.invariants import Mined, MutexGroup, Synthesis, dump_groups, load_groups, mine_invariants
 from domains.model import Domain, Problem
-from domains.verify import GroundAtom, Issue, verify
+from domains.verify import GroundAtom, Issue, IssueKind, show, verify
 from graph.model import Change, Delta, Entity, Fact
 
 
@@ -33,6 +35,10 @@ class Tx(ABC):
     def entity_types(self, names: Collection[str]) -> dict[str, str]: ...
 
     @abstractmethod
+    def entities(self, names: Collection[str] | None = None) -> list[Entity]:
+        """All entities (constants of the domain excluded), or those named."""
+
+    @abstractmethod
     def present(self, atoms: Collection[GroundAtom]) -> set[GroundAtom]: ...
 
     @abstractmethod
@@ -43,10 +49,23 @@ class Tx(ABC):
 
     @abstractmethod
     def write(self, delta: Delta, undo_of: int | None) -> Change:
-        """Apply the delta and append it to the history, in this transaction."""
+        """Apply a recorded delta (see `record`) and append it to the history, in this transaction."""
+
+    def record(self, delta: Delta) -> Delta:
+        """The delta as it will be applied: removed entities whole, their facts in `remove`."""
+        if not delta.removed_entities:
+            return delta
+        names = delta.removed_names()
+        gone = [f for f in map(fact_of, self.facts_about(names)) if f not in delta.remove]
+        return delta.model_copy(update={"removed_entities": self.entities(names),
+                                        "remove": [*delta.remove, *sorted(gone, key=_order)]})
 
     @abstractmethod
     def change(self, change_id: int) -> Change | None: ...
+
+
+def _order(f: Fact) -> tuple[str, tuple[str, ...]]:
+    return (f.predicate, f.args)
 
 
 def atom_of(f: Fact) -> GroundAtom:
@@ -103,26 +122,62 @@ class WorldGraph(ABC):
     def close(self) -> None: ...
 
     # ---- domain binding -----------------------------------------------------------------------
-    def init(self, domain: Domain, force: bool = False) -> None:
-        """Bind an empty store to a domain (the domain text is kept in the store)."""
-        if self.get_meta("domain_pddl") is not None:
-            if not force:
-                raise GraphError(f"{self.url} is already initialised; use --force to start over")
+    def init(self, domain: Domain, force: bool = False, problem: Problem | None = None) -> Synthesis:
+        """Bind the store to a domain, with a problem's objects and :init as its first change.
+
+        All or nothing: the invariants are derived for the problem's initial state (the empty
+        state without one) and the problem is verified against them before the store is
+        touched, so on GraphError or ChangeRefused the store is as it was. The domain text and
+        the invariants kept are stored; the result also says which groups were dropped.
+        """
+        if self.get_meta("domain_pddl") is not None and not force:
+            raise GraphError(f"{self.url} is already initialised; use --force to start over")
+        synthesis, delta = _start(domain, problem)
+        if force:
             self.clear()
         toml_path = domain.path.parent / "domain.toml" if domain.path else None
         toml = toml_path.read_text() if toml_path and toml_path.is_file() else ""
         self.set_meta({"domain_pddl": domain.text, "domain_toml": toml,
-                       "domain_source": str(domain.path or domain.name)})
+                       "domain_source": str(domain.path or domain.name),
+                       "invariants": dump_groups(synthesis.kept)})
         self.__dict__.pop("domain", None)
+        if delta is not None:
+            self.apply(delta, verified=False)  # verified by _start: the graph is empty now
+        return synthesis
 
     @cached_property
     def domain(self) -> Domain:
+        """The stored domain, with the invariants the store keeps."""
         pddl = self.get_meta("domain_pddl")
         if pddl is None:
             raise GraphError(f"{self.url} is not initialised: run `kgplan init --domain NAME` first")
         dom = Domain.parse(pddl, self.get_meta("domain_source") or "stored domain")
         dom.meta = tomllib.loads(self.get_meta("domain_toml") or "")
+        if (stored := self.get_meta("invariants")) is not None:
+            dom.invariants = load_groups(stored)
         return dom
+
+    def suggest_invariants(self) -> Mined:
+        """Invariants the current graph satisfies for predicates no action changes (see
+        `domains.invariants.mine_invariants`), not yet among the store's."""
+        entities = {e.name: e.type for e in self.entities()}
+        return mine_invariants(self.domain, entities, map(atom_of, self.facts()), self.domain.invariants)
+
+    def accept_invariants(self, groups: Iterable[MutexGroup]) -> None:
+        """Store mined groups with the invariants; verification enforces them from now on.
+
+        Raises ChangeRefused if the current graph violates one (nothing is stored then).
+        """
+        groups = [replace(g, origin="mined") for g in groups]
+        issues = [Issue(IssueKind.INVARIANT, f"the graph has {' and '.join(map(show, w))}, but {g.describe()}")
+                  for g in groups if (w := g.overcrowded(map(atom_of, self.facts()))) is not None]
+        if issues:
+            raise ChangeRefused(issues)
+        self._set_invariants([*self.domain.invariants, *groups])
+
+    def _set_invariants(self, groups: list[MutexGroup]) -> None:
+        self.set_meta({"invariants": dump_groups(groups)})
+        self.__dict__.pop("domain", None)
 
     # ---- changes -----------------------------------------------------------------------------
     def check(self, delta: Delta) -> list[Issue]:
@@ -132,14 +187,24 @@ class WorldGraph(ABC):
 
     def _verify(self, tx: Tx, delta: Delta) -> list[Issue]:
         return verify(self.domain, map(atom_of, delta.add), map(atom_of, delta.remove),
-                      {e.name: e.type for e in delta.new_entities}, tx)
+                      [(e.name, e.type) for e in delta.new_entities], tx, delta.removed_names())
+
+    def _apply(self, tx: Tx, delta: Delta, verified: bool, undo_of: int | None) -> Change:
+        if verified and (issues := self._verify(tx, delta)):
+            raise ChangeRefused(issues)
+        return tx.write(tx.record(delta), undo_of)
 
     def apply(self, delta: Delta, *, verified: bool = True, undo_of: int | None = None) -> Change:
         """Verify and apply a delta atomically; raises ChangeRefused (graph unchanged) on issues."""
         with self.transaction() as tx:
-            if verified and (issues := self._verify(tx, delta)):
-                raise ChangeRefused(issues)
-            return tx.write(delta, undo_of)
+            return self._apply(tx, delta, verified, undo_of)
+
+    def apply_from(self, make: Callable[[Tx], Delta]) -> Change:
+        """Build a delta from the state as read in the write transaction, then verify and apply it
+        there: no other change can come between the reads and the write. `make` may raise to
+        abort (nothing is applied) and may be called again if the store retries the transaction."""
+        with self.transaction() as tx:
+            return self._apply(tx, make(tx), True, None)
 
     def undo(self, change_id: int) -> Change:
         """Apply the inverse of a change as a new change; history is never rewritten."""
@@ -149,22 +214,30 @@ class WorldGraph(ABC):
                 raise GraphError(f"no change with id {change_id}")
             inv = old.delta.inverse()
             inv.text = f"undo of change {change_id}"
-            if issues := self._verify(tx, inv):
-                raise ChangeRefused(issues)
-            return tx.write(inv, change_id)
+            return self._apply(tx, inv, True, change_id)
 
     # ---- problems ------------------------------------------------------------------------------
     def load_problem(self, problem: Problem | str, *, verified: bool = True) -> Change:
-        """Add a PDDL problem's objects and :init to the graph as one change."""
+        """Add a PDDL problem's objects and :init to the graph as one change.
+
+        Into an empty graph, the derived invariants are first derived again for the problem's
+        initial state (as `init` does with a problem); mined ones stay.
+        """
         if isinstance(problem, str):
             problem = Problem.parse(problem, "problem")
-        have = {e.name for e in self.entities(list(problem.objects))}
-        delta = Delta(
-            new_entities=[Entity(name=o, type=t) for o, t in problem.objects.items() if o not in have],
-            add=[fact_of(a) for a in dict.fromkeys(problem.init)],
-            source="load", text=f"problem {problem.name}",
-        )
-        return self.apply(delta, verified=verified)
+        if self.count() != (0, 0):
+            have = {e.name for e in self.entities(list(problem.objects))}
+            return self.apply(_problem_delta(problem, have), verified=verified)
+        mined = [g for g in self.domain.invariants if g.origin == "mined"]
+        synthesis, delta = _start(self.domain, problem, verified=False)  # verified as it is applied
+        before = self.get_meta("invariants")
+        self._set_invariants(synthesis.kept + mined)
+        try:
+            return self.apply(delta, verified=verified)
+        except BaseException:
+            if before is not None:  # the graph stays empty, so a crash here needs no restore
+                self._set_invariants(load_groups(before))
+            raise
 
     def to_problem(self, goal: Formula | str | None = None, facts: Iterable[Fact] | None = None,
                    name: str = "kgplan") -> str:
@@ -206,3 +279,50 @@ class WorldGraph(ABC):
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+class _EmptyState:
+    """The state of an empty graph, to verify a problem before anything is written."""
+
+    def entity_types(self, names: Collection[str]) -> dict[str, str]:
+        return {}
+
+    def present(self, atoms: Collection[GroundAtom]) -> set[GroundAtom]:
+        return set()
+
+    def facts_about(self, names: Collection[str]) -> list[GroundAtom]:
+        return []
+
+    def facts_of(self, predicates: Collection[str]) -> list[GroundAtom]:
+        return []
+
+
+def _problem_delta(problem: Problem, have: Collection[str]) -> Delta:
+    return Delta(
+        new_entities=[Entity(name=o, type=t) for o, t in problem.objects.items() if o not in have],
+        add=[fact_of(a) for a in dict.fromkeys(problem.init)],
+        source="load", text=f"problem {problem.name}",
+    )
+
+
+def _start(domain: Domain, problem: Problem | None, extra: Iterable[MutexGroup] = (),
+           verified: bool = True) -> tuple[Synthesis, Delta | None]:
+    """Invariants for a problem's initial state (the empty state without one), and the problem as
+    a change into an empty graph, verified against them (and `extra`) if `verified`.
+
+    Raises GraphError if the invariants cannot be derived, ChangeRefused if the problem is refused.
+    """
+    init = [(a.predicate, a.args) for a in problem.init] if problem else []
+    try:
+        synthesis = domain.derive_invariants(init)
+    except ValueError as e:
+        raise GraphError(f"cannot derive the invariants of domain {domain.name}: {e}") from e
+    if problem is None:
+        return synthesis, None
+    delta = _problem_delta(problem, ())
+    bound = replace(domain)
+    bound.invariants = [*synthesis.kept, *extra]
+    if verified and (issues := verify(bound, map(atom_of, delta.add), (),
+                                      [(e.name, e.type) for e in delta.new_entities], _EmptyState())):
+        raise ChangeRefused(issues)
+    return synthesis, delta

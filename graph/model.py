@@ -44,21 +44,35 @@ class Fact(BaseModel):
 
 
 class Delta(BaseModel):
-    """A proposed change with its provenance; applied all or nothing."""
+    """A proposed change with its provenance; applied all or nothing.
+
+    `removed_entities` are removed with every fact about them. A proposal names them; the
+    delta recorded in the history holds them whole (type and attrs) and lists their facts in
+    `remove`, so that its inverse restores them exactly.
+    """
 
     add: list[Fact] = Field(default_factory=list)
     remove: list[Fact] = Field(default_factory=list)
     new_entities: list[Entity] = Field(default_factory=list)
+    removed_entities: list[Entity | str] = Field(default_factory=list)
     source: Source = "user"
     text: str = ""
     model: str | None = None
     tokens: dict[str, int] = Field(default_factory=dict)
 
+    def removed_names(self) -> list[str]:
+        return [e if isinstance(e, str) else e.name for e in self.removed_entities]
+
     def inverse(self) -> Delta:
-        return Delta(add=list(self.remove), remove=list(self.add), source="undo")
+        """The delta that undoes this recorded one: created entities go (with whatever facts
+        they have then), removed ones come back with their type, attrs and facts."""
+        created = {e.name for e in self.new_entities}
+        return Delta(add=list(self.remove), remove=[f for f in self.add if created.isdisjoint(f.args)],
+                     new_entities=[e for e in self.removed_entities if isinstance(e, Entity)],
+                     removed_entities=sorted(created), source="undo")
 
     def is_empty(self) -> bool:
-        return not (self.add or self.remove or self.new_entities)
+        return not (self.add or self.remove or self.new_entities or self.removed_entities)
 
 
 class Change(BaseModel):

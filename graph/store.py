@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
 
 from graph.base import GraphError, WorldGraph
 
@@ -16,11 +19,11 @@ def open_graph(url: str | None = None) -> WorldGraph:
     Neo4j credentials and database come from $NEO4J_USER, $NEO4J_PASSWORD and
     $KGPLAN_NEO4J_DATABASE (default ``neo4j``).
     """
-    url = url or os.environ.get("KGPLAN_STORE") or DEFAULT_STORE
+    url = _url(url)
     if url.startswith("sqlite:"):
         from graph.backends.sqlite import SqliteGraph
 
-        return SqliteGraph(url.removeprefix("sqlite:").removeprefix("//") or "kgplan.db")
+        return SqliteGraph(_sqlite_path(url))
     if url.startswith(NEO4J_SCHEMES):
         from graph.backends.neo4j import Neo4jGraph
 
@@ -31,3 +34,30 @@ def open_graph(url: str | None = None) -> WorldGraph:
             database=os.environ.get("KGPLAN_NEO4J_DATABASE", "neo4j"),
         )
     raise GraphError(f"unknown store URL {url!r}: use sqlite:PATH or neo4j://HOST:PORT (or bolt://)")
+
+
+@contextmanager
+def creating(url: str | None = None) -> Iterator[WorldGraph]:
+    """Open a store to initialise it: a sqlite file that did not exist is removed again (with its
+    journal files) if the block raises, so a failed `init` leaves no store behind."""
+    url = _url(url)
+    path = Path(_sqlite_path(url)) if url.startswith("sqlite:") else None
+    new = path is not None and not path.exists()
+    g = open_graph(url)
+    try:
+        yield g
+    except BaseException:
+        g.close()
+        if new:
+            for extra in ("", "-wal", "-shm", "-journal"):
+                Path(f"{path}{extra}").unlink(missing_ok=True)
+        raise
+    g.close()
+
+
+def _url(url: str | None) -> str:
+    return url or os.environ.get("KGPLAN_STORE") or DEFAULT_STORE
+
+
+def _sqlite_path(url: str) -> str:
+    return url.removeprefix("sqlite:").removeprefix("//") or "kgplan.db"

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 from domains.formula import quantifiers
 from domains.model import Action
-from graph.base import ChangeRefused, WorldGraph, atom_of, fact_of
+from graph.base import ChangeRefused, Tx, WorldGraph, fact_of
 from graph.model import Delta
 from planners.state import Failure, PlanError, State, Step
 
@@ -32,37 +32,49 @@ def _quantified_types(act: Action) -> set[tuple[str, ...]]:
     return out
 
 
+class _Stop(Exception):
+    """A step cannot run: its reason."""
+
+
 def execute(graph: WorldGraph, plan: Sequence[Step], why: str = "") -> Execution:
     """Apply `plan` step by step, each step's preconditions checked on the graph as it is now.
 
-    Stops at the first step that cannot run (its preconditions no longer hold, or the change
-    is refused by verification), with the failure; earlier steps stay applied.
+    Each step is read, checked and written in one write transaction, so no concurrent change
+    can come between its check and its write. Stops at the first step that cannot run (its
+    preconditions no longer hold, or the change is refused by verification), with the failure;
+    earlier steps stay applied.
     """
     domain = graph.domain
-    objects = {e.name: e.type for e in graph.entities()}
     nullary = [p for p, pred in domain.predicates.items() if pred.arity == 0]
     out = Execution()
     for i, step in enumerate(plan, 1):
-        act = domain.actions.get(step.action)
-        names = set(step.args) | set(domain.constants)
-        if act is not None:
-            for types in _quantified_types(act):
-                names |= {o for o, t in objects.items() if domain.accepts(types, t)}
-        facts = [*graph.facts_about(names), *(f for p in nullary for f in graph.facts(p))]
-        state = State(domain, objects, map(atom_of, facts))
+
+        def make(tx: Tx, i: int = i, step: Step = step) -> Delta:
+            act = domain.actions.get(step.action)
+            quantified = _quantified_types(act) if act is not None else set()
+            if quantified:
+                everything = {e.name: e.type for e in tx.entities()}
+                objects = {o: t for o, t in everything.items()
+                           if o in step.args or any(domain.accepts(ts, t) for ts in quantified)}
+            else:
+                objects = tx.entity_types(step.args)
+            names = set(objects) | set(domain.constants)
+            state = State(domain, objects, [*tx.facts_about(names), *tx.facts_of(nullary)])
+            try:
+                act, b = state.bind(step)
+            except PlanError as e:
+                raise _Stop(str(e)) from e
+            if (bad := state.failed_conjunct(act.precondition, b)) is not None:
+                raise _Stop(f"precondition {bad} no longer holds in the graph")
+            added, removed = state.apply(step)
+            return Delta(add=[fact_of(a) for a in sorted(added)], remove=[fact_of(a) for a in sorted(removed)],
+                         source="plan", text=f"{why + ': ' if why else ''}step {i}/{len(plan)} {step}")
+
         try:
-            act, b = state.bind(step)
-        except PlanError as e:
+            out.changes.append(graph.apply_from(make).id)
+        except _Stop as e:
             out.failure = Failure(i, str(step), str(e))
             return out
-        if (bad := state.failed_conjunct(act.precondition, b)) is not None:
-            out.failure = Failure(i, str(step), f"precondition {bad} no longer holds in the graph")
-            return out
-        added, removed = state.apply(step)
-        delta = Delta(add=[fact_of(a) for a in sorted(added)], remove=[fact_of(a) for a in sorted(removed)],
-                      source="plan", text=f"{why + ': ' if why else ''}step {i}/{len(plan)} {step}")
-        try:
-            out.changes.append(graph.apply(delta).id)
         except ChangeRefused as e:
             out.failure = Failure(i, str(step), f"the change was refused: {e.issues[0]}")
             return out

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from unified_planning.io import PDDLReader
 
-from domains.formula import And, Atom, Quantified
+from domains.formula import And, Atom, Or, Param, Quantified
 from domains.model import Domain, Problem, resolve_domain
 from domains.sexpr import PDDLError
 from tests.conftest import HOUSEHOLD, l3mp_runs
@@ -37,14 +37,22 @@ def test_either_compiled_away(household: Domain) -> None:
     assert {a.args[0] for a in facts if a.predicate == guard} == {"fridge", "dryer"}
 
 
-def test_either_in_quantifier_is_guarded() -> None:
-    dom = Domain.parse("""(define (domain q) (:requirements :typing :universal-preconditions)
-      (:types a b c) (:predicates (p ?x - (either a b)) (done))
+def test_either_quantifiers_split_by_member_type() -> None:
+    """forall/exists over (either ...) become one quantifier per member type, in actions,
+    conditional effects and goals; no type predicate is needed for them."""
+    dom = Domain.parse("""(define (domain q) (:requirements :typing :adl)
+      (:types a b c - object d - a) (:predicates (p ?x - (either a b)) (done))
       (:action go :parameters ()
-        :precondition (forall (?x - (either a b)) (p ?x)) :effect (done)))""")
+        :precondition (forall (?x - (either a b d)) (p ?x))
+        :effect (and (done) (forall (?y - (either a b)) (when (p ?y) (not (p ?y)))))))""")
     pre = dom.compile_formula(dom.actions["go"].precondition)
-    assert isinstance(pre, Quantified)
-    assert "(imply (is_a_or_b ?x) (p ?x))" in dom.compiled_pddl()
+    assert pre == And((Quantified("forall", (Param("?x", ("a",)),), Atom("p", ("?x",))),
+                       Quantified("forall", (Param("?x", ("b",)),), Atom("p", ("?x",)))))
+    goal = dom.compile_formula(Quantified("exists", (Param("?x", ("a", "b")),), Atom("p", ("?x",))))
+    assert isinstance(goal, Or) and [q.params[0].types for q in goal.args] == [("a",), ("b",)]
+    text = dom.compiled_pddl()
+    assert "either" not in text and not dom.either_sets
+    assert "(forall (?y - a) (when (p ?y) (not (p ?y)))) (forall (?y - b) (when (p ?y) (not (p ?y))))" in text
 
 
 def test_compiled_domain_accepted_by_unified_planning(household: Domain, world_problem: Problem,

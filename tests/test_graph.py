@@ -162,3 +162,90 @@ def test_hostile_names_are_inert_below_verification(graph: WorldGraph, name: str
                       add=[Fact(predicate="cup_empty", args=(name,))]), verified=False)
     assert Fact(predicate="cup_empty", args=(name,)) in graph.facts(entity=name)
     assert len(graph.facts()) == n + 1
+
+
+def snapshot(g: WorldGraph) -> tuple[list[Entity], list[Fact]]:
+    """Everything undo must restore: entities with types and attrs, and facts."""
+    return g.entities(), g.facts()
+
+
+@pytest.mark.parametrize("new", [
+    [Entity(name="thing", type="cup"), Entity(name="thing", type="room")],  # the issue's repro
+    [Entity(name="thing", type="cup"), Entity(name="thing", type="cup")],
+    [Entity(name="apple", type="food")],  # exists already, same type
+    [Entity(name="apple", type="room")],  # exists already, another type
+])
+def test_an_entity_is_declared_new_once(graph: WorldGraph, new: list[Entity]) -> None:
+    before = snapshot(graph)
+    with pytest.raises(ChangeRefused) as exc:
+        graph.apply(Delta(new_entities=new, add=[F(f"(connected {new[0].name} {new[0].name})")]))
+    assert IssueKind.DUPLICATE_ENTITY in kinds(exc)
+    assert new[0].name in str(exc.value)
+    assert snapshot(graph) == before
+
+
+def test_remove_entity_with_its_facts_and_undo(graph: WorldGraph) -> None:
+    graph.apply(Delta(new_entities=[Entity(name="green_mug", type="cup", attrs={"colour": "green"})],
+                      add=[F("(on green_mug kitchen_counter)"), F("(cup_empty green_mug)")]))
+    before = snapshot(graph)
+    c = graph.apply(Delta(removed_entities=["green_mug"], text="the mug broke"))
+    assert graph.entities(["green_mug"]) == [] and graph.facts(entity="green_mug") == []
+    assert c.delta.removed_entities == [Entity(name="green_mug", type="cup", attrs={"colour": "green"})]
+    assert sorted(map(str, c.delta.remove)) == ["(cup_empty green_mug)", "(on green_mug kitchen_counter)"]
+    assert graph.history()[-1].delta == c.delta
+    u = graph.undo(c.id)
+    assert snapshot(graph) == before
+    graph.undo(u.id)  # undoing the undo removes it again
+    assert graph.entities(["green_mug"]) == [] and graph.facts(entity="green_mug") == []
+
+
+def test_undo_removes_the_entities_a_change_created(graph: WorldGraph) -> None:
+    before = snapshot(graph)
+    c = graph.apply(Delta(new_entities=[Entity(name="green_mug", type="cup", attrs={"colour": "green"})],
+                          add=[F("(on green_mug kitchen_counter)"), F("(cup_empty green_mug)")]))
+    graph.apply(Delta(remove=[F("(on green_mug kitchen_counter)")], add=[F("(on green_mug kitchen_table)")]))
+    graph.apply(Delta(add=[F("(clean green_mug)")]))
+    u = graph.undo(c.id)  # the mug goes, with the facts it has now
+    assert u.delta.removed_entities == [Entity(name="green_mug", type="cup", attrs={"colour": "green"})]
+    assert snapshot(graph) == before
+
+
+@pytest.mark.parametrize(("delta", "kind"), [
+    (Delta(removed_entities=["nosuch"]), IssueKind.UNKNOWN_ENTITY),
+    (Delta(removed_entities=["hallway"]), IssueKind.INVARIANT),  # the robot would be nowhere
+    (Delta(removed_entities=["kitchen_counter"]), IssueKind.INVARIANT),  # the apple would be nowhere
+    (Delta(removed_entities=["apple"], add=[F("(on apple kitchen_table)")]), IssueKind.UNKNOWN_ENTITY),
+    (Delta(removed_entities=["apple"], new_entities=[Entity(name="apple", type="food")]),
+     IssueKind.DUPLICATE_ENTITY),
+])
+def test_refused_entity_removals(graph: WorldGraph, delta: Delta, kind: IssueKind) -> None:
+    before = snapshot(graph)
+    with pytest.raises(ChangeRefused) as exc:
+        graph.apply(delta)
+    assert kind in kinds(exc)
+    assert snapshot(graph) == before
+
+
+def test_removing_an_entity_keeps_other_invariants(graph: WorldGraph) -> None:
+    """Removing the apple drops its location, which is its own: nothing else loses one."""
+    graph.apply(Delta(removed_entities=["apple"]))
+    assert graph.facts(entity="apple") == [] and graph.check(Delta(add=[F("(on apple kitchen_table)")]))
+
+
+CONST_DOMAIN = """(define (domain lamps) (:requirements :typing) (:types lamp room)
+  (:constants hall - room)
+  (:predicates (lit ?l - lamp) (lamp_in ?l - lamp ?r - room))
+  (:action light :parameters (?l - lamp) :precondition (not (lit ?l)) :effect (lit ?l)))"""
+
+
+def test_constants_cannot_be_removed_or_redeclared(empty_graph: WorldGraph) -> None:
+    empty_graph.init(Domain.parse(CONST_DOMAIN, "lamps"))
+    empty_graph.apply(Delta(new_entities=[Entity(name="lamp1", type="lamp")], add=[F("(lamp_in lamp1 hall)")]))
+    with pytest.raises(ChangeRefused) as exc:
+        empty_graph.apply(Delta(removed_entities=["hall"]))
+    assert kinds(exc) == {IssueKind.CONSTANT}
+    with pytest.raises(ChangeRefused) as exc:
+        empty_graph.apply(Delta(new_entities=[Entity(name="hall", type="room")]))
+    assert kinds(exc) == {IssueKind.DUPLICATE_ENTITY}
+    empty_graph.apply(Delta(removed_entities=["lamp1"]))
+    assert empty_graph.facts() == [] and empty_graph.entities() == []

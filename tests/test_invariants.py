@@ -1,4 +1,5 @@
-"""Tests for mutex-group synthesis with Fast Downward's invariant finder."""
+"""Invariants: synthesis with Fast Downward's invariant finder, kept for a store's start state and
+stored at `init`, mined from a graph; `init` is all or nothing."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from domains.invariants import InvariantPart, MutexGroup, synthesize_invariants
+from domains.model import Domain, Problem
 
 TINY_DOMAIN = """
 (define (domain tiny)
@@ -61,13 +63,14 @@ HAND = MutexGroup(
 )
 
 
-def _problem(init: str, goal: str = "(:goal (and))") -> str:
-    return f"""(define (problem p) (:domain tiny)
-      (:objects r - robot a b - item k l - room) (:init {init}) {goal})"""
+def _init(init: str) -> list[tuple[str, tuple[str, ...]]]:
+    problem = Problem.parse(f"(define (problem p) (:domain tiny) (:init {init}))")
+    return [(a.predicate, a.args) for a in problem.init]
 
 
 def test_tiny_domain_groups() -> None:
-    assert synthesize_invariants(TINY_DOMAIN) == [AT, ITEM, HAND]
+    synthesis = synthesize_invariants(TINY_DOMAIN)
+    assert synthesis.kept == [AT, ITEM, HAND] and not synthesis.dropped and synthesis.complete
 
 
 def test_describe() -> None:
@@ -75,11 +78,26 @@ def test_describe() -> None:
     assert HAND.describe() == "exactly one of handempty(?x), holding(?x, *) holds for each ?x"
 
 
-def test_problem_initial_state_filters_violated_groups() -> None:
-    consistent = _problem("(at r k) (handempty r) (in a k) (in b l)", goal="")
-    assert synthesize_invariants(TINY_DOMAIN, consistent) == [AT, ITEM, HAND]
-    two_rooms = _problem("(at r k) (at r l) (handempty r) (in a k)")
-    assert synthesize_invariants(TINY_DOMAIN, two_rooms) == [ITEM, HAND]
+def test_initial_state_filters_violated_groups() -> None:
+    consistent = _init("(at r k) (handempty r) (in a k) (in b l)")
+    assert synthesize_invariants(TINY_DOMAIN, consistent).kept == [AT, ITEM, HAND]
+    two_rooms = synthesize_invariants(TINY_DOMAIN, _init("(at r k) (at r l) (handempty r) (in a k)"))
+    assert two_rooms.kept == [ITEM, HAND]
+    assert [d.group for d in two_rooms.dropped] == [AT]
+    assert two_rooms.dropped[0].describe() == (
+        "at most one of at(?x, *) holds for each ?x: dropped, the initial state has (at r k) and (at r l)")
+    # a dropped group's smaller groups are invariants of their own: {holding, in} stays when ITEM goes
+    smaller = synthesize_invariants(TINY_DOMAIN, _init("(in a k) (broken a)"))
+    assert ITEM not in smaller.kept
+    assert MutexGroup((InvariantPart("holding", (1,), 0), InvariantPart("in", (0,), 1)), False) in smaller.kept
+
+
+def test_groups_round_trip_through_json() -> None:
+    from domains.invariants import dump_groups, load_groups
+
+    groups = [AT, ITEM, MutexGroup(HAND.parts, True, "mined")]
+    back = load_groups(dump_groups(groups))
+    assert back == groups and [g.origin for g in back] == ["derived", "derived", "mined"]
 
 
 def test_quiet_and_errors(capsys: pytest.CaptureFixture[str]) -> None:
@@ -96,10 +114,182 @@ def test_l3mp_household_item_location_group() -> None:
     if not domains:
         pytest.skip("KGPLAN_L3MP_DIR unset or without <seed>/domain.pddl")
     text = re.sub(r"\(either[^()]*\)", "object", domains[0].read_text())
-    groups = {frozenset(p.predicate for p in g.parts): g for g in synthesize_invariants(text)}
+    groups = {frozenset(p.predicate for p in g.parts): g for g in synthesize_invariants(text).kept}
     places = ["fridge", "laundrybasket", "dryer", "washer", "table", "kitchensink", "shelf"]
     item = frozenset(["in_agent_hand", "in_person_hand", *(f"placed_at_{p}" for p in places)])
     assert item in groups
     assert all(p.key_positions == (0,) and p.counted_position == 1 for p in groups[item].parts)
     assert groups[frozenset(["agent_in_room"])].exactly_one
     assert frozenset(["glass_empty", "glass_has_liquid"]) in groups
+
+
+# ---- invariants of a store ---------------------------------------------------------------------------
+
+SHAPES = Path(__file__).parent / "domains_inv"
+OFFICE = """
+(define (domain office)
+  (:requirements :strips :typing)
+  (:types person room robot mode)
+  (:predicates (person_in_room ?p - person ?r - room) (robot_in ?b - robot ?r - room)
+               (door ?a - room ?b - room) (robot_mode ?b - robot ?m - mode))
+  (:action go
+    :parameters (?b - robot ?from - room ?to - room)
+    :precondition (and (robot_in ?b ?from) (door ?from ?to))
+    :effect (and (not (robot_in ?b ?from)) (robot_in ?b ?to))))
+"""
+
+
+def _shape(name: str) -> tuple[Domain, Problem]:
+    return Domain.load(SHAPES / name), Problem.parse((SHAPES / name / "problem.pddl").read_text())
+
+
+def _atoms(problem: Problem) -> list[tuple[str, tuple[str, ...]]]:
+    return [(a.predicate, a.args) for a in problem.init]
+
+
+@pytest.mark.parametrize("shape", ["stacks", "sokoban", "satellite", "snacks"])
+def test_legal_start_states_of_every_shape_load_and_plan(empty_graph, shape: str) -> None:
+    """Groups no action grows (one clear surface, one powered satellite...) that the start state
+    violates are dropped, not enforced: the problem loads, plans, and its plan executes verified."""
+    from agent.planning import plan
+    from domains.formula import to_pddl
+    from planners.execute import execute
+    from planners.state import Step
+
+    domain, problem = _shape(shape)
+    empty_graph.init(domain)
+    empty_graph.load_problem(problem)
+    kept = empty_graph.domain.invariants
+    assert kept and all(g.overcrowded(_atoms(problem)) is None for g in kept)
+    report = plan(empty_graph, to_pddl(problem.goal))
+    assert report.solved, report.message
+    assert execute(empty_graph, [Step.parse(s) for s in report.plan]).done
+
+
+@pytest.mark.parametrize("shape", ["stacks", "sokoban", "satellite", "snacks"])
+def test_init_with_a_problem_reports_the_dropped_groups(empty_graph, shape: str) -> None:
+    domain, problem = _shape(shape)
+    synthesis = empty_graph.init(domain, problem=problem)
+    assert synthesis.dropped and empty_graph.count()[0] == len(problem.objects)
+    for d in synthesis.dropped:
+        assert d.group not in empty_graph.domain.invariants
+        assert len(d.witness) == 2 and set(d.witness) <= set(_atoms(problem))
+
+
+def test_kept_invariants_still_refuse_corruptions(empty_graph) -> None:
+    from graph.base import ChangeRefused
+    from graph.model import Delta, Fact
+
+    domain, problem = _shape("stacks")
+    empty_graph.init(domain, problem=problem)
+    with pytest.raises(ChangeRefused, match="would have"):  # a crate on two surfaces at once
+        empty_graph.apply(Delta(add=[Fact.parse("(on c1 p2)")], remove=[Fact.parse("(clear p2)")]))
+
+
+def test_invariants_are_stored_and_read_without_synthesis(store_url: str, empty_graph,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    from domains import invariants
+    from graph.store import open_graph
+
+    domain, problem = _shape("satellite")
+    empty_graph.init(domain, problem=problem)
+    stored = empty_graph.get_meta("invariants")
+    assert stored and "power_avail" not in stored and "pointing" in stored
+
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise AssertionError("invariants synthesised again")
+
+    monkeypatch.setattr(invariants, "synthesize_invariants", refuse)
+    with open_graph(store_url) as again:
+        assert again.domain.invariants == invariants.load_groups(stored)
+
+
+def test_declared_invariants_stay_with_their_origin(empty_graph, household, world_problem) -> None:
+    empty_graph.init(household, problem=world_problem)
+    origins = {(g.parts[0].predicate, g.origin) for g in empty_graph.domain.invariants}
+    assert {("person_at", "declared"), ("in_room", "declared"), ("agent_at", "derived")} <= origins
+
+
+def test_a_problem_loaded_into_the_empty_graph_derives_them_again(empty_graph) -> None:
+    """Initialised without a problem, the store keeps the groups of the empty state; the first
+    problem loaded into the empty graph derives them again for its initial state."""
+    domain, problem = _shape("sokoban")
+    empty_graph.init(domain)
+    one_clear = MutexGroup((InvariantPart("clear", (), 0),), True)
+    assert one_clear in empty_graph.domain.invariants
+    empty_graph.load_problem(problem)
+    assert one_clear not in empty_graph.domain.invariants
+    assert empty_graph.domain.invariants == synthesize_invariants(domain.compiled_pddl(), _atoms(problem)).kept
+
+
+def test_a_refused_problem_leaves_the_stored_invariants(empty_graph) -> None:
+    from graph.base import ChangeRefused
+
+    domain, problem = _shape("sokoban")
+    empty_graph.init(domain)
+    before = empty_graph.get_meta("invariants")
+    problem.init.append(problem.init[0].__class__("stone_at", ("a", "b")))  # a cell is no stone
+    with pytest.raises(ChangeRefused, match="is a cell"):
+        empty_graph.load_problem(problem)
+    assert empty_graph.get_meta("invariants") == before and empty_graph.count() == (0, 0)
+
+
+# ---- mined invariants ------------------------------------------------------------------------------
+
+def _office(empty_graph, init: str, objects: str = "ann bob cy - person r1 r2 - room robot - robot"):
+    domain = Domain.parse(OFFICE)
+    problem = Problem.parse(f"(define (problem o) (:domain office) (:objects {objects}) (:init {init}))")
+    empty_graph.init(domain, problem=problem)
+    return empty_graph
+
+
+def test_mining_proposes_what_holds_for_every_entity_of_a_type(empty_graph) -> None:
+    g = _office(empty_graph, "(person_in_room ann r1) (person_in_room bob r1) (person_in_room cy r2) "
+                             "(robot_in robot r1) (door r1 r2) (door r2 r1)")
+    mined = g.suggest_invariants()
+    person = MutexGroup((InvariantPart("person_in_room", (0,), 1),), True)
+    door = MutexGroup((InvariantPart("door", (0,), 1),), True)
+    door_back = MutexGroup((InvariantPart("door", (1,), 0),), True)
+    assert mined.suggested == [door, door_back, person]
+    assert all(m.origin == "mined" for m in mined.suggested)
+    assert any("robot_mode(?x, *)" in n and "only 1 robot" in n for n in mined.notes)
+    assert any("robot_mode(*, ?x)" in n and "only 0 mode" in n for n in mined.notes)
+
+
+def test_mining_says_at_most_one_when_some_entity_has_none(empty_graph) -> None:
+    g = _office(empty_graph, "(person_in_room ann r1) (person_in_room bob r2) (robot_in robot r1)")
+    suggested = g.suggest_invariants().suggested
+    assert MutexGroup((InvariantPart("person_in_room", (0,), 1),), False) in suggested  # cy: nowhere
+    assert MutexGroup((InvariantPart("person_in_room", (1,), 0),), True) in suggested
+
+
+def test_accepted_mined_invariants_are_stored_and_enforced(store_url: str, empty_graph) -> None:
+    from graph.base import ChangeRefused
+    from graph.model import Delta, Fact
+    from graph.store import open_graph
+
+    g = _office(empty_graph, "(person_in_room ann r1) (person_in_room bob r1) (person_in_room cy r2)")
+    g.apply(Delta(add=[Fact.parse("(person_in_room ann r2)")]))  # nothing derived forbids it today
+    g.apply(Delta(remove=[Fact.parse("(person_in_room ann r2)")]))
+    person = [m for m in g.suggest_invariants().suggested if m.parts[0].key_positions == (0,)]
+    g.accept_invariants(person)
+    with open_graph(store_url) as again:
+        assert [m for m in again.domain.invariants if m.origin == "mined"] == person
+        with pytest.raises(ChangeRefused, match="exactly one of person_in_room"):
+            again.apply(Delta(add=[Fact.parse("(person_in_room ann r2)")]))
+        again.apply(Delta(add=[Fact.parse("(person_in_room ann r2)")],
+                          remove=[Fact.parse("(person_in_room ann r1)")]))  # moving is fine
+        assert not again.suggest_invariants().suggested or person[0] not in again.suggest_invariants().suggested
+
+
+@pytest.mark.dataset
+def test_l3mp_every_person_is_in_exactly_one_room(tmp_path: Path) -> None:
+    from graph.backends.sqlite import SqliteGraph
+
+    root = Path(os.environ.get("KGPLAN_L3MP_DIR", ""))
+    runs = sorted(p.parent for p in root.glob("*/problem.pddl")) if root.name else []
+    if not runs:
+        pytest.skip("KGPLAN_L3MP_DIR unset or without <seed>/problem.pddl")
+    g = SqliteGraph(tmp_path / "l3mp.db")
+    g.init(Domain.load(runs[0] / "domain.pddl"), problem=Problem.parse((runs[0] / "problem.pddl").read_text()))
+    assert MutexGroup((InvariantPart("person_in_room", (0,), 1),), True) in g.suggest_invariants().suggested

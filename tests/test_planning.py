@@ -206,3 +206,44 @@ def test_moving_an_item_keeps_where_it_is_now(world: SqliteGraph) -> None:
     r = plan(world, "(on apple kitchen_table)")
     assert r.solved and not r.used_full_state, r.message
     assert "(pick_up robot apple kitchen_counter kitchen)" in r.plan
+
+
+def test_untyped_domain_plans_end_to_end(tmp_path: Path) -> None:
+    """An untyped domain compiles without a (:types) section and plans through `kgplan plan`."""
+    blocks = Path(__file__).parent / "domains" / "blocks"
+    assert "(:types" not in Domain.load(blocks).compiled_pddl()
+    runner = CliRunner()
+    store = ["--store", f"sqlite:{tmp_path / 'u.db'}"]
+    res = runner.invoke(app, [*store, "init", "--domain", str(blocks), "--problem", str(blocks / "p01.pddl")])
+    assert res.exit_code == 0, res.output
+    res = runner.invoke(app, [*store, "plan", "--goal", "(and (on green blue) (on blue red))", "--json"])
+    assert res.exit_code == 0, res.output
+    data = json.loads(res.stdout)
+    assert data["status"] == "solved" and len(data["plan"]) == 6
+
+
+@pytest.mark.parametrize("planner", ["fd", "symk-opt"])
+def test_goals_quantifying_over_either_types(world: SqliteGraph, planner: str) -> None:
+    """forall and exists over (either ...) are checked per member type and planned correctly."""
+    goal = "(forall (?x - (either light tv)) (not (switched_on ?x)))"
+    r = plan(world, goal, planner=planner)
+    assert r.solved, r.message
+    state = full_state(world)
+    assert simulate(state, [Step.parse(s) for s in r.plan], None) is None
+    assert not any(p == "switched_on" and state.objects[a[0]] in ("light", "tv") for p, a in state.facts)
+    r = plan(world, "(exists (?x - (either light tv)) (and (in_room ?x living_room) (not (switched_on ?x))))",
+             planner=planner)
+    assert r.solved and len(r.plan) == 2 and r.plan[-1].startswith("(switch_off robot living_room_"), r.plan
+    r = plan(world, "(forall (?x - (either cloth dish cup)) (clean ?x))", planner=planner)
+    assert r.solved, r.message
+    state = full_state(world)
+    assert simulate(state, [Step.parse(s) for s in r.plan], None) is None
+    assert all(("clean", (o,)) in state.facts for o in state.of_type(("cloth", "dish", "cup")))
+
+
+def test_either_quantified_goal_types_are_checked(world: SqliteGraph) -> None:
+    # nothing moves furniture or devices: accepted, then proven unsolvable (it used to raise KeyError)
+    r = plan(world, "(forall (?x - (either light tv)) (in_room ?x kitchen))")
+    assert r.status == "unsolvable"
+    with pytest.raises(GraphError, match=r"'\?x' is a light, but clean expects a cloth or dish or cup"):
+        plan(world, "(forall (?x - (either cloth light)) (clean ?x))")

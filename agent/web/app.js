@@ -230,6 +230,7 @@ async function loadHistory() {
       .filter(Boolean).join(", ");
     const diff = el("div", { class: "diff" },
       ...c.new_entities.map((e) => el("div", { class: "add" }, `new ${e.name} - ${e.type}`)),
+      ...c.removed_entities.map((name) => el("div", { class: "remove" }, `gone ${name}`)),
       ...c.remove.map((f) => el("div", { class: "remove" }, "- " + f.text)),
       ...c.add.map((f) => el("div", { class: "add" }, "+ " + f.text)),
       Object.values(c.sizes).some((n) => n > 20)

@@ -35,7 +35,8 @@ from neo4j.exceptions import (
     TransientError,
 )
 
-from domains.model import Domain
+from domains.invariants import Synthesis
+from domains.model import Domain, Problem
 from domains.verify import GroundAtom, Issue
 from graph.base import GraphError, Tx, WorldGraph, fact_of
 from graph.model import Change, Delta, Entity, Fact
@@ -104,6 +105,7 @@ ADD_FACTS = ("UNWIND $rows AS r MERGE (f:Fact {predicate: r.p, args: r.j}) WITH 
              "UNWIND range(0, size(r.args) - 1) AS i MATCH (e:Entity {name: r.args[i]}) "
              "MERGE (f)-[:ARG {pos: i}]->(e)")
 DEL_FACTS = "UNWIND $rows AS r MATCH (f:Fact {predicate: r.p, args: r.j}) DETACH DELETE f"
+DEL_ENTITIES = "UNWIND $rows AS r MATCH (n:Entity {name: r.name}) DETACH DELETE n"
 ADD_CHANGE = ("MERGE (s:Meta {key: 'change_seq'}) ON CREATE SET s.seq = 0 SET s.seq = s.seq + 1 "
               "CREATE (c:Change {id: s.seq, time: $time, undo_of: $undo_of, delta: $delta}) "
               "RETURN c.id AS id")
@@ -151,6 +153,14 @@ def _entity_types(q: Runner, names: Collection[str], lead: str = "") -> dict[str
     return {r["nm"]: r["type"] for r in rows}
 
 
+def _entities(q: Runner, names: Collection[str] | None, consts: Collection[str]) -> list[Entity]:
+    """All entities or those named, constants of the domain excluded, by name."""
+    query = "MATCH (n:Entity)" if names is None else "UNWIND $names AS nm MATCH (n:Entity {name: nm})"
+    query += " WHERE NOT n.name IN $consts RETURN n.name AS name, n.type AS type, n.attrs AS attrs"
+    rows = q.run(query + " ORDER BY name", {"names": list(names or ()), "consts": list(consts)})
+    return [Entity(name=r["name"], type=r["type"], attrs=json.loads(r["attrs"])) for r in rows]
+
+
 def _present(q: Runner, atoms: Collection[GroundAtom]) -> set[GroundAtom]:
     atoms = list(atoms)
     if not atoms:
@@ -189,9 +199,9 @@ def _change(r: Any) -> Change:
 class _Neo4jTx(Tx):
     """One write transaction; it takes the writers' lock with its first statement.
 
-    Writers are serialised and entities are never deleted by a change, so what the transaction
-    reads stands until it writes. It remembers which entities exist or not (no fact mentions an
-    absent entity; the entities of a verified change need no existence check before writing),
+    Writers are serialised, so what the transaction reads stands until it writes. It remembers
+    which entities exist or not, updated by its own writes (no fact mentions an absent entity;
+    the entities of a verified change need no existence check before writing),
     and `prefetch` reads everything verifying a small change needs in one round trip.
     """
 
@@ -218,8 +228,9 @@ class _Neo4jTx(Tx):
         """Read, in one statement, the types of the entities `delta` mentions and every fact
         about the subjects (first arguments) of its facts: the answers of verification's reads."""
         facts = [*delta.add, *delta.remove]
-        names = sorted({a for f in facts for a in f.args} | {e.name for e in delta.new_entities})
-        subjects = sorted({f.args[0] for f in facts if f.args})
+        gone = set(delta.removed_names())
+        names = sorted({a for f in facts for a in f.args} | {e.name for e in delta.new_entities} | gone)
+        subjects = sorted({f.args[0] for f in facts if f.args} | gone)
         if not names and self.locked:
             return
         unary = [p for p, n in _arities(self.graph.domain).items() if n == 1]
@@ -243,6 +254,10 @@ class _Neo4jTx(Tx):
         self.existing |= found.keys()
         self.absent |= set(names) - found.keys()
         return found
+
+    def entities(self, names: Collection[str] | None = None) -> list[Entity]:
+        self._lock()
+        return _entities(self.tx, names, self.graph.domain.constants)
 
     def present(self, atoms: Collection[GroundAtom]) -> set[GroundAtom]:
         self._lock()
@@ -281,8 +296,9 @@ class _Neo4jTx(Tx):
         unchecked = sorted(used - self.existing - merged)
         if unchecked and (missing := [r["nm"] for r in self.tx.run(MISSING, {"names": unchecked})]):
             raise GraphError(f"cannot add facts about unknown entities: {missing}")
-        self.existing |= merged
-        self.absent -= merged
+        gone = set(delta.removed_names())
+        self.existing = (self.existing | merged) - gone
+        self.absent = (self.absent - merged) | gone
 
         props: dict[str, dict[str, bool | None]] = defaultdict(dict)  # entity -> unary changes
         world: dict[str, bool | None] = {}
@@ -303,7 +319,8 @@ class _Neo4jTx(Tx):
                   (SET_PROPS, [{"a": a, "props": p} for a, p in props.items()])]
         writes += [((ADD_EDGES if added else DEL_EDGES).replace("{p}", p), pairs)
                    for (p, added), pairs in sorted(edges.items(), key=lambda kv: kv[0][1])]
-        writes += [(DEL_FACTS, reified[False]), (ADD_FACTS, reified[True])]
+        writes += [(DEL_FACTS, reified[False]), (ADD_FACTS, reified[True]),
+                   (DEL_ENTITIES, [{"name": n} for n in sorted(gone)])]
         writes = [(q, r) for q, r in writes if r]
 
         change = Change(id=0, delta=delta, undo_of=undo_of)
@@ -402,12 +419,13 @@ class Neo4jGraph(WorldGraph):
         with self._write(lock=False) as tx:
             yield _Neo4jTx(tx, self)  # takes the lock with its first statement
 
-    def init(self, domain: Domain, force: bool = False) -> None:
+    def init(self, domain: Domain, force: bool = False, problem: Problem | None = None) -> Synthesis:
         _arities(domain)  # refuse a domain this backend cannot store before binding it
-        super().init(domain, force)
+        return super().init(domain, force, problem)
 
     def _verify(self, tx: Tx, delta: Delta) -> list[Issue]:
-        if isinstance(tx, _Neo4jTx) and len(delta.add) + len(delta.remove) + len(delta.new_entities) <= CHUNK:
+        size = len(delta.add) + len(delta.remove) + len(delta.new_entities) + len(delta.removed_entities)
+        if isinstance(tx, _Neo4jTx) and size <= CHUNK:
             tx.prefetch(delta)  # a small change is verified from one read
         return super()._verify(tx, delta)
 
@@ -446,15 +464,8 @@ class Neo4jGraph(WorldGraph):
         return list(d.constants) if (d := self._bound()) else []
 
     def entities(self, names: Collection[str] | None = None) -> list[Entity]:
-        q = "MATCH (n:Entity)"
-        if names is not None:
-            q = "UNWIND $names AS nm MATCH (n:Entity {name: nm})"
-        q += " WHERE NOT n.name IN $consts RETURN n.name AS name, n.type AS type, n.attrs AS attrs"
         with self._session() as s:
-            rows = s.run(q + " ORDER BY name", {"names": list(names or ()),
-                                                "consts": self._constants()})
-            return [Entity(name=r["name"], type=r["type"], attrs=json.loads(r["attrs"]))
-                    for r in rows]
+            return _entities(s, names, self._constants())
 
     def facts(self, predicate: str | None = None, entity: str | None = None) -> list[Fact]:
         arity = self._arity()

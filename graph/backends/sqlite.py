@@ -44,6 +44,9 @@ class _SqliteTx(Tx):
     def entity_types(self, names: Collection[str]) -> dict[str, str]:
         return _entity_types(self.db, names)
 
+    def entities(self, names: Collection[str] | None = None) -> list[Entity]:
+        return _entities(self.db, names)
+
     def present(self, atoms: Collection[GroundAtom]) -> set[GroundAtom]:
         out: set[GroundAtom] = set()
         for chunk in _chunks(list(atoms)):
@@ -77,6 +80,7 @@ class _SqliteTx(Tx):
         db.executemany("DELETE FROM fact_args WHERE fact_id IN (SELECT id FROM facts WHERE predicate=? AND args=?)",
                        removed)
         db.executemany("DELETE FROM facts WHERE predicate=? AND args=?", removed)
+        db.executemany("DELETE FROM entities WHERE name=?", [(n,) for n in delta.removed_names()])
         # New rows get ids above the current maximum (rowids without AUTOINCREMENT): exactly the
         # facts inserted now (not those already present) get their argument index rows.
         (top,) = db.execute("SELECT coalesce(max(id), 0) FROM facts").fetchone()
@@ -107,6 +111,17 @@ def _entity_types(db: sqlite3.Connection, names: Collection[str]) -> dict[str, s
         q = f"SELECT name, type FROM entities WHERE name IN ({','.join('?' * len(chunk))})"
         out.update(db.execute(q, chunk).fetchall())
     return out
+
+
+def _entities(db: sqlite3.Connection, names: Collection[str] | None) -> list[Entity]:
+    if names is None:
+        rows = db.execute("SELECT name, type, attrs FROM entities ORDER BY name").fetchall()
+    else:
+        rows = []
+        for chunk in _chunks(sorted(names)):
+            q = f"SELECT name, type, attrs FROM entities WHERE name IN ({','.join('?' * len(chunk))})"
+            rows += db.execute(q, chunk).fetchall()
+    return [Entity(name=n, type=t, attrs=json.loads(a)) for n, t, a in rows]
 
 
 def _facts_about(db: sqlite3.Connection, names: Collection[str]) -> list[Fact]:
@@ -161,14 +176,7 @@ class SqliteGraph(WorldGraph):
             db.executemany("INSERT OR REPLACE INTO meta(key, value) VALUES (?,?)", values.items())
 
     def entities(self, names: Collection[str] | None = None) -> list[Entity]:
-        if names is None:
-            rows = self.db.execute("SELECT name, type, attrs FROM entities ORDER BY name").fetchall()
-        else:
-            rows = []
-            for chunk in _chunks(sorted(names)):
-                q = f"SELECT name, type, attrs FROM entities WHERE name IN ({','.join('?' * len(chunk))})"
-                rows += self.db.execute(q, chunk).fetchall()
-        return [Entity(name=n, type=t, attrs=json.loads(a)) for n, t, a in rows]
+        return _entities(self.db, names)
 
     def facts(self, predicate: str | None = None, entity: str | None = None) -> list[Fact]:
         if entity is not None:

@@ -1,0 +1,5 @@
+(define (problem three-floors) (:domain lift)
+  (:objects f0 f1 f2 - floor ann bob - passenger)
+  (:init (above f0 f1) (above f0 f2) (above f1 f2) (lift-at f0)
+         (origin ann f0) (destin ann f2) (origin bob f2) (destin bob f1))
+  (:goal (forall (?p - passenger) (served ?p))))

@@ -1,0 +1,5 @@
+(define (problem two-satellites) (:domain orbit)
+  (:objects sat1 sat2 - satellite cam1 cam2 - instrument north south - direction infrared - mode)
+  (:init (on_board cam1 sat1) (on_board cam2 sat2) (supports cam1 infrared) (supports cam2 infrared)
+         (power_avail sat1) (power_avail sat2) (pointing sat1 north) (pointing sat2 north))
+  (:goal (and (have_image north infrared) (have_image south infrared))))

@@ -1,0 +1,5 @@
+(define (problem two-children) (:domain snacks)
+  (:objects b1 b2 - bread f1 f2 - filling s1 s2 - sandwich t - tray ann bob - child)
+  (:init (bread_in_kitchen b1) (bread_in_kitchen b2) (filling_in_kitchen f1) (filling_in_kitchen f2)
+         (unmade s1) (unmade s2) (waiting ann) (waiting bob))
+  (:goal (and (served ann) (served bob))))

@@ -1,0 +1,5 @@
+(define (problem line) (:domain boxes)
+  (:objects a b c d e - cell s - stone)
+  (:init (player a) (stone_at s c) (clear b) (clear d) (clear e)
+         (next a b) (next b c) (next c d) (next d e) (next e d) (next d c) (next c b) (next b a))
+  (:goal (stone_at s e)))

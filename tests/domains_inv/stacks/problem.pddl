@@ -1,0 +1,5 @@
+(define (problem two-stacks) (:domain stacks)
+  (:objects depot - place p0 p1 p2 - pallet c0 c1 c2 - crate h - hoist)
+  (:init (at p0 depot) (at p1 depot) (at p2 depot) (at c0 depot) (at c1 depot) (at c2 depot)
+         (at h depot) (on c0 p0) (on c1 c0) (on c2 p1) (clear c1) (clear c2) (clear p2) (available h))
+  (:goal (and (on c1 p1) (on c2 c1))))
