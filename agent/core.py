@@ -54,15 +54,10 @@ def load_observations(path: Path) -> list[Delta]:
     """Read sensor observations: one JSON object or a list, each {add, remove, new_entities,
     removed_entities, text}."""
     data = json.loads(path.read_text())
-    return observation_deltas(data if isinstance(data, list) else [data], str(path))
-
-
-def observation_deltas(items: Iterable[Any], where: str = "observation") -> list[Delta]:
-    """Sensor deltas from JSON objects whose facts are PDDL atoms ("(p a b)") or {predicate, args}."""
     deltas = []
-    for i, item in enumerate(items):
+    for i, item in enumerate(data if isinstance(data, list) else [data]):
         if not isinstance(item, dict):
-            raise GraphError(f"{where}: observation {i} must be a JSON object")
+            raise GraphError(f"{path}: observation {i} must be a JSON object")
         item = {**item, "source": "sensor"}
         for k in ("add", "remove"):
             item[k] = [Fact.parse(x) if isinstance(x, str) else x for x in item.get(k, [])]
@@ -73,8 +68,8 @@ def observation_deltas(items: Iterable[Any], where: str = "observation") -> list
 class Agent:
     """A world graph with its domain, an optional LLM for language, and the user's operations on them.
 
-    `store` is a store URL (see `graph.store.open_graph`) or an open graph; given a `domain` (a bundled name or a path),
-    an uninitialised store is initialised with it. `llm` is an LLM client or its settings; without
+    `store` is a store URL (see `graph.store.open_graph`) or an open graph; given a `domain` (a bundled
+    name or a path), an uninitialised store is initialised with it. `llm` is an LLM client or its settings; without
     one, the settings come from the environment when a language operation first needs them.
     """
 
@@ -183,21 +178,16 @@ class Agent:
                     or any(s in v.lower() for v in e.attrs.values())]
         return ents
 
-    def entity(self, name: str) -> Entity:
-        with self.lock:
-            found = self.graph.entities([name])
-        if not found:
-            raise NotFound(f"no entity named {name!r}")
-        return found[0]
-
     def show(self, name: str, depth: int = 1) -> Neighbourhood:
         """An entity and its neighbourhood within `depth` fact hops."""
         if depth < 0:
             raise GraphError("depth must be 0 or more")
-        entity = self.entity(name)
         with self.lock:
             ents, facts = self.graph.neighborhood([name], depth)
-        return Neighbourhood(entity, ents, facts)
+        found = [e for e in ents if e.name == name]
+        if not found:
+            raise NotFound(f"no entity named {name!r}")
+        return Neighbourhood(found[0], ents, facts)
 
     def facts(self, predicate: str | None = None, entity: str | None = None, search: str | None = None) -> list[Fact]:
         """Facts, optionally of one predicate, mentioning one entity, or whose text contains `search`."""
@@ -259,6 +249,8 @@ class Agent:
     def _retrieve(self, text: str, whole: bool = False, depth: int = 1) -> Retrieval:
         from agent.language import full_graph, select_entities
 
+        if not self.count()[0]:
+            raise GraphError("the graph has no entities yet: nothing to talk about")
         return full_graph(self.graph) if whole else select_entities(self.llm, self.graph, text, depth)
 
     def tell(self, text: str, *, dry_run: bool = False, whole: bool = False, depth: int = 1, rounds: int = 3,
