@@ -56,6 +56,7 @@ class ChangeIn(BaseModel):
     add: list[str] = Field(default_factory=list, description='Facts to add, e.g. "(switched_on kitchen_light)"')
     remove: list[str] = Field(default_factory=list, description="Facts to remove")
     new_entities: list[Entity] = Field(default_factory=list)
+    removed_entities: list[str] = Field(default_factory=list, description="Entities to remove with all their facts")
     note: str = Field("", description="Why (kept in the history)")
     dry_run: bool = Field(False, description="Verify only")
 
@@ -185,14 +186,17 @@ def create_app(agent: Agent, token: str | None = None) -> FastAPI:
         return facts_out(agent.facts(predicate, entity, search), limit)
 
     @app.get("/api/history", responses=errors)
-    def history(limit: int = Query(50, ge=1, le=10_000)) -> list[ChangeOut]:
+    def history(limit: int = Query(50, ge=1, le=10_000),
+                facts: int = Query(1000, ge=0, le=1_000_000, description="At most this many facts (and new "
+                                   "entities) of each kind per change; `sizes` gives the totals")) -> list[ChangeOut]:
         """The newest changes first, with provenance (source, sentence, model, tokens) and what each changed."""
-        return do_history(agent, limit)
+        return do_history(agent, limit, facts)
 
     @app.post("/api/changes", **write)
     def changes(body: ChangeIn) -> ChangeOut:
         """Add and remove facts (and entities) as one verified change; 422 with the issues if refused."""
-        return change_out(agent.change(body.add, body.remove, body.note, body.new_entities, body.dry_run))
+        return change_out(agent.change(body.add, body.remove, body.note, body.new_entities, body.dry_run,
+                                       body.removed_entities))
 
     @app.post("/api/undo/{change_id}", **write)
     def undo(change_id: int) -> ChangeOut:

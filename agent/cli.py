@@ -130,8 +130,7 @@ def init(
     """
 
     def go() -> None:
-        with creating(STATE["store"]) as g:
-            a = Agent(g)
+        with creating(STATE["store"]) as g, Agent(g, llm=_llm()) as a:
             synthesis = a.init(domain, problem, force)
             dom = a.domain
             out.print(f"Initialised {g.url} with domain [bold]{dom.name}[/bold] "
@@ -161,7 +160,7 @@ def invariants(
     def go() -> None:
         with agent() as a:
             if not suggest and accept is None:
-                for inv in a.invariants():
+                for inv in a.domain.invariants:
                     out.print(f"  {inv.origin:8} {inv.describe()}", markup=False, highlight=False)
                 return
             mined = a.suggest_invariants()
@@ -376,10 +375,14 @@ def print_outcome(o: Outcome) -> None:
 def print_plan(r: PlanReport, explain: bool = False) -> None:
     colour = "green" if r.solved else "red"
     state = "the full state" if r.used_full_state else f"{r.facts_pruned} of {r.facts_full} facts"
+    if r.widenings:
+        state += f" after {r.widenings} pruned state(s) given up"
     out.print(f"[{colour}]{r.status}[/{colour}] by {r.planner} in {r.seconds:.2f} s on {state} "
               f"(pruning {r.prune_seconds * 1000:.0f} ms)", highlight=False)
     for i, step in enumerate(r.plan, 1):
         out.print(f"  {i:3d}. {step}", highlight=False)
+    if r.cost is not None:
+        out.print(f"cost {r.cost:g} (total-cost)", highlight=False)
     if r.message:
         out.print(f"[dim]{r.message}[/dim]", highlight=False)
     if explain and r.problem_pddl:
@@ -416,7 +419,8 @@ def plan(
     goal: Annotated[str | None, typer.Option("--goal", "-g", help='A PDDL goal instead, e.g. "(and (not '
                                              '(switched_on kitchen_light)))"; and/or/not/imply/forall/exists.')]
     = None,
-    planner: Annotated[Planner, typer.Option(help="fd (Fast Downward LAMA-first), fd-opt or symk-opt (optimal).")]
+    planner: Annotated[Planner, typer.Option(help=(
+        "fd (Fast Downward LAMA-first), fd-opt or symk-opt (optimal), lapkt (LAPKT SIW then BFS(f), as in L3M+P)."))]
     = Planner.fd,
     timeout: Annotated[float, typer.Option(help="Seconds per planner call.")] = 60.0,
     memory: Annotated[int, typer.Option(help="Memory cap for the planner in MB.")] = 4096,

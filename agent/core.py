@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
@@ -26,6 +27,8 @@ if TYPE_CHECKING:
     from agent.language import Outcome, Retrieval
     from agent.llm import LLM, LLMConfig
     from agent.planning import PlanReport
+    from domains.invariants import Mined, MutexGroup, Synthesis
+    from domains.verify import Issue
     from planners.execute import Execution
 
 Progress = Callable[[str], None]
@@ -50,17 +53,13 @@ class Neighbourhood:
 
 
 def load_observations(path: Path) -> list[Delta]:
-    """Read sensor observations: one JSON object or a list, each {add, remove, new_entities, text}."""
+    """Read sensor observations: one JSON object or a list, each {add, remove, new_entities,
+    removed_entities, text}."""
     data = json.loads(path.read_text())
-    return observation_deltas(data if isinstance(data, list) else [data], str(path))
-
-
-def observation_deltas(items: Iterable[Any], where: str = "observation") -> list[Delta]:
-    """Sensor deltas from JSON objects whose facts are PDDL atoms ("(p a b)") or {predicate, args}."""
     deltas = []
-    for i, item in enumerate(items):
+    for i, item in enumerate(data if isinstance(data, list) else [data]):
         if not isinstance(item, dict):
-            raise GraphError(f"{where}: observation {i} must be a JSON object")
+            raise GraphError(f"{path}: observation {i} must be a JSON object")
         item = {**item, "source": "sensor"}
         for k in ("add", "remove"):
             item[k] = [Fact.parse(x) if isinstance(x, str) else x for x in item.get(k, [])]
@@ -71,8 +70,8 @@ def observation_deltas(items: Iterable[Any], where: str = "observation") -> list
 class Agent:
     """A world graph with its domain, an optional LLM for language, and the user's operations on them.
 
-    `store` is a store URL (see `graph.store.open_graph`); given a `domain` (a bundled name or a path),
-    an uninitialised store is initialised with it. `llm` is an LLM client or its settings; without
+    `store` is a store URL (see `graph.store.open_graph`) or an open graph; given a `domain` (a bundled
+    name or a path), an uninitialised store is initialised with it. `llm` is an LLM client or its settings; without
     one, the settings come from the environment when a language operation first needs them.
     """
 
@@ -81,8 +80,20 @@ class Agent:
         self.graph: WorldGraph = store if isinstance(store, WorldGraph) else open_graph(store)
         self.lock = threading.RLock()
         self._llm = llm
+        self._entities: tuple[int, list[Entity]] | None = None  # (count, all entities): the list costs seconds at 100k
         if domain is not None and not self.initialised:
-            self.graph.init(resolve_domain(domain))
+            with self.writing():
+                self.graph.init(resolve_domain(domain))
+
+    @contextmanager
+    def writing(self) -> Iterator[None]:
+        """The lock, for an operation that may change the graph (it drops the cached entity list)."""
+        with self.lock:
+            self._entities = None
+            try:
+                yield
+            finally:
+                self._entities = None
 
     def close(self) -> None:
         self.graph.close()
@@ -125,19 +136,39 @@ class Agent:
 
     # ---- setting up ---------------------------------------------------------------------------
     def init(self, domain: str | Path, problem: Path | None = None, force: bool = False) -> Synthesis:
-        """Bind the store to a domain, optionally loading a PDDL problem (all or nothing); which
-        invariants were derived for its initial state and which dropped."""
+        """Bind the store to a domain, with a PDDL problem as its first change (all or nothing); which
+        invariants were derived for it and which were dropped."""
         dom = resolve_domain(domain)
         prob = Problem.parse(problem.read_text(), str(problem)) if problem else None
-        with self.lock:
+        with self.writing():
             return self.graph.init(dom, force=force, problem=prob)
+
+    def suggest_invariants(self) -> Mined:
+        """Invariants the graph satisfies for predicates no action changes, not yet enforced."""
+        with self.lock:
+            return self.graph.suggest_invariants()
+
+    def accept_invariants(self, groups: Iterable[MutexGroup]) -> None:
+        """Enforce these invariants from now on."""
+        with self.lock:
+            self.graph.accept_invariants(groups)
+
+    def check(self) -> list[Issue]:
+        """Every typing and invariant violation in the whole graph."""
+        from graph.check import check_graph
+
+        with self.lock:
+            return check_graph(self.graph)
 
     # ---- reading ------------------------------------------------------------------------------
     def entities(self, type: str | None = None, search: str | None = None) -> list[Entity]:
         """Entities, optionally of a type (subtypes included) and/or whose name, type or attributes
         contain `search` (case-insensitive)."""
         with self.lock:
-            ents = self.graph.entities()
+            n = self.graph.count()[0]  # another process may have written to the store
+            if self._entities is None or self._entities[0] != n:
+                self._entities = (n, self.graph.entities())
+            ents = self._entities[1]
             dom = self.domain if type else None
         if dom is not None:
             if type not in dom.types and type != "object":
@@ -149,21 +180,16 @@ class Agent:
                     or any(s in v.lower() for v in e.attrs.values())]
         return ents
 
-    def entity(self, name: str) -> Entity:
-        with self.lock:
-            found = self.graph.entities([name])
-        if not found:
-            raise NotFound(f"no entity named {name!r}")
-        return found[0]
-
     def show(self, name: str, depth: int = 1) -> Neighbourhood:
         """An entity and its neighbourhood within `depth` fact hops."""
         if depth < 0:
             raise GraphError("depth must be 0 or more")
-        entity = self.entity(name)
         with self.lock:
             ents, facts = self.graph.neighborhood([name], depth)
-        return Neighbourhood(entity, ents, facts)
+        found = [e for e in ents if e.name == name]
+        if not found:
+            raise NotFound(f"no entity named {name!r}")
+        return Neighbourhood(found[0], ents, facts)
 
     def facts(self, predicate: str | None = None, entity: str | None = None, search: str | None = None) -> list[Fact]:
         """Facts, optionally of one predicate, mentioning one entity, or whose text contains `search`."""
@@ -188,29 +214,6 @@ class Agent:
         with self.lock:
             return self.graph.to_problem()
 
-    # ---- rules ---------------------------------------------------------------------------------
-    def invariants(self) -> list[MutexGroup]:
-        """The invariants verification enforces (derived, declared or mined)."""
-        with self.lock:
-            return list(self.domain.invariants)
-
-    def suggest_invariants(self) -> Mined:
-        """Invariants the graph satisfies for predicates no action changes, not yet enforced."""
-        with self.lock:
-            return self.graph.suggest_invariants()
-
-    def accept_invariants(self, groups: Iterable[MutexGroup]) -> None:
-        """Enforce mined invariants from now on (ChangeRefused if the graph violates one)."""
-        with self.lock:
-            self.graph.accept_invariants(groups)
-
-    def check(self) -> list[Issue]:
-        """Every typing and invariant violation in the whole graph (an independent check)."""
-        from graph.check import check_graph
-
-        with self.lock:
-            return check_graph(self.graph)
-
     # ---- changing -----------------------------------------------------------------------------
     def change(self, add: Iterable[str | Fact] = (), remove: Iterable[str | Fact] = (), note: str = "",
                new_entities: Iterable[Entity] = (), dry_run: bool = False,
@@ -220,11 +223,11 @@ class Agent:
         Raises ChangeRefused with the issues (graph unchanged), PDDLError for a malformed fact.
         """
         delta = Delta(add=[_fact(f) for f in add], remove=[_fact(f) for f in remove],
-                      new_entities=list(new_entities), removed_entities=list(removed_entities),
-                      source="user", text=note)
+                      new_entities=list(new_entities), removed_entities=list(removed_entities), source="user",
+                      text=note)
         if delta.is_empty():
             raise GraphError("the change is empty: give facts to add or remove")
-        with self.lock:
+        with self.writing():
             if not dry_run:
                 return self.graph.apply(delta)
             if issues := self.graph.check(delta):
@@ -233,12 +236,12 @@ class Agent:
 
     def observe(self, deltas: Iterable[Delta]) -> list[Change]:
         """Apply sensor observations, each verified and applied as one change (stops at a refused one)."""
-        with self.lock:
+        with self.writing():
             return [self.graph.apply(d) for d in deltas]
 
     def undo(self, change_id: int) -> Change:
         """Apply the inverse of a change as a new change."""
-        with self.lock:
+        with self.writing():
             if self.graph.in_transaction(lambda tx: tx.change(change_id)) is None:
                 raise NotFound(f"no change with id {change_id}")
             return self.graph.undo(change_id)
@@ -247,6 +250,8 @@ class Agent:
     def _retrieve(self, text: str, whole: bool = False, depth: int = 1) -> Retrieval:
         from agent.language import full_graph, select_entities
 
+        if not self.count()[0]:
+            raise GraphError("the graph has no entities yet: nothing to talk about")
         return full_graph(self.graph) if whole else select_entities(self.llm, self.graph, text, depth)
 
     def tell(self, text: str, *, dry_run: bool = False, whole: bool = False, depth: int = 1, rounds: int = 3,
@@ -260,7 +265,7 @@ class Agent:
 
         if not text.strip():
             raise GraphError("say what changed")
-        with self.lock:
+        with self.writing():
             progress("retrieving the entities the sentence is about")
             out = Outcome(text)
             retrieval = self._retrieve(text, whole, depth)
@@ -319,7 +324,7 @@ class Agent:
         from agent.planning import last_plan
         from planners.execute import execute
 
-        with self.lock:
+        with self.writing():
             goal, steps = last_plan(self.graph)
             progress(f"executing {len(steps)} steps")
             return goal, len(steps), execute(self.graph, steps, f"plan for {goal}")

@@ -78,9 +78,10 @@ def create_server(agent: Agent) -> MCPServer:
 
     @server.tool()
     @said
-    def history(limit: int = 20) -> list[views.ChangeOut]:
-        """The newest changes first, with provenance and what each changed."""
-        return views.do_history(agent, limit)
+    def history(limit: int = 20, facts: int = 50) -> list[views.ChangeOut]:
+        """The newest changes first, with provenance and what each changed (at most `facts` facts of each kind;
+        `sizes` gives the totals)."""
+        return views.do_history(agent, limit, facts)
 
     @server.tool()
     @said

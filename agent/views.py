@@ -58,7 +58,10 @@ class ChangeOut(BaseModel):
     add: list[FactOut]
     remove: list[FactOut]
     new_entities: list[Entity]
+    removed_entities: list[str]
     undo_of: int | None
+    sizes: dict[str, int] = Field(description="How many facts it added and removed and entities it created; the "
+                                              "lists above may hold fewer (a history's `facts` limit)")
 
 
 class EntitiesOut(BaseModel):
@@ -116,11 +119,14 @@ def fact_out(f: Fact) -> FactOut:
     return FactOut(predicate=f.predicate, args=list(f.args), text=str(f))
 
 
-def change_out(c: Change) -> ChangeOut:
+def change_out(c: Change, facts: int | None = None) -> ChangeOut:
+    """A change, with at most `facts` of its facts and new entities of each kind."""
     d = c.delta
     return ChangeOut(id=c.id, time=c.time, source=d.source, text=d.text, model=d.model, tokens=d.tokens,
-                     add=[fact_out(f) for f in d.add], remove=[fact_out(f) for f in d.remove],
-                     new_entities=d.new_entities, undo_of=c.undo_of)
+                     add=[fact_out(f) for f in d.add[:facts]], remove=[fact_out(f) for f in d.remove[:facts]],
+                     new_entities=d.new_entities[:facts], removed_entities=d.removed_names()[:facts],
+                     undo_of=c.undo_of,
+                     sizes={"add": len(d.add), "remove": len(d.remove), "new_entities": len(d.new_entities)})
 
 
 def entities_out(ents: list[Entity], limit: int) -> EntitiesOut:
@@ -136,9 +142,9 @@ def do_show(agent: Agent, name: str, depth: int) -> NeighbourhoodOut:
     return NeighbourhoodOut(entity=n.entity, depth=depth, entities=n.entities, facts=[fact_out(f) for f in n.facts])
 
 
-def do_history(agent: Agent, limit: int) -> list[ChangeOut]:
-    """The newest changes first."""
-    return [change_out(c) for c in reversed(agent.history(limit))]
+def do_history(agent: Agent, limit: int, facts: int | None = None) -> list[ChangeOut]:
+    """The newest changes first, each with at most `facts` facts of each kind."""
+    return [change_out(c, facts) for c in reversed(agent.history(limit))]
 
 
 def do_tell(agent: Agent, body: TellIn, progress: Progress) -> TellOut:

@@ -9,9 +9,9 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Protocol
 
-from domains.formula import And, Atom, Equals, Formula, Imply, Not, Or, Quantified
+from domains.formula import Equals, Formula, quantifiers, scoped
 from domains.invariants import MutexGroup
-from domains.model import NAME_RE, Domain
+from domains.model import NAME_RE, TOTAL_COST, Domain
 
 GroundAtom = tuple[str, tuple[str, ...]]
 Instance = tuple[int, tuple[str, ...]]  # (group index, key)
@@ -30,6 +30,7 @@ class IssueKind(StrEnum):
     UNKNOWN_TYPE = "unknown_type"
     DUPLICATE_ENTITY = "duplicate_entity"
     CONSTANT = "constant"
+    WRONG_VALUE = "wrong_value"
 
 
 @dataclass(frozen=True)
@@ -135,8 +136,10 @@ def verify(
 
 def _check_atom(domain: Domain, atom: GroundAtom, types: dict[str, str]) -> list[Issue]:
     pred_name, args = atom
-    pred = domain.predicates.get(pred_name)
+    pred = domain.predicates.get(pred_name) or domain.functions.get(pred_name)
     s = show(atom)
+    if pred_name == TOTAL_COST:
+        return [Issue(IssueKind.UNKNOWN_PREDICATE, f"{s}: total-cost is the cost of a plan, never a fact", s)]
     if pred is None:
         return [Issue(IssueKind.UNKNOWN_PREDICATE,
                       f"{s}: unknown predicate '{pred_name}'{_suggest(pred_name, domain.predicates)}", s)]
@@ -154,6 +157,19 @@ def _check_atom(domain: Domain, atom: GroundAtom, types: dict[str, str]) -> list
             want = " or ".join(param.types)
             out.append(Issue(IssueKind.WRONG_TYPE,
                              f"{s}: argument {i} '{arg}' is a {t}, but {pred_name} expects a {want}", s))
+    return out
+
+
+def check_values(domain: Domain, facts: Iterable[tuple[GroundAtom, float | None]]) -> list[Issue]:
+    """Added facts of a (static) function need a value; facts of a predicate have none."""
+    out = []
+    for atom, value in facts:
+        if atom[0] in domain.functions and value is None:
+            out.append(Issue(IssueKind.WRONG_VALUE, f"{show(atom)} is a number: give its value, "
+                             f"e.g. (= {show(atom)} 1)", show(atom)))
+        elif atom[0] in domain.predicates and value is not None:
+            out.append(Issue(IssueKind.WRONG_VALUE, f"{show(atom)} is true or false, it has no value "
+                             f"({value:g})", show(atom)))
     return out
 
 
@@ -211,33 +227,18 @@ def _suggest(word: str, choices: Iterable[str]) -> str:
 
 def check_goal(domain: Domain, goal: Formula, objects: dict[str, str]) -> list[Issue]:
     """Issues with a goal formula: unknown predicates or objects, wrong arity or types."""
-    issues: list[Issue] = []
-
-    def walk(f: Formula, scope: dict[str, str]) -> None:
-        if isinstance(f, Atom):
-            issues.extend(_check_atom(domain, (f.predicate, f.args), scope))
-        elif isinstance(f, Equals):
-            for a in (f.left, f.right):
-                if a not in scope:
-                    issues.append(Issue(IssueKind.UNKNOWN_ENTITY, f"'{a}' is not a known entity"
-                                        f"{_suggest(a, scope)}"))
-        elif isinstance(f, Not):
-            walk(f.arg, scope)
-        elif isinstance(f, And | Or):
-            for a in f.args:
-                walk(a, scope)
-        elif isinstance(f, Imply):
-            walk(f.left, scope)
-            walk(f.right, scope)
-        elif isinstance(f, Quantified):
-            for p in f.params:
-                unknown = [t for t in p.types if t not in domain.types]
-                if unknown:
-                    issues.append(Issue(IssueKind.UNKNOWN_TYPE, f"variable {p.name} has unknown type "
-                                        f"'{unknown[0]}'{_suggest(unknown[0], domain.types)}"))
-                    return
-            for params in domain.split_either(f.params):  # each member type of an either-set
-                walk(f.body, {**scope, **{p.name: p.types[0] for p in params}})
-
-    walk(goal, {**domain.constants, **objects})
+    issues = [Issue(IssueKind.UNKNOWN_TYPE, f"variable {p.name} has unknown type '{t}'"
+                    f"{_suggest(t, domain.types)}")
+              for q in quantifiers(goal) for p in q.params for t in p.types if t not in domain.types]
+    if issues:
+        return issues
+    known = {**domain.constants, **objects}
+    for f, scope in scoped(goal):
+        if isinstance(f, Equals):
+            issues += [Issue(IssueKind.UNKNOWN_ENTITY, f"'{a}' is not a known entity{_suggest(a, known)}")
+                       for a in (f.left, f.right) if a not in known and a not in scope]
+            continue
+        variables = tuple(scope[a] for a in dict.fromkeys(f.args) if a in scope)
+        for params in domain.split_either(variables):  # each member type of an either-set
+            issues += _check_atom(domain, (f.predicate, f.args), {**known, **{p.name: p.types[0] for p in params}})
     return list(dict.fromkeys(issues))

@@ -11,8 +11,8 @@ from typing import TypeVar
 
 from domains.formula import Atom, Formula, to_pddl
 from domains.invariants import Mined, MutexGroup, Synthesis, dump_groups, load_groups, mine_invariants
-from domains.model import Domain, Problem
-from domains.verify import GroundAtom, Issue, IssueKind, show, verify
+from domains.model import TOTAL_COST, Domain, Problem
+from domains.verify import GroundAtom, Issue, IssueKind, check_values, show, verify
 from graph.model import Change, Delta, Entity, Fact
 
 T = TypeVar("T")
@@ -169,11 +169,16 @@ class WorldGraph(ABC):
     def accept_invariants(self, groups: Iterable[MutexGroup]) -> None:
         """Store mined groups with the invariants; verification enforces them from now on.
 
-        Raises ChangeRefused if the current graph violates one (nothing is stored then).
+        Only groups over predicates no action changes are accepted (GraphError otherwise), and only
+        if the current graph satisfies them (ChangeRefused otherwise); nothing is stored then.
         """
         groups = [replace(g, origin="mined") for g in groups]
+        static = self.domain.static_predicates()
+        if changed := sorted({p.predicate for g in groups for p in g.parts} - static):
+            raise GraphError(f"actions change {', '.join(changed)}: their invariants are derived, not mined")
+        facts = [atom_of(f) for f in self.facts()]
         issues = [Issue(IssueKind.INVARIANT, f"the graph has {' and '.join(map(show, w))}, but {g.describe()}")
-                  for g in groups if (w := g.overcrowded(map(atom_of, self.facts()))) is not None]
+                  for g in groups if (w := g.overcrowded(facts)) is not None]
         if issues:
             raise ChangeRefused(issues)
         self._set_invariants([*self.domain.invariants, *groups])
@@ -189,9 +194,13 @@ class WorldGraph(ABC):
 
     def _verify(self, tx: Tx, delta: Delta, undone: Delta | None = None) -> list[Issue]:
         """Verify `delta`; `undone` is the recorded delta it undoes, if it is an undo."""
-        return verify(self.domain, map(atom_of, delta.add), map(atom_of, delta.remove),
-                      [(e.name, e.type) for e in delta.new_entities], tx, delta.removed_names(),
-                      [atom_of(f) for f in undone.add] if undone else ())
+        if issues := check_values(self.domain, [(atom_of(f), f.value) for f in delta.add]):
+            return issues
+        remove = [atom_of(f) for f in delta.remove]
+        # removing a function's value and adding another one replaces it (removals apply first)
+        add = [atom_of(f) for f in delta.add if f.value is None or atom_of(f) not in remove]
+        return verify(self.domain, add, remove, [(e.name, e.type) for e in delta.new_entities], tx,
+                      delta.removed_names(), [atom_of(f) for f in undone.add] if undone else ())
 
     def _apply(self, tx: Tx, delta: Delta, verified: bool, undo_of: int | None,
                undone: Delta | None = None) -> Change:
@@ -262,6 +271,8 @@ class WorldGraph(ABC):
         lines.append("  )")
         if goal is not None:
             lines.append(f"  (:goal {goal if isinstance(goal, str) else to_pddl(goal)})")
+        if TOTAL_COST in self.domain.functions:
+            lines.append(f"  (:metric minimize ({TOTAL_COST}))")
         lines.append(")")
         return "\n".join(lines) + "\n"
 
@@ -306,7 +317,8 @@ class _EmptyState:
 def _problem_delta(problem: Problem, have: Collection[str]) -> Delta:
     return Delta(
         new_entities=[Entity(name=o, type=t) for o, t in problem.objects.items() if o not in have],
-        add=[fact_of(a) for a in dict.fromkeys(problem.init)],
+        add=[fact_of(a) for a in dict.fromkeys(problem.init)]
+        + [Fact(predicate=a.predicate, args=a.args, value=v) for a, v in problem.numbers.items()],
         source="load", text=f"problem {problem.name}",
     )
 

@@ -100,3 +100,23 @@ def test_explain_says_which_attempt_answered(agent: Agent) -> None:
     r = runner.invoke(app, ["-s", store, "plan", "-g", "(not (switched_on kitchen_light))", "--explain",
                             "--no-prune"])
     assert r.exit_code == 0 and "answered: on the full state" in r.output
+
+
+def test_cli_commands_through_the_agent(tmp_path: Path) -> None:
+    store = ["-s", f"sqlite:{tmp_path / 'cli.db'}"]
+    r = runner.invoke(app, [*store, "init", "--problem", str(HOUSEHOLD / "world.pddl")])
+    assert r.exit_code == 0 and "invariants" in r.output, r.output
+    assert runner.invoke(app, [*store, "check"]).output.strip() == "no issues"
+    r = runner.invoke(app, [*store, "invariants"])
+    assert r.exit_code == 0 and r.output.strip()
+    r = runner.invoke(app, [*store, "show", "kitchen_light"])
+    assert r.exit_code == 0 and "switched_on" in r.output
+    r = runner.invoke(app, [*store, "show", "atlantis"])
+    assert r.exit_code == 1 and "no entity named 'atlantis'" in r.output
+    r = runner.invoke(app, [*store, "remove", "--entity", "kitchen_light", "--note", "taken down"])
+    assert r.exit_code == 0 and "gone" in r.output, r.output
+    assert runner.invoke(app, [*store, "show", "kitchen_light"]).exit_code == 1
+    r = runner.invoke(app, [*store, "undo", "2"])
+    assert r.exit_code == 0 and runner.invoke(app, [*store, "show", "kitchen_light"]).exit_code == 0
+    r = runner.invoke(app, [*store, "add", "(on apple kitchen_table)"])
+    assert r.exit_code == 1 and "Change refused" in r.output

@@ -4,6 +4,7 @@ real uvicorn server on 127.0.0.1."""
 from __future__ import annotations
 
 import json
+import shutil
 import socket
 import threading
 import time
@@ -19,15 +20,19 @@ from agent.llm import ScriptedLLM
 from tests.conftest import HOUSEHOLD
 
 
-def make_agent(path: Path, *replies: str) -> Agent:
-    a = Agent(f"sqlite:{path}", llm=ScriptedLLM(replies))
-    a.init("household", HOUSEHOLD / "world.pddl")
-    return a
+@pytest.fixture(scope="module")
+def household_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The household world in a sqlite file, built once; each test gets a copy."""
+    path = tmp_path_factory.mktemp("template") / "household.db"
+    with Agent(f"sqlite:{path}") as a:
+        a.init("household", HOUSEHOLD / "world.pddl")
+    return path
 
 
 @pytest.fixture
-def agent(tmp_path: Path) -> Iterator[Agent]:
-    with make_agent(tmp_path / "api.db") as a:
+def agent(tmp_path: Path, household_db: Path) -> Iterator[Agent]:
+    shutil.copy(household_db, tmp_path / "api.db")
+    with Agent(f"sqlite:{tmp_path / 'api.db'}", llm=ScriptedLLM()) as a:
         yield a
 
 

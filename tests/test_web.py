@@ -12,7 +12,7 @@ import pytest
 
 from agent.core import Agent
 from agent.llm import ScriptedLLM
-from tests.test_api import agent, live_server  # noqa: F401  (the fixtures: an agent and uvicorn serving it)
+from tests.test_api import agent, household_db, live_server  # noqa: F401  (fixtures: an agent, uvicorn serving it)
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 pytestmark = [pytest.mark.integration,
@@ -59,14 +59,14 @@ def test_page_inspect_correct_undo_tell_plan(agent: Agent, live_server: str,  # 
         page.wait_for_selector(row, state="detached")
         on = {str(f) for f in agent.facts("switched_on")}
         assert "(switched_on hallway_light)" in on and "(switched_on kitchen_light)" not in on
+        page.wait_for_selector("#history li:first-child:has-text('corrected in the web page')")
         newest = page.locator("#history li").first
-        assert "corrected in the web page" in newest.text_content()
         assert "+ (switched_on hallway_light)" in newest.text_content()
 
         # one-click undo
         newest.locator("button.undo").click()
         page.wait_for_selector(row)
-        assert "undoes" in page.locator("#history li").first.text_content()
+        page.wait_for_selector("#history li:first-child:has-text('undoes')")
         assert "(switched_on kitchen_light)" in {str(f) for f in agent.facts("switched_on")}
         page.screenshot(path=shots / "3-undone.png")
 
@@ -78,7 +78,7 @@ def test_page_inspect_correct_undo_tell_plan(agent: Agent, live_server: str,  # 
         page.wait_for_selector("#outcome .ok")
         page.wait_for_function("!document.querySelector(\"#graph .node[data-name='kitchen_light'] .unary\")"
                                ".textContent.includes('switched_on')")
-        assert "Omar switched the kitchen light off" in page.locator("#history li").first.text_content()
+        page.wait_for_selector("#history li:first-child:has-text('Omar switched the kitchen light off')")
         assert page.locator("#progress li").count() >= 1
         page.screenshot(path=shots / "4-told.png")
 

@@ -224,15 +224,18 @@ async function correct(old, fact, msg) {
 
 // ---- history with provenance and undo ----------------------------------------------------------------
 async function loadHistory() {
-  const changes = await api("GET", "/api/history?limit=30");
+  const changes = await api("GET", "/api/history?limit=30&facts=20");
   $("#history").replaceChildren(...changes.map((c) => {
     const who = [c.source, c.model, c.tokens && c.tokens.prompt ? `${c.tokens.prompt}+${c.tokens.completion || 0} tokens` : ""]
       .filter(Boolean).join(", ");
     const diff = el("div", { class: "diff" },
-      ...c.new_entities.slice(0, 20).map((e) => el("div", { class: "add" }, `new ${e.name} - ${e.type}`)),
-      ...c.remove.slice(0, 20).map((f) => el("div", { class: "remove" }, "- " + f.text)),
-      ...c.add.slice(0, 20).map((f) => el("div", { class: "add" }, "+ " + f.text)),
-      Math.max(c.add.length, c.remove.length, c.new_entities.length) > 20 ? el("div", { class: "dim" }, "…") : "");
+      ...c.new_entities.map((e) => el("div", { class: "add" }, `new ${e.name} - ${e.type}`)),
+      ...c.removed_entities.map((name) => el("div", { class: "remove" }, `gone ${name}`)),
+      ...c.remove.map((f) => el("div", { class: "remove" }, "- " + f.text)),
+      ...c.add.map((f) => el("div", { class: "add" }, "+ " + f.text)),
+      Object.values(c.sizes).some((n) => n > 20)
+        ? el("div", { class: "dim" }, `… (${c.sizes.add} added, ${c.sizes.remove} removed, ${c.sizes.new_entities} new)`)
+        : "");
     return el("li", { "data-change": c.id },
       el("b", {}, `#${c.id} `), el("span", { class: "dim" }, `${new Date(c.time).toLocaleString()} (${who}) `),
       c.text || "", c.undo_of ? el("span", { class: "dim" }, ` undoes #${c.undo_of}`) : "", " ",
@@ -314,8 +317,9 @@ async function runPlan() {
 }
 
 // ---- start -----------------------------------------------------------------------------------------
-async function refresh() {
-  await Promise.all([loadEntities(), drawGraph(), loadFacts(), loadHistory()]);
+async function refresh() {  // what the user looks at first, then the lists
+  await Promise.all([drawGraph(), loadFacts()]);
+  await Promise.all([loadEntities(), loadHistory()]);
 }
 
 async function start() {

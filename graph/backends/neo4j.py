@@ -2,11 +2,11 @@
 
 Mapping: entities are ``(:Entity {name, type, attrs})`` nodes (``attrs`` as JSON); unary facts
 are ``true`` node properties named after the predicate, binary facts are relationships typed by
-the predicate, nullary facts are properties of one ``(:World)`` node, and higher arities are
-``(:Fact {predicate, args})`` nodes with ``[:ARG {pos}]`` edges. The history is ``(:Change)``
-nodes, metadata ``(:Meta {key, value})`` nodes. User data only ever travels as parameters; the
-only names put into query text are the domain's predicate names (checked, backtick-quoted) and
-this module's own labels.
+the predicate, nullary facts are properties of one ``(:World)`` node, and higher arities (and
+numeric functions' values) are ``(:Fact {predicate, args[, value]})`` nodes with ``[:ARG {pos}]``
+edges. The history is ``(:Change)`` nodes, metadata ``(:Meta {key, value})`` nodes. User data
+only ever travels as parameters; the only names put into query text are the domain's predicate
+names (checked, backtick-quoted) and this module's own labels.
 
 Round trips: a transaction takes the writers' lock with its first statement; a small change is
 verified from one prefetching read and written by one statement (its UNWIND writes chained with
@@ -35,7 +35,7 @@ from neo4j.exceptions import (
 from domains.invariants import Synthesis
 from domains.model import Domain, Problem
 from domains.verify import GroundAtom, Issue
-from graph.base import GraphError, T, Tx, WorldGraph, fact_of
+from graph.base import GraphError, T, Tx, WorldGraph
 from graph.model import Change, Delta, Entity, Fact
 
 CHUNK = 2000  # rows per UNWIND write
@@ -95,7 +95,7 @@ ADD_EDGES = ("UNWIND $rows AS r MATCH (a:Entity {name: r.a}), (b:Entity {name: r
              "MERGE (a)-[:`{p}`]->(b)")
 DEL_EDGES = ("UNWIND $rows AS r MATCH (:Entity {name: r.a})-[x:`{p}`]->(:Entity {name: r.b}) "
              "DELETE x")
-ADD_FACTS = ("UNWIND $rows AS r MERGE (f:Fact {predicate: r.p, args: r.j}) WITH f, r "
+ADD_FACTS = ("UNWIND $rows AS r MERGE (f:Fact {predicate: r.p, args: r.j}) SET f.value = r.v WITH f, r "
              "UNWIND range(0, size(r.args) - 1) AS i MATCH (e:Entity {name: r.args[i]}) "
              "MERGE (f)-[:ARG {pos: i}]->(e)")
 DEL_FACTS = "UNWIND $rows AS r MATCH (f:Fact {predicate: r.p, args: r.j}) DETACH DELETE f"
@@ -120,7 +120,8 @@ def _chunks(rows: list[Any]) -> Iterator[list[Any]]:
 
 
 def _arities(domain: Domain) -> dict[str, int]:
-    """The domain's predicate arities; refuses names this mapping cannot store safely."""
+    """The domain's predicate arities (functions count as 3: their facts are reified, with a
+    value); refuses names this mapping cannot store safely."""
     for p in domain.predicates.values():
         if not IDENT.fullmatch(p.name):
             raise GraphError(f"predicate '{p.name}' cannot be stored in Neo4j: "
@@ -131,7 +132,7 @@ def _arities(domain: Domain) -> dict[str, int]:
         if p.arity == 1 and p.name in RESERVED_PROPS:
             raise GraphError(f"unary predicate '{p.name}' cannot be stored in Neo4j: "
                              f"{', '.join(sorted(RESERVED_PROPS))} are reserved properties")
-    return {name: p.arity for name, p in domain.predicates.items()}
+    return {name: p.arity for name, p in domain.predicates.items()} | dict.fromkeys(domain.functions, 3)
 
 
 def _atoms(rows: Iterator[Any]) -> list[GroundAtom]:
@@ -155,14 +156,14 @@ def _entities(q: ManagedTransaction, names: Collection[str] | None, consts: Coll
     return [Entity(name=r["name"], type=r["type"], attrs=json.loads(r["attrs"])) for r in rows]
 
 
-def _present(q: ManagedTransaction, atoms: Collection[GroundAtom]) -> set[GroundAtom]:
+def _present(q: ManagedTransaction, atoms: Collection[GroundAtom], functions: Collection[str]) -> set[GroundAtom]:
     atoms = list(atoms)
     if not atoms:
         return set()
     groups: dict[int, list[dict[str, Any]]] = defaultdict(list)
     for i, (p, args) in enumerate(atoms):
         row = {"i": i, "p": p, "j": _key(args), **dict(zip("ab", args, strict=False))}
-        groups[min(len(args), 3)].append(row)
+        groups[3 if p in functions else min(len(args), 3)].append(row)
     query = " UNION ALL ".join(PRESENT[k] for k in sorted(groups))
     return {atoms[r["i"]] for r in q.run(query, {f"a{k}": rows for k, rows in groups.items()})}
 
@@ -258,7 +259,7 @@ class _Neo4jTx(Tx):
         atoms = [a for a in atoms if self.absent.isdisjoint(a[1])]
         known = [a for a in atoms if a[1] and a[1][0] in self.about]
         rest = [a for a in atoms if not (a[1] and a[1][0] in self.about)]
-        return {a for a in known if a in self.about[a[1][0]]} | _present(self.tx, rest)
+        return {a for a in known if a in self.about[a[1][0]]} | _present(self.tx, rest, self.graph.domain.functions)
 
     def facts_about(self, names: Collection[str]) -> list[GroundAtom]:
         self._lock()
@@ -277,7 +278,8 @@ class _Neo4jTx(Tx):
         arity = _arities(domain)
         add, remove = list(dict.fromkeys(delta.add)), list(dict.fromkeys(delta.remove))
         for f in add + remove:
-            if arity.get(f.predicate) != len(f.args):
+            if (domain.functions[f.predicate].arity if f.predicate in domain.functions
+                    else arity.get(f.predicate)) != len(f.args):
                 raise GraphError(f"{f} does not match a predicate of domain {domain.name}")
         self._lock()
         self.typed, self.about = {}, {}  # facts change now
@@ -301,7 +303,9 @@ class _Neo4jTx(Tx):
         for added, facts in ((False, remove), (True, add)):  # removals first, as sqlite does
             for f in facts:
                 value = True if added else None  # a null property is removed
-                if not f.args:
+                if f.predicate in domain.functions:
+                    reified[added].append({"p": f.predicate, "j": _key(f.args), "args": f.args, "v": f.value})
+                elif not f.args:
                     world[f.predicate] = value
                 elif len(f.args) == 1:
                     props[f.args[0]][f.predicate] = value
@@ -460,16 +464,28 @@ class Neo4jGraph(WorldGraph):
 
     def facts(self, predicate: str | None = None, entity: str | None = None) -> list[Fact]:
         arity = self._arity()
-        if entity is not None:
-            atoms = [a for a in self._read(lambda tx: _facts_about(tx, [entity], arity))
-                     if predicate in (None, a[0])]
-        else:
-            atoms = self._read(lambda tx: _facts_of(tx, arity if predicate is None else [predicate], arity))
-        return [fact_of(a) for a in sorted(atoms)]
+        def read(tx: ManagedTransaction) -> list[Fact]:
+            if entity is not None:
+                atoms = [a for a in _facts_about(tx, [entity], arity) if predicate in (None, a[0])]
+            else:
+                atoms = _facts_of(tx, arity if predicate is None else [predicate], arity)
+            return self._with_values(tx, sorted(atoms))
+
+        return self._read(read)
 
     def facts_about(self, names: Collection[str]) -> list[Fact]:
         arity = self._arity()
-        return [fact_of(a) for a in self._read(lambda tx: _facts_about(tx, names, arity))]
+        return self._read(lambda tx: self._with_values(tx, _facts_about(tx, names, arity)))
+
+    def _with_values(self, q: ManagedTransaction, atoms: list[GroundAtom]) -> list[Fact]:
+        """Facts for atoms, the values of numeric functions' facts read from their nodes."""
+        functions = list(d.functions) if (d := self._bound()) else []
+        values = {}
+        if functions and any(p in functions for p, _ in atoms):
+            rows = q.run("MATCH (f:Fact) WHERE f.predicate IN $fs RETURN f.predicate AS p, f.args AS j, "
+                         "f.value AS v", {"fs": functions})
+            values = {(r["p"], tuple(json.loads(r["j"]))): r["v"] for r in rows}
+        return [Fact(predicate=p, args=args, value=values.get((p, args))) for p, args in atoms]
 
     def history(self, limit: int | None = None) -> list[Change]:
         q = "MATCH (c:Change)" + CHANGE_FIELDS + " ORDER BY c.id DESC"
