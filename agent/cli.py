@@ -16,15 +16,15 @@ from rich.console import Console
 from rich.table import Table
 from rich.tree import Tree
 
-from domains.model import Problem, resolve_domain
+from agent.core import Agent, Planner, load_observations
 from domains.sexpr import PDDLError
-from graph.base import ChangeRefused, GraphError, WorldGraph
-from graph.model import Change, Delta, Fact
-from graph.store import creating, open_graph
+from graph.base import ChangeRefused, GraphError
+from graph.model import Change, Fact
+from graph.store import creating
 
 if TYPE_CHECKING:
-    from agent.language import Retrieval
-    from agent.llm import LLM
+    from agent.language import Outcome
+    from agent.llm import LLMConfig
     from agent.planning import PlanReport
 
 app = typer.Typer(help=__doc__, no_args_is_help=True, pretty_exceptions_enable=False,
@@ -32,6 +32,7 @@ app = typer.Typer(help=__doc__, no_args_is_help=True, pretty_exceptions_enable=F
 out = Console()
 err = Console(stderr=True)
 STATE: dict[str, Any] = {"store": None, "llm": {}}
+BENCHMARKS = ("graph_ops", "planning", "l3mp", "api")  # modules of benchmarks/ with a main(argv)
 EXPECTED = (GraphError, PDDLError, FileNotFoundError, ValidationError, json.JSONDecodeError)
 
 
@@ -82,13 +83,20 @@ def run_guarded(fn: Callable[[], None]) -> None:
         raise typer.Exit(1) from None
 
 
+def _llm() -> LLMConfig | None:
+    """The LLM settings given before the command (None: from the environment when needed)."""
+    if not STATE["llm"]:
+        return None
+    from agent.llm import LLMConfig
+
+    return LLMConfig.from_env(**STATE["llm"])
+
+
 @contextmanager
-def graph() -> Iterator[WorldGraph]:
-    g = open_graph(STATE["store"])
-    try:
-        yield g
-    finally:
-        g.close()
+def agent() -> Iterator[Agent]:
+    """The Agent on the store and LLM settings given before the command."""
+    with Agent(STATE["store"], llm=_llm()) as a:
+        yield a
 
 
 def print_change(c: Change, title: str = "Applied change") -> None:
@@ -122,19 +130,18 @@ def init(
     """
 
     def go() -> None:
-        dom = resolve_domain(domain)
-        prob = Problem.parse(problem.read_text(), str(problem)) if problem else None
-        with creating(STATE["store"]) as g:
-            synthesis = g.init(dom, force=force, problem=prob)
+        with creating(STATE["store"]) as g, Agent(g, llm=_llm()) as a:
+            synthesis = a.init(domain, problem, force)
+            dom = a.domain
             out.print(f"Initialised {g.url} with domain [bold]{dom.name}[/bold] "
                       f"({len(dom.predicates)} predicates, {len(dom.actions)} actions, "
-                      f"{len(g.domain.invariants)} invariants: see `kgplan invariants`)")
+                      f"{len(dom.invariants)} invariants: see `kgplan invariants`)")
             for d in synthesis.dropped:
                 out.print(f"  [yellow]not an invariant here:[/yellow] {d.describe()}", highlight=False)
             if not synthesis.complete:
                 out.print("  [yellow]the invariant search ran out of time: some may be missing[/yellow]")
-            if prob:
-                n_ent, n_fact = g.count()
+            if problem:
+                n_ent, n_fact = a.count()
                 out.print(f"Loaded {problem}: {n_ent} entities, {n_fact} facts")
 
     run_guarded(go)
@@ -151,12 +158,12 @@ def invariants(
     domain.toml, or mined from the graph and accepted."""
 
     def go() -> None:
-        with graph() as g:
+        with agent() as a:
             if not suggest and accept is None:
-                for inv in g.domain.invariants:
+                for inv in a.domain.invariants:
                     out.print(f"  {inv.origin:8} {inv.describe()}", markup=False, highlight=False)
                 return
-            mined = g.suggest_invariants()
+            mined = a.suggest_invariants()
             if accept is None:
                 for i, inv in enumerate(mined.suggested, 1):
                     out.print(f"  {i}. {inv.describe()}", highlight=False)
@@ -166,7 +173,7 @@ def invariants(
                     out.print("No invariants to suggest.")
                 return
             chosen = pick(mined.suggested, accept)
-            g.accept_invariants(chosen)
+            a.accept_invariants(chosen)
             for inv in chosen:
                 out.print(f"[green]accepted[/green] {inv.describe()}", highlight=False)
 
@@ -192,12 +199,12 @@ def show(entity: Annotated[str | None, typer.Argument(help="Entity to show; omit
     """Show the facts around an entity as a tree, or a summary of the whole graph."""
 
     def go() -> None:
-        with graph() as g:
-            dom = g.domain
+        with agent() as a:
+            dom = a.domain
             if entity is None:
-                ents, facts = g.entities(), g.facts()
-                out.print(f"{g.url}: domain {dom.name}, {len(ents)} entities, {len(facts)} facts, "
-                          f"{len(g.history(1)) and g.history(1)[0].id} changes")
+                ents, facts, last = a.entities(), a.facts(), a.history(1)
+                out.print(f"{a.graph.url}: domain {dom.name}, {len(ents)} entities, {len(facts)} facts, "
+                          f"{last[0].id if last else 0} changes")
                 t = Table("type", "entities", title="Entities by type")
                 for k, v in sorted(Counter(e.type for e in ents).items()):
                     t.add_row(k, str(v))
@@ -206,16 +213,13 @@ def show(entity: Annotated[str | None, typer.Argument(help="Entity to show; omit
                     p.add_row(k, str(v), dom.gloss(k))
                 out.print(t, p)
                 return
-            found = g.entities([entity])
-            if not found:
-                raise GraphError(f"no entity named {entity!r}")
-            ents, facts = g.neighborhood([entity], depth)
-            types = {e.name: e.type for e in ents}
-            tree = Tree(f"[bold]{entity}[/bold] - {found[0].type}")
-            for k, v in found[0].attrs.items():
+            n = a.show(entity, depth)
+            types = {e.name: e.type for e in n.entities}
+            tree = Tree(f"[bold]{entity}[/bold] - {n.entity.type}")
+            for k, v in n.entity.attrs.items():
                 tree.add(f"[dim]{k}: {v}[/dim]")
             by_pred: dict[str, list[Fact]] = {}
-            for f in facts:
+            for f in n.facts:
                 by_pred.setdefault(f.predicate, []).append(f)
             for pred, fs in sorted(by_pred.items()):
                 branch = tree.add(f"[cyan]{pred}[/cyan]  [dim]{dom.gloss(pred)}[/dim]")
@@ -235,10 +239,8 @@ def facts(predicate: Annotated[str | None, typer.Option(help="Only this predicat
     """List facts as PDDL atoms, one per line."""
 
     def go() -> None:
-        with graph() as g:
-            if predicate and predicate not in g.domain.predicates:
-                raise GraphError(f"unknown predicate {predicate!r}")
-            for f in g.facts(predicate, entity):
+        with agent() as a:
+            for f in a.facts(predicate, entity):
                 out.print(str(f), highlight=False, soft_wrap=True)
 
     run_guarded(go)
@@ -246,10 +248,8 @@ def facts(predicate: Annotated[str | None, typer.Option(help="Only this predicat
 
 def _edit(adds: list[str], removes: list[str], text: str, entities: list[str] | None = None) -> None:
     def go() -> None:
-        delta = Delta(add=[Fact.parse(a) for a in adds], remove=[Fact.parse(r) for r in removes],
-                      removed_entities=list(entities or ()), source="user", text=text)
-        with graph() as g:
-            print_change(g.apply(delta))
+        with agent() as a:
+            print_change(a.change(adds, removes, text, removed_entities=entities or ()))
 
     run_guarded(go)
 
@@ -268,23 +268,9 @@ def remove(facts: Annotated[list[str] | None, typer.Argument(
                help="Also remove this entity with all its facts (repeatable).")] = None,
            note: Annotated[str, typer.Option(help="Why (kept in the history).")] = "") -> None:
     """Remove facts and/or entities from the graph (verified; all or nothing; `undo` restores)."""
+    if not facts and not entity:
+        raise typer.BadParameter("give facts to remove and/or --entity NAME")
     _edit([], facts or [], note, entity)
-
-
-def load_observations(path: Path) -> list[Delta]:
-    """Read sensor observations: one JSON object or a list, each {add, remove, new_entities,
-    removed_entities, text}."""
-    data = json.loads(path.read_text())
-    items = data if isinstance(data, list) else [data]
-    deltas = []
-    for i, item in enumerate(items):
-        if not isinstance(item, dict):
-            raise GraphError(f"{path}: observation {i} must be a JSON object")
-        item = {**item, "source": "sensor"}
-        for k in ("add", "remove"):
-            item[k] = [Fact.parse(x) if isinstance(x, str) else x for x in item.get(k, [])]
-        deltas.append(Delta.model_validate(item))
-    return deltas
 
 
 @app.command()
@@ -296,9 +282,9 @@ def observe(file: Annotated[Path, typer.Argument(help="JSON: {\"add\": [\"(fact 
 
     def go() -> None:
         deltas = load_observations(file)
-        with graph() as g:
-            for d in deltas:
-                print_change(g.apply(d))
+        with agent() as a:
+            for c in a.observe(deltas):
+                print_change(c)
 
     run_guarded(go)
 
@@ -308,10 +294,8 @@ def check() -> None:
     """Check the whole graph: every typing and invariant violation (exit status 1 if any)."""
 
     def go() -> None:
-        from graph.check import check_graph
-
-        with graph() as g:
-            issues = check_graph(g)
+        with agent() as a:
+            issues = a.check()
         for i in issues:
             out.print(f"  - [{i.kind}] {i.message}", markup=False, highlight=False, soft_wrap=True)
         if issues:
@@ -327,9 +311,9 @@ def history(limit: Annotated[int, typer.Option(help="Show the newest N changes."
     """Show the change history with provenance."""
 
     def go() -> None:
-        with graph() as g:
+        with agent() as a:
             t = Table("id", "time (UTC)", "source", "text", "+", "-", "new", "undo of")
-            for c in g.history(limit):
+            for c in a.history(limit):
                 d = c.delta
                 t.add_row(str(c.id), c.time.strftime("%Y-%m-%d %H:%M:%S"), d.source, d.text[:60],
                           str(len(d.add)), str(len(d.remove)), str(len(d.new_entities)),
@@ -344,8 +328,8 @@ def undo(change_id: Annotated[int, typer.Argument(help="The id shown by `kgplan 
     """Undo a change by applying its inverse as a new change."""
 
     def go() -> None:
-        with graph() as g:
-            print_change(g.undo(change_id), "Undo applied as change")
+        with agent() as a:
+            print_change(a.undo(change_id), "Undo applied as change")
 
     run_guarded(go)
 
@@ -358,8 +342,8 @@ def export(pddl: Annotated[bool, typer.Option("--pddl", help="Print a PDDL probl
     def go() -> None:
         if not pddl:
             raise GraphError("choose an export format: --pddl")
-        with graph() as g:
-            sys.stdout.write(g.to_problem())
+        with agent() as a:
+            sys.stdout.write(a.export_pddl())
 
     run_guarded(go)
 
@@ -371,27 +355,11 @@ def demo(store: Annotated[str, typer.Option(help="Store for the demo (wiped firs
     from agent.demo import run_demo
 
     STATE["store"] = store
-    run_guarded(lambda: run_demo(store, out))
+    run_guarded(lambda: run_demo(store, out, print_change))
 
 
-def _llm() -> LLM:
-    from agent.llm import LLMConfig, OpenAIClient
-
-    return OpenAIClient(LLMConfig.from_env(**STATE["llm"]))
-
-
-def _retrieve(llm: LLM, g: WorldGraph, text: str, whole: bool = False, depth: int = 1) -> Retrieval:
-    from agent.language import full_graph, select_entities
-
-    return full_graph(g) if whole else select_entities(llm, g, text, depth)
-
-
-def _tell(llm: LLM, g: WorldGraph, text: str, *, whole: bool = False, depth: int = 1, rounds: int = 3,
-          dry_run: bool = False) -> None:
-    """Turn a sentence into a verified change and show what happened on the way."""
-    from agent.language import update
-
-    o = update(llm, g, text, _retrieve(llm, g, text, whole, depth), max_rounds=rounds, dry_run=dry_run)
+def print_outcome(o: Outcome) -> None:
+    """What `tell` did with a sentence: the refused replies, then the change (or the dry run's)."""
     for i, issues in enumerate(o.rounds, 1):
         err.print(f"[yellow]reply {i} refused:[/yellow] " + "; ".join(issues), highlight=False)
     if o.change:
@@ -404,17 +372,7 @@ def _tell(llm: LLM, g: WorldGraph, text: str, *, whole: bool = False, depth: int
         raise GraphError(o.error)
 
 
-def _goal(llm: LLM, g: WorldGraph, task: str) -> str:
-    """The PDDL goal the LLM writes for a task (checked against the domain and the graph)."""
-    from agent.language import write_goal
-
-    formula, o = write_goal(llm, g, task, _retrieve(llm, g, task))
-    if formula is None or o.goal is None:
-        raise GraphError(o.error or "no goal")
-    return o.goal
-
-
-def _print_plan(r: PlanReport, explain: bool = False) -> None:
+def print_plan(r: PlanReport, explain: bool = False) -> None:
     colour = "green" if r.solved else "red"
     state = "the full state" if r.used_full_state else f"{r.facts_pruned} of {r.facts_full} facts"
     if r.widenings:
@@ -423,10 +381,13 @@ def _print_plan(r: PlanReport, explain: bool = False) -> None:
               f"(pruning {r.prune_seconds * 1000:.0f} ms)", highlight=False)
     for i, step in enumerate(r.plan, 1):
         out.print(f"  {i:3d}. {step}", highlight=False)
+    if r.cost is not None:
+        out.print(f"cost {r.cost:g} (total-cost)", highlight=False)
     if r.message:
         out.print(f"[dim]{r.message}[/dim]", highlight=False)
     if explain and r.problem_pddl:
-        out.rule("problem")
+        which = "the full state" if r.used_full_state else f"the pruned state ({r.facts_pruned} facts)"
+        out.rule(f"the problem the planner answered: on {which}")
         out.print(r.problem_pddl, highlight=False, markup=False)
 
 
@@ -445,8 +406,8 @@ def tell(
     """
 
     def go() -> None:
-        with graph() as g:
-            _tell(_llm(), g, text, whole=whole, depth=depth, rounds=rounds, dry_run=dry_run)
+        with agent() as a:
+            print_outcome(a.tell(text, whole=whole, depth=depth, rounds=rounds, dry_run=dry_run))
 
     run_guarded(go)
 
@@ -458,28 +419,30 @@ def plan(
     goal: Annotated[str | None, typer.Option("--goal", "-g", help='A PDDL goal instead, e.g. "(and (not '
                                              '(switched_on kitchen_light)))"; and/or/not/imply/forall/exists.')]
     = None,
-    planner: Annotated[str, typer.Option(help="fd (Fast Downward LAMA-first), fd-opt or symk-opt (optimal).")] = "fd",
+    planner: Annotated[Planner, typer.Option(help=(
+        "fd (Fast Downward LAMA-first), fd-opt or symk-opt (optimal), lapkt (LAPKT SIW then BFS(f), as in L3M+P)."))]
+    = Planner.fd,
     timeout: Annotated[float, typer.Option(help="Seconds per planner call.")] = 60.0,
     memory: Annotated[int, typer.Option(help="Memory cap for the planner in MB.")] = 4096,
     prune: Annotated[bool, typer.Option(help="Plan on the relevance-pruned state first.")] = True,
-    explain: Annotated[bool, typer.Option(help="Also print the pruned :init and the problem file.")] = False,
+    explain: Annotated[bool, typer.Option(help="Also print the problem file the planner answered on, saying "
+                                               "whether that was the pruned or the full state.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object instead.")] = False,
 ) -> None:
     """Plan for a task (English, through the LLM) or a PDDL goal; `kgplan run` then executes the plan."""
-    from agent.planning import plan as make_plan
 
     def go() -> None:
-        with graph() as g:
-            text = goal if task is None else _goal(_llm(), g, task)
-            if text is None:
-                raise GraphError("give a task in English or a PDDL goal with --goal")
+        if task is None and goal is None:
+            raise GraphError("give a task in English or a PDDL goal with --goal")
+        with agent() as a:
+            text = goal if task is None else a.goal_for(task)
             if task is not None and not as_json:
                 out.print(f"goal: {text}", highlight=False)
-            r = make_plan(g, text, planner=planner, timeout=timeout, prune=prune, memory_mb=memory)
+            r = a.plan(goal=text, planner=planner.value, timeout=timeout, prune=prune, memory_mb=memory)
         if as_json:
             sys.stdout.write(json.dumps(r.to_json()) + "\n")
         else:
-            _print_plan(r, explain)
+            print_plan(r, explain)
         if not r.solved:
             raise typer.Exit(2)
 
@@ -492,24 +455,21 @@ def chat() -> None:
 
     /run executes the last plan, /history shows the changes, /quit (or an empty line) ends.
     """
-    from agent.language import classify
-    from agent.planning import plan as make_plan
 
     def go() -> None:
-        llm = _llm()
-        with graph() as g:
+        with agent() as a:
             while (line := typer.prompt("you", default="", show_default=False).strip()) not in ("", "/quit"):
                 try:
                     if line in ("/run", "/history"):
                         (run_plan if line == "/run" else history)()
                     elif line.startswith("/"):
                         err.print("commands: /run /history /quit")
-                    elif classify(llm, line) == "task":
-                        goal_text = _goal(llm, g, line)
+                    elif a.classify(line) == "task":
+                        goal_text = a.goal_for(line)
                         out.print(f"goal: {goal_text}", highlight=False)
-                        _print_plan(make_plan(g, goal_text))
+                        print_plan(a.plan(goal=goal_text))
                     else:
-                        _tell(llm, g, line)
+                        print_outcome(a.tell(line))
                 except typer.Exit:
                     pass  # the command has said why
                 except Exception as e:
@@ -522,15 +482,12 @@ def chat() -> None:
 @app.command(name="run")
 def run_plan() -> None:
     """Execute the last plan on the graph, one verified change per action (provenance `plan`)."""
-    from agent.planning import last_plan
-    from planners.execute import execute
 
     def go() -> None:
-        with graph() as g:
-            goal_text, steps = last_plan(g)
-            result = execute(g, steps, f"plan for {goal_text}")
-            out.print(f"Executed {len(result.changes)} of {len(steps)} steps as changes "
-                      f"{', '.join(f'#{c}' for c in result.changes) or '(none)'}")
+        with agent() as a:
+            _, n, result = a.run()
+        out.print(f"Executed {len(result.changes)} of {n} steps as changes "
+                  f"{', '.join(f'#{c}' for c in result.changes) or '(none)'}")
         if result.failure:
             err.print(f"[red]stopped:[/red] {result.failure}; replan with `kgplan plan --goal ...`",
                       highlight=False)
@@ -539,14 +496,61 @@ def run_plan() -> None:
     run_guarded(go)
 
 
-@app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
-def bench(ctx: typer.Context, name: Annotated[str, typer.Argument(help="graph_ops, planning or l3mp.")]) -> None:
+@app.command()
+def serve(
+    host: Annotated[str, typer.Option(help="Address to listen on; anything but loopback should set "
+                                           "KGPLAN_API_TOKEN.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="Port.")] = 8000,
+    domain: Annotated[str | None, typer.Option(help="Initialise an empty store with this domain first (a bundled "
+                                                    "name or a path); a store already set up is kept.")] = None,
+    problem: Annotated[Path | None, typer.Option(help="With --domain: the PDDL problem an empty store is loaded "
+                                                      "with.")] = None,
+    token: Annotated[str | None, typer.Option(envvar="KGPLAN_API_TOKEN", show_envvar=True, show_default=False,
+                                              help="A token every write must send as `Authorization: Bearer`.")]
+    = None,
+) -> None:
+    """Serve the HTTP API (OpenAPI at /docs) and the web page at / to inspect and correct the graph."""
+    from agent.api import serve as run_server
+
+    def go() -> None:
+        if not token and host not in ("127.0.0.1", "localhost", "::1"):
+            err.print(f"[yellow]warning:[/yellow] listening on {host} without KGPLAN_API_TOKEN: anyone who "
+                      "reaches it can change the graph")
+        with agent() as a:
+            if domain and not a.initialised:
+                a.init(domain, problem)
+            a.domain  # noqa: B018  (fail now, with a clear message, if the store is not initialised)
+            out.print(f"kgplan on {a.graph.url}: http://{host}:{port}/ (API docs at /docs)")
+            run_server(a, host, port, token)
+
+    run_guarded(go)
+
+
+@app.command()
+def mcp() -> None:
+    """Serve the agent to an LLM assistant over MCP on stdio (tools: tell, plan, run, show, search, history,
+    undo)."""
+    from agent.mcp_server import serve as run_server
+
+    def go() -> None:
+        with agent() as a:
+            run_server(a)
+
+    run_guarded(go)
+
+
+@app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True, "help_option_names": []})
+def bench(ctx: typer.Context, name: Annotated[str | None, typer.Argument(
+        help="The benchmark; `kgplan bench NAME --help` lists its options.")] = None) -> None:
     """Run a benchmark from benchmarks/ (its own options follow; see `kgplan bench NAME --help`)."""
     import importlib
 
-    try:
-        module = importlib.import_module(f"benchmarks.{name}")
-    except ModuleNotFoundError:
-        err.print(f"[red]error:[/red] no benchmark {name!r}: choose graph_ops, planning or l3mp")
-        raise typer.Exit(1) from None
-    raise typer.Exit(module.main(ctx.args))
+    names = BENCHMARKS
+    if name in (None, "-h", "--help"):
+        out.print(ctx.get_help())
+        out.print(f"benchmarks: {', '.join(names)}")
+        return
+    if name not in names:
+        err.print(f"[red]error:[/red] no benchmark {name!r}: choose {', '.join(names)}")
+        raise typer.Exit(1)
+    raise typer.Exit(importlib.import_module(f"benchmarks.{name}").main(ctx.args))

@@ -2,65 +2,59 @@
 
 from __future__ import annotations
 
-from pathlib import Path
+from collections.abc import Callable
 
 from rich.console import Console
 from rich.table import Table
 
-from agent.planning import plan
-from domains.model import BUNDLED, Problem, resolve_domain
+from agent.core import Agent, load_observations
+from domains.model import BUNDLED
 from graph.base import ChangeRefused
-from graph.store import open_graph
-from planners.execute import execute
-from planners.state import Step
+from graph.model import Change
 
 HOUSEHOLD = BUNDLED / "household"
 
 
-def run_demo(store: str, out: Console) -> None:
+def run_demo(store: str, out: Console, print_change: Callable[[Change, str], None]) -> None:
     """Build the demo house, apply sensor observations (one is wrong and refused), undo one, then
     plan a task on the pruned graph and execute it."""
-    from agent.cli import load_observations, print_change
-
-    with open_graph(store) as g:
-        g.init(resolve_domain(HOUSEHOLD), force=True)
-        c = g.load_problem(Problem.parse((HOUSEHOLD / "world.pddl").read_text(), "world.pddl"))
-        ents, facts = g.count()
+    with Agent(store) as a:
+        a.init(HOUSEHOLD, HOUSEHOLD / "world.pddl", force=True)
+        ents, facts = a.count()
         out.rule("1. The world graph")
-        out.print(f"Loaded the household world into {g.url} as change #{c.id}: {ents} entities, "
-                  f"{facts} facts. Invariants derived from the domain's actions:")
-        for inv in g.domain.invariants:
+        out.print(f"Loaded the household world into {a.graph.url}: {ents} entities, {facts} facts. "
+                  "Invariants derived from the domain's actions for this initial state:")
+        for inv in a.domain.invariants:
             out.print(f"  - {inv.describe()}", highlight=False)
         out.rule("2. Sensor observations (each verified before it is applied)")
-        for delta in load_observations(Path(HOUSEHOLD / "observations.json")):
+        for delta in load_observations(HOUSEHOLD / "observations.json"):
             out.print(f"[bold]{delta.text}[/bold]")
             try:
-                print_change(g.apply(delta))
+                print_change(*a.observe([delta]), "Applied change")
             except ChangeRefused as e:
                 out.print("[red]  refused, graph unchanged:[/red]")
                 for issue in e.issues:
                     out.print(f"    [{issue.kind}] {issue.message}", highlight=False)
         out.rule("3. Correction: undo the light observation")
-        last = g.history(1)[0]
-        print_change(g.undo(last.id), "Undo applied as change")
+        print_change(a.undo(a.history(1)[0].id), "Undo applied as change")
         out.rule("4. Planning: hand Sandra her phone and switch off every light")
         goal = "(and (held_by sandra_phone sandra) (forall (?l - light) (not (switched_on ?l))))"
         out.print(f"goal: {goal}", highlight=False)
-        r = plan(g, goal)
+        r = a.plan(goal=goal)
         out.print(f"{r.status} by {r.planner} in {r.seconds:.2f} s, on {r.facts_pruned} of {r.facts_full} "
                   f"facts kept by relevance pruning:", highlight=False)
         for i, step in enumerate(r.plan, 1):
             out.print(f"  {i:2d}. {step}", highlight=False)
-        done = execute(g, [Step.parse(x) for x in r.plan], "demo task")
+        _, _, done = a.run()
         out.print(f"executed {len(done.changes)} steps, each a verified change"
                   + (f"; stopped: {done.failure}" if done.failure else ""), highlight=False)
         out.rule("5. History")
         t = Table("id", "source", "text", "+", "-", "new")
-        for ch in g.history():
+        for ch in a.history():
             d = ch.delta
             t.add_row(str(ch.id), d.source, d.text, str(len(d.add)), str(len(d.remove)),
                       str(len(d.new_entities)))
         out.print(t)
-        ents, facts = g.count()
+        ents, facts = a.count()
         out.print(f"Final graph: {ents} entities, {facts} facts. Inspect it with "
                   f"`kgplan --store {store} show kitchen`.")

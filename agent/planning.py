@@ -40,6 +40,7 @@ class PlanReport:
     widenings: int = 0  # pruned states given up (goal not relaxed-reachable on it, or no valid plan)
     fallback: bool = False  # pruning was tried and the full state had to answer
     message: str = ""
+    cost: float | None = None  # the plan's (total-cost) under :action-costs
     task: Task | None = field(default=None, repr=False)  # the attempt that produced the answer
 
     @property
@@ -72,7 +73,9 @@ def plan(graph: WorldGraph, goal_text: str, *, planner: str = "fd", timeout: flo
     domain = graph.domain
     objects = {e.name: e.type for e in graph.entities()}
     goal = parse_goal(goal_text, graph, objects)
-    state = State(domain, objects, map(atom_of, graph.facts()))
+    facts = graph.facts()
+    numbers = {atom_of(f): f.value for f in facts if f.value is not None}
+    state = State(domain, objects, [atom_of(f) for f in facts if f.value is None], numbers)
     report = PlanReport(goal=goal_text, status="error", planner=planner, facts_full=len(state.facts))
     if state.holds(goal):
         report.status, report.message = "solved", "the goal already holds: nothing to do"
@@ -85,7 +88,7 @@ def plan(graph: WorldGraph, goal_text: str, *, planner: str = "fd", timeout: flo
             report.facts_pruned = len(pruned.facts)
             if not pruned.reachable:
                 notes.append(f"pruned state ({pruned.level}): goal not relaxed-reachable")
-            elif _attempt(report, state, Task(domain, pruned.objects, pruned.facts, goal), planner, timeout,
+            elif _attempt(report, state, Task(domain, pruned.objects, pruned.facts, goal, numbers), planner, timeout,
                           memory_mb, f"pruned ({pruned.level})", notes):
                 break
             report.widenings += 1
@@ -95,7 +98,7 @@ def plan(graph: WorldGraph, goal_text: str, *, planner: str = "fd", timeout: flo
     if not report.solved:
         report.fallback = prune
         report.used_full_state = True
-        _attempt(report, state, Task(domain, objects, set(state.facts), goal), planner, timeout, memory_mb,
+        _attempt(report, state, Task(domain, objects, set(state.facts), goal, numbers), planner, timeout, memory_mb,
                  "full", notes)
     report.message = "; ".join(notes)
     return _remember(graph, report)
@@ -111,6 +114,7 @@ def _attempt(report: PlanReport, state: State, task: Task, planner: str, timeout
         report.status, result.message = "error", f"invalid on the full state: {failure}"
     if report.status == "solved":
         report.plan = [str(s) for s in result.plan]
+        report.cost = state.plan_cost(result.plan)
         return True
     notes.append(f"{name} state: {report.status}: {result.message}")
     return False

@@ -91,14 +91,6 @@ def test_timeout_is_reported(household: Domain, world_problem: Problem) -> None:
     assert r.status == "timeout" and not r.plan
 
 
-def test_memory_cap_is_reported(household: Domain, world_problem: Problem) -> None:
-    facts = {(a.predicate, a.args) for a in world_problem.init}
-    task = Task(household, world_problem.objects, facts, Problem.parse(
-        "(define (problem p) (:domain household) (:goal (holding robot apple)))").goal)
-    r = solve(task, memory_mb=16)
-    assert r.status == "memout" and not r.plan, r.message
-
-
 def test_bad_goal_text(world: SqliteGraph) -> None:
     with pytest.raises(GraphError, match="'nosuch' is not a known entity"):
         plan(world, "(switched_on nosuch)")

@@ -1,0 +1,335 @@
+"""The Agent: every operation a user has on the world graph, in one object.
+
+The CLI, the demo, the HTTP API and the MCP server all call it; none of them holds agent logic.
+Operations take a lock, so one Agent can serve several threads (the API's worker pool).
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from enum import StrEnum
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from domains.invariants import Mined, MutexGroup, Synthesis
+from domains.model import Domain, Problem, resolve_domain
+from domains.verify import Issue
+from graph.base import ChangeRefused, GraphError, WorldGraph, atom_of, fact_of
+from graph.model import Change, Delta, Entity, Fact
+from graph.store import open_graph
+from planners.solve import ENGINES
+
+if TYPE_CHECKING:
+    from agent.language import Outcome, Retrieval
+    from agent.llm import LLM, LLMConfig
+    from agent.planning import PlanReport
+    from domains.invariants import Mined, MutexGroup, Synthesis
+    from domains.verify import Issue
+    from planners.execute import Execution
+
+Progress = Callable[[str], None]
+Planner = StrEnum("Planner", {name: name for name in ENGINES})  # the planners one can choose
+
+
+class NotFound(GraphError):
+    """A named entity or change that the graph does not have."""
+
+
+def quiet(_: str) -> None:
+    """The default progress callback: say nothing."""
+
+
+@dataclass
+class Neighbourhood:
+    """An entity with the entities and facts within some fact hops of it."""
+
+    entity: Entity
+    entities: list[Entity]
+    facts: list[Fact]
+
+
+def load_observations(path: Path) -> list[Delta]:
+    """Read sensor observations: one JSON object or a list, each {add, remove, new_entities,
+    removed_entities, text}."""
+    data = json.loads(path.read_text())
+    deltas = []
+    for i, item in enumerate(data if isinstance(data, list) else [data]):
+        if not isinstance(item, dict):
+            raise GraphError(f"{path}: observation {i} must be a JSON object")
+        item = {**item, "source": "sensor"}
+        for k in ("add", "remove"):
+            item[k] = [Fact.parse(x) if isinstance(x, str) else x for x in item.get(k, [])]
+        deltas.append(Delta.model_validate(item))
+    return deltas
+
+
+class Agent:
+    """A world graph with its domain, an optional LLM for language, and the user's operations on them.
+
+    `store` is a store URL (see `graph.store.open_graph`) or an open graph; given a `domain` (a bundled
+    name or a path), an uninitialised store is initialised with it. `llm` is an LLM client or its settings; without
+    one, the settings come from the environment when a language operation first needs them.
+    """
+
+    def __init__(self, store: str | WorldGraph | None = None, domain: str | Path | None = None,
+                 llm: LLM | LLMConfig | None = None) -> None:
+        self.graph: WorldGraph = store if isinstance(store, WorldGraph) else open_graph(store)
+        self.lock = threading.RLock()
+        self._llm = llm
+        self._entities: tuple[int, list[Entity]] | None = None  # (count, all entities): the list costs seconds at 100k
+        if domain is not None and not self.initialised:
+            with self.writing():
+                self.graph.init(resolve_domain(domain))
+
+    @contextmanager
+    def writing(self) -> Iterator[None]:
+        """The lock, for an operation that may change the graph (it drops the cached entity list)."""
+        with self.lock:
+            self._entities = None
+            try:
+                yield
+            finally:
+                self._entities = None
+
+    def close(self) -> None:
+        self.graph.close()
+
+    def __enter__(self) -> Agent:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @property
+    def initialised(self) -> bool:
+        """Whether the store is bound to a domain."""
+        return self.graph.get_meta("domain_pddl") is not None
+
+    @property
+    def domain(self) -> Domain:
+        return self.graph.domain
+
+    @property
+    def llm(self) -> LLM:
+        """The language model, built from the environment on first use."""
+        from agent.llm import LLM, LLMConfig, OpenAIClient
+
+        if not isinstance(self._llm, LLM):
+            self._llm = OpenAIClient(self._llm if isinstance(self._llm, LLMConfig) else LLMConfig.from_env())
+        return self._llm
+
+    def settings(self) -> dict[str, Any]:
+        """The store, domain and LLM in use (no secrets)."""
+        from agent.llm import LLMConfig
+
+        llm = self._llm or LLMConfig.from_env()
+        config = llm if isinstance(llm, LLMConfig) else getattr(llm, "config", None)
+        model = config.model if config else getattr(llm, "model", type(llm).__name__)
+        with self.lock:
+            domain = self.domain.name if self.initialised else None
+        return {"store": self.graph.url, "domain": domain,
+                "llm": {"model": model, "base_url": config.base_url if config else None}}
+
+    # ---- setting up ---------------------------------------------------------------------------
+    def init(self, domain: str | Path, problem: Path | None = None, force: bool = False) -> Synthesis:
+        """Bind the store to a domain, with a PDDL problem as its first change (all or nothing); which
+        invariants were derived for it and which were dropped."""
+        dom = resolve_domain(domain)
+        prob = Problem.parse(problem.read_text(), str(problem)) if problem else None
+        with self.writing():
+            return self.graph.init(dom, force=force, problem=prob)
+
+    def suggest_invariants(self) -> Mined:
+        """Invariants the graph satisfies for predicates no action changes, not yet enforced."""
+        with self.lock:
+            return self.graph.suggest_invariants()
+
+    def accept_invariants(self, groups: Iterable[MutexGroup]) -> None:
+        """Enforce these invariants from now on."""
+        with self.lock:
+            self.graph.accept_invariants(groups)
+
+    def check(self) -> list[Issue]:
+        """Every typing and invariant violation in the whole graph."""
+        from graph.check import check_graph
+
+        with self.lock:
+            return check_graph(self.graph)
+
+    # ---- reading ------------------------------------------------------------------------------
+    def entities(self, type: str | None = None, search: str | None = None) -> list[Entity]:
+        """Entities, optionally of a type (subtypes included) and/or whose name, type or attributes
+        contain `search` (case-insensitive)."""
+        with self.lock:
+            n = self.graph.count()[0]  # another process may have written to the store
+            if self._entities is None or self._entities[0] != n:
+                self._entities = (n, self.graph.entities())
+            ents = self._entities[1]
+            dom = self.domain if type else None
+        if dom is not None:
+            if type not in dom.types and type != "object":
+                raise GraphError(f"unknown type {type!r}")
+            ents = [e for e in ents if dom.is_subtype(e.type, type)]
+        if search:
+            s = search.lower()
+            ents = [e for e in ents if s in e.name.lower() or s in e.type.lower()
+                    or any(s in v.lower() for v in e.attrs.values())]
+        return ents
+
+    def show(self, name: str, depth: int = 1) -> Neighbourhood:
+        """An entity and its neighbourhood within `depth` fact hops."""
+        if depth < 0:
+            raise GraphError("depth must be 0 or more")
+        with self.lock:
+            ents, facts = self.graph.neighborhood([name], depth)
+        found = [e for e in ents if e.name == name]
+        if not found:
+            raise NotFound(f"no entity named {name!r}")
+        return Neighbourhood(found[0], ents, facts)
+
+    def facts(self, predicate: str | None = None, entity: str | None = None, search: str | None = None) -> list[Fact]:
+        """Facts, optionally of one predicate, mentioning one entity, or whose text contains `search`."""
+        with self.lock:
+            if predicate and predicate not in self.domain.predicates:
+                raise GraphError(f"unknown predicate {predicate!r}")
+            facts = self.graph.facts(predicate, entity)
+        if search:
+            s = search.lower()
+            facts = [f for f in facts if s in str(f).lower()]
+        return facts
+
+    def history(self, limit: int | None = None) -> list[Change]:
+        with self.lock:
+            return self.graph.history(limit)
+
+    def count(self) -> tuple[int, int]:
+        with self.lock:
+            return self.graph.count()
+
+    def export_pddl(self) -> str:
+        with self.lock:
+            return self.graph.to_problem()
+
+    # ---- changing -----------------------------------------------------------------------------
+    def change(self, add: Iterable[str | Fact] = (), remove: Iterable[str | Fact] = (), note: str = "",
+               new_entities: Iterable[Entity] = (), dry_run: bool = False,
+               removed_entities: Iterable[str] = ()) -> Change:
+        """Verify and apply a user's correction (all or nothing); `dry_run` verifies only.
+
+        Raises ChangeRefused with the issues (graph unchanged), PDDLError for a malformed fact.
+        """
+        delta = Delta(add=[_fact(f) for f in add], remove=[_fact(f) for f in remove],
+                      new_entities=list(new_entities), removed_entities=list(removed_entities), source="user",
+                      text=note)
+        if delta.is_empty():
+            raise GraphError("the change is empty: give facts to add or remove")
+        with self.writing():
+            if not dry_run:
+                return self.graph.apply(delta)
+            if issues := self.graph.check(delta):
+                raise ChangeRefused(issues)
+            return Change(id=0, delta=delta)
+
+    def observe(self, deltas: Iterable[Delta]) -> list[Change]:
+        """Apply sensor observations, each verified and applied as one change (stops at a refused one)."""
+        with self.writing():
+            return [self.graph.apply(d) for d in deltas]
+
+    def undo(self, change_id: int) -> Change:
+        """Apply the inverse of a change as a new change."""
+        with self.writing():
+            with self.graph.transaction() as tx:
+                if tx.change(change_id) is None:
+                    raise NotFound(f"no change with id {change_id}")
+            return self.graph.undo(change_id)
+
+    # ---- language -----------------------------------------------------------------------------
+    def _retrieve(self, text: str, whole: bool = False, depth: int = 1) -> Retrieval:
+        from agent.language import full_graph, select_entities
+
+        if not self.count()[0]:
+            raise GraphError("the graph has no entities yet: nothing to talk about")
+        return full_graph(self.graph) if whole else select_entities(self.llm, self.graph, text, depth)
+
+    def tell(self, text: str, *, dry_run: bool = False, whole: bool = False, depth: int = 1, rounds: int = 3,
+             progress: Progress = quiet) -> Outcome:
+        """Turn a sentence into a verified change through the LLM (verified only, with `dry_run`).
+
+        The outcome says what happened: its `change` (or, in a dry run, its `delta`), the issues of each
+        refused reply, and `error` when no valid change came out (the graph is then unchanged).
+        """
+        from agent.language import Outcome, update
+
+        if not text.strip():
+            raise GraphError("say what changed")
+        with self.writing():
+            progress("retrieving the entities the sentence is about")
+            out = Outcome(text)
+            retrieval = self._retrieve(text, whole, depth)
+            progress(f"asking the LLM for the change ({len(retrieval.entities)} entities, "
+                     f"{len(retrieval.facts)} facts shown)")
+            return update(self.llm, self.graph, text, retrieval, max_rounds=rounds, dry_run=dry_run, out=out)
+
+    def goal_for(self, task: str, progress: Progress = quiet) -> str:
+        """The PDDL goal the LLM writes for a task in English (checked against the domain and the graph)."""
+        from agent.language import write_goal
+
+        with self.lock:
+            progress("retrieving the entities the task is about")
+            retrieval = self._retrieve(task)
+            progress("asking the LLM for the goal")
+            formula, o = write_goal(self.llm, self.graph, task, retrieval)
+        if formula is None or o.goal is None:
+            raise GraphError(o.error or "no goal")
+        return o.goal
+
+    def classify(self, text: str) -> str:
+        """"task" or "state_change": what a sentence asks for."""
+        from agent.language import classify
+
+        return classify(self.llm, text)
+
+    # ---- planning -----------------------------------------------------------------------------
+    def plan(self, task: str | None = None, goal: str | None = None, *, planner: str = Planner.fd,
+             timeout: float = 60.0, prune: bool = True, memory_mb: int = 4096,
+             progress: Progress = quiet) -> PlanReport:
+        """Plan for a task in English (the LLM writes the goal) or a PDDL goal; the plan is kept for `run`."""
+        from agent.planning import plan
+
+        if (task is None) == (goal is None):
+            raise GraphError("give either a task in English or a PDDL goal")
+        with self.lock:
+            goal = goal if task is None else self.goal_for(task, progress)
+            progress(f"planning for {goal} with {planner}")
+            return plan(self.graph, goal, planner=planner, timeout=timeout, prune=prune, memory_mb=memory_mb)
+
+    def effects(self, plan: Iterable[str]) -> list[tuple[list[Fact], list[Fact]]]:
+        """What each step of a plan adds and removes, simulated from the graph's current state."""
+        from planners.state import State, Step
+
+        with self.lock:
+            state = State(self.domain, {e.name: e.type for e in self.graph.entities()},
+                          map(atom_of, self.graph.facts()))
+        out = []
+        for step in plan:
+            added, removed = state.apply(Step.parse(step))
+            out.append(([fact_of(a) for a in sorted(added)], [fact_of(a) for a in sorted(removed)]))
+        return out
+
+    def run(self, progress: Progress = quiet) -> tuple[str, int, Execution]:
+        """Execute the last plan, one verified change per step: its goal, its length and how far it got."""
+        from agent.planning import last_plan
+        from planners.execute import execute
+
+        with self.writing():
+            goal, steps = last_plan(self.graph)
+            progress(f"executing {len(steps)} steps")
+            return goal, len(steps), execute(self.graph, steps, f"plan for {goal}")
+
+
+def _fact(f: str | Fact) -> Fact:
+    return f if isinstance(f, Fact) else Fact.parse(f)

@@ -1,0 +1,278 @@
+"""The HTTP API through FastAPI's test client (every route, bad input included), and schemathesis against a
+real uvicorn server on 127.0.0.1."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from fastapi.testclient import TestClient
+
+from agent.api import create_app
+from agent.core import Agent
+from agent.llm import ScriptedLLM
+from tests.conftest import HOUSEHOLD
+
+
+@pytest.fixture(scope="module")
+def household_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The household world in a sqlite file, built once; each test gets a copy."""
+    path = tmp_path_factory.mktemp("template") / "household.db"
+    with Agent(f"sqlite:{path}") as a:
+        a.init("household", HOUSEHOLD / "world.pddl")
+    return path
+
+
+@pytest.fixture
+def agent(tmp_path: Path, household_db: Path) -> Iterator[Agent]:
+    shutil.copy(household_db, tmp_path / "api.db")
+    with Agent(f"sqlite:{tmp_path / 'api.db'}", llm=ScriptedLLM()) as a:
+        yield a
+
+
+@pytest.fixture
+def client(agent: Agent) -> TestClient:
+    return TestClient(create_app(agent))
+
+
+def script(agent: Agent, *replies: object) -> None:
+    agent._llm = ScriptedLLM([r if isinstance(r, str) else json.dumps(r) for r in replies])
+
+
+def state(c: TestClient) -> tuple[list, list]:
+    return c.get("/api/facts", params={"limit": 100000}).json()["facts"], c.get("/api/history").json()
+
+
+def test_entities_and_neighbourhood(client: TestClient) -> None:
+    ents = client.get("/api/entities").json()
+    assert ents["total"] == len(ents["entities"]) > 10
+    lights = client.get("/api/entities", params={"type": "light"}).json()["entities"]
+    assert {"kitchen_light", "hallway_light"} <= {e["name"] for e in lights}
+    found = client.get("/api/entities", params={"search": "sandra"}).json()["entities"]
+    assert found and all("sandra" in e["name"] for e in found)
+    assert client.get("/api/entities", params={"type": "spaceship"}).status_code == 400
+    n = client.get("/api/entities/kitchen", params={"depth": 2}).json()
+    assert n["entity"]["name"] == "kitchen" and n["depth"] == 2
+    assert "(in_room kitchen_light kitchen)" in {f["text"] for f in n["facts"]}
+    one = client.get("/api/entities/kitchen", params={"depth": 1}).json()
+    assert len(one["entities"]) < len(n["entities"])
+    r = client.get("/api/entities/atlantis")
+    assert r.status_code == 404 and "atlantis" in r.json()["detail"]["message"]
+    assert client.get("/api/entities/kitchen", params={"depth": -1}).status_code == 422
+
+
+def test_facts(client: TestClient) -> None:
+    on = client.get("/api/facts", params={"predicate": "switched_on"}).json()
+    assert on["total"] > 0 and all(f["predicate"] == "switched_on" for f in on["facts"])
+    some = client.get("/api/facts", params={"search": "kitchen_light"}).json()["facts"]
+    assert some and all("kitchen_light" in f["text"] for f in some)
+    assert client.get("/api/facts", params={"entity": "kitchen_light"}).json()["total"] == len(some)
+    r = client.get("/api/facts", params={"predicate": "flying"})
+    assert r.status_code == 400 and "flying" in r.json()["detail"]["message"]
+
+
+def test_changes_history_and_undo(client: TestClient) -> None:
+    before = state(client)
+    r = client.post("/api/changes", json={"add": ["(switched_on hallway_light)"], "note": "I turned it on",
+                                          "dry_run": True})
+    assert r.status_code == 200 and state(client) == before
+    r = client.post("/api/changes", json={"add": ["(switched_on hallway_light)"], "note": "I turned it on"})
+    assert r.status_code == 200
+    change = r.json()
+    assert change["source"] == "user" and change["add"][0]["text"] == "(switched_on hallway_light)"
+    newest = client.get("/api/history", params={"limit": 1}).json()[0]
+    assert newest["id"] == change["id"] and newest["text"] == "I turned it on"
+    r = client.post(f"/api/undo/{change['id']}")
+    assert r.status_code == 200 and r.json()["undo_of"] == change["id"]
+    assert state(client)[0] == before[0]
+    again = client.post(f"/api/undo/{change['id']}")  # removing what is no longer there
+    assert again.status_code == 422 and again.json()["detail"]["issues"][0]["kind"] == "absent_fact"
+    assert client.post("/api/undo/9999").status_code == 404
+
+
+@pytest.mark.parametrize("body, status, words", [
+    ({"add": ["(on apple kitchen_table)"]}, 422, "invariant"),        # refused by verification
+    ({"add": ["(switched_on atlantis)"]}, 422, "atlantis"),          # unknown entity
+    ({"add": ["(flying apple)"]}, 422, "flying"),                    # unknown predicate
+    ({"add": ["(switched_on kitchen_light"]}, 400, ""),              # malformed fact
+    ({"add": ["switched_on"]}, 400, "expected one fact"),
+    ({"add": [], "remove": []}, 400, "empty"),
+    ({"add": "(switched_on hallway_light)"}, 422, ""),               # not a list: request validation
+    ({"new_entities": [{"name": "x y", "type": "light"}]}, 422, ""),  # bad name
+])
+def test_bad_changes_leave_the_graph_unchanged(client: TestClient, body: dict, status: int, words: str) -> None:
+    before = state(client)
+    r = client.post("/api/changes", json=body)
+    assert r.status_code == status, r.text
+    assert words in json.dumps(r.json())
+    assert state(client) == before
+    if status == 422 and "issues" in r.json()["detail"]:
+        assert all({"kind", "message", "fact"} <= set(i) for i in r.json()["detail"]["issues"])
+
+
+def test_new_entity(client: TestClient) -> None:
+    r = client.post("/api/changes", json={"new_entities": [{"name": "porch_light", "type": "light"}],
+                                          "add": ["(in_room porch_light hallway)"]})
+    assert r.status_code == 200, r.text
+    assert client.get("/api/entities/porch_light").json()["entity"]["type"] == "light"
+
+
+def test_plan_and_run(client: TestClient, agent: Agent) -> None:
+    assert client.post("/api/run").status_code == 400  # no plan yet
+    r = client.post("/api/plan", json={"goal": "(not (switched_on kitchen_light))"})
+    assert r.status_code == 200, r.text
+    p = r.json()
+    assert p["status"] == "solved" and p["plan"] and len(p["steps"]) == len(p["plan"])
+    assert {"text": "(switched_on kitchen_light)", "predicate": "switched_on", "args": ["kitchen_light"]} \
+        in p["steps"][-1]["remove"]
+    r = client.post("/api/run")
+    assert r.status_code == 200 and r.json()["done"] and len(r.json()["changes"]) == len(p["plan"])
+    assert not client.get("/api/facts", params={"search": "(switched_on kitchen_light)"}).json()["facts"]
+    script(agent, {"entities": ["kitchen_light"]}, {"goal": "(switched_on kitchen_light)"})
+    r = client.post("/api/plan", json={"task": "Turn the kitchen light on"})
+    assert r.status_code == 200 and r.json()["goal"] == "(switched_on kitchen_light)" and r.json()["plan"]
+
+
+@pytest.mark.parametrize("body, status", [
+    ({"goal": "(switched_on kitchen_light"}, 400),     # syntax
+    ({"goal": "(flying apple)"}, 400),                 # unknown predicate
+    ({"goal": "(switched_on atlantis)"}, 400),         # unknown object
+    ({"goal": "(a) (b)"}, 400),                        # two formulas
+    ({}, 400),                                         # neither goal nor task
+    ({"goal": "(switched_on kitchen_light)", "task": "x"}, 400),
+    ({"goal": "(switched_on kitchen_light)", "planner": "foo"}, 422),
+    ({"goal": "(switched_on kitchen_light)", "timeout": -1}, 422),
+])
+def test_bad_plans(client: TestClient, body: dict, status: int) -> None:
+    before = state(client)
+    r = client.post("/api/plan", json=body)
+    assert r.status_code == status, r.text
+    assert state(client) == before
+
+
+def test_tell(client: TestClient, agent: Agent) -> None:
+    before = state(client)
+    change = {"add": [], "remove": [{"predicate": "switched_on", "args": ["kitchen_light"]}]}
+    script(agent, {"entities": ["kitchen_light"]}, change)
+    r = client.post("/api/tell", json={"text": "Omar switched the kitchen light off", "dry_run": True})
+    assert r.status_code == 200 and r.json()["change"] is None
+    assert r.json()["proposed"]["remove"][0]["text"] == "(switched_on kitchen_light)" and state(client) == before
+    script(agent, {"entities": ["kitchen_light"]}, change)
+    r = client.post("/api/tell", json={"text": "Omar switched the kitchen light off"})
+    assert r.status_code == 200 and r.json()["change"]["source"] == "nl"
+    assert client.get("/api/history").json()[0]["text"] == "Omar switched the kitchen light off"
+
+
+def test_tell_failures_leave_the_graph_unchanged(client: TestClient, agent: Agent) -> None:
+    before = state(client)
+    script(agent)  # the LLM fails
+    r = client.post("/api/tell", json={"text": "Omar switched the kitchen light off"})
+    assert r.status_code == 424 and "LLM" in r.json()["detail"]["message"]
+    bad = {"add": [{"predicate": "on", "args": ["apple", "kitchen_table"]}], "remove": []}
+    script(agent, {"entities": ["apple", "kitchen_table"]}, bad, bad)
+    r = client.post("/api/tell", json={"text": "the apple moved", "rounds": 2})
+    assert r.status_code == 422 and len(r.json()["detail"]["rounds"]) == 2
+    assert client.post("/api/tell", json={"text": ""}).status_code == 422
+    assert state(client) == before
+
+
+def wait(client: TestClient, job: dict) -> dict:
+    for _ in range(600):
+        job = client.get(f"/api/jobs/{job['id']}").json()
+        if job["status"] != "running":
+            return job
+        time.sleep(0.1)
+    raise AssertionError("job did not finish")
+
+
+def test_jobs_report_progress(client: TestClient, agent: Agent) -> None:
+    r = client.post("/api/jobs/plan", json={"goal": "(not (switched_on kitchen_light))"})
+    assert r.status_code == 202 and r.json()["status"] == "running"
+    job = wait(client, r.json())
+    assert job["status"] == "done" and job["result"]["plan"] and job["progress"]
+    job = wait(client, client.post("/api/jobs/run").json())
+    assert job["status"] == "done" and job["result"]["done"]
+    script(agent)
+    job = wait(client, client.post("/api/jobs/tell", json={"text": "the light is off"}).json())
+    assert job["status"] == "failed" and job["http_status"] == 424 and job["progress"]
+    assert client.get("/api/jobs/nope").status_code == 404
+
+
+def test_token_protects_writes(agent: Agent) -> None:
+    c = TestClient(create_app(agent, token="s3cret"))
+    body = {"add": ["(switched_on hallway_light)"]}
+    assert c.get("/api/entities").status_code == 200
+    assert c.post("/api/changes", json=body).status_code == 401
+    assert c.post("/api/changes", json=body, headers={"Authorization": "Bearer nope"}).status_code == 401
+    assert c.post("/api/changes", json=body, headers={"Authorization": "Bearer s3cret"}).status_code == 200
+    assert c.get("/api/settings").json()["writes_need_token"] is True
+
+
+def test_settings_page_and_schema(client: TestClient) -> None:
+    s = client.get("/api/settings").json()
+    assert s["domain"] == "household" and s["store"].startswith("sqlite:") and s["llm"]["model"] == "scripted"
+    page = client.get("/")
+    assert page.status_code == 200 and "kgplan" in page.text
+    paths = client.get("/openapi.json").json()["paths"]
+    assert {"/api/entities", "/api/entities/{name}", "/api/facts", "/api/changes", "/api/history",
+            "/api/undo/{change_id}", "/api/plan", "/api/run", "/api/tell", "/api/settings"} <= set(paths)
+
+
+# ---- schemathesis against a real server ------------------------------------------------------------
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture
+def live_server(agent: Agent) -> Iterator[str]:
+    """uvicorn serving the API on 127.0.0.1 in a thread (the LLM fails: no reply scripted)."""
+    import uvicorn
+
+    server = uvicorn.Server(uvicorn.Config(create_app(agent), host="127.0.0.1", port=free_port(), log_level="error"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    for _ in range(100):
+        if server.started:
+            break
+        time.sleep(0.05)
+    yield f"http://127.0.0.1:{server.config.port}"
+    server.should_exit = True
+    thread.join(10)
+
+
+@pytest.mark.integration
+def test_schemathesis_finds_no_server_error_and_no_schema_violation(live_server: str) -> None:
+    import hypothesis
+    import schemathesis
+    from schemathesis.checks import (
+        content_type_conformance,
+        not_a_server_error,
+        response_schema_conformance,
+        status_code_conformance,
+    )
+
+    schema = schemathesis.openapi.from_url(f"{live_server}/openapi.json")
+    checks = [not_a_server_error, response_schema_conformance, status_code_conformance, content_type_conformance]
+    failures = []
+    for result in schema.get_all_operations():
+        op = result.ok()
+
+        @hypothesis.settings(max_examples=12, deadline=None, database=None,
+                             suppress_health_check=list(hypothesis.HealthCheck), derandomize=True)
+        @hypothesis.given(case=op.as_strategy())
+        def check(case: schemathesis.Case) -> None:
+            case.call_and_validate(base_url=live_server, checks=checks)
+
+        try:
+            check()
+        except Exception as e:  # collect every operation's failure, then report them all
+            failures.append(f"{op.label}: {e}")
+    assert not failures, "\n\n".join(failures)

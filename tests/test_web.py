@@ -1,0 +1,104 @@
+"""The web page in headless Debian Chromium driven by Playwright (no browser download): select an entity, correct
+a fact, see a refused correction's message, undo, tell a change through the scripted LLM, see the graph update,
+plan. Screenshots go to a temporary folder (its path is printed)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from agent.core import Agent
+from agent.llm import ScriptedLLM
+from tests.test_api import agent, household_db, live_server  # noqa: F401  (fixtures: an agent, uvicorn serving it)
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+pytestmark = [pytest.mark.integration,
+              pytest.mark.skipif(CHROMIUM is None, reason="Debian's chromium is absent: apt-get install -y chromium")]
+
+
+def test_page_inspect_correct_undo_tell_plan(agent: Agent, live_server: str,  # noqa: F811
+                                             tmp_path_factory: pytest.TempPathFactory) -> None:
+    sync_api = pytest.importorskip("playwright.sync_api")
+    shots = tmp_path_factory.mktemp("screenshots")
+    print(f"screenshots in {shots}")
+    with sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        page = browser.new_page(viewport={"width": 1500, "height": 1000})
+        errors: list[str] = []
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        page.goto(live_server)
+        page.wait_for_selector("body[data-ready='1']")
+        assert "household" in page.text_content("#settings")
+
+        # select an entity: the graph centres on it, the fact table lists its facts
+        page.fill("#entity-search", "kitchen_light")
+        page.click("#entity-list li[data-name='kitchen_light']")
+        page.wait_for_selector("#graph .node.center[data-name='kitchen_light']")
+        assert page.locator("#graph .node[data-name='kitchen']").count() == 1
+        assert "switched_on" in page.text_content("#graph .node[data-name='kitchen_light'] .unary")
+        page.wait_for_selector("#facts tr[data-fact='(switched_on kitchen_light)']")
+        page.screenshot(path=shots / "1-selected.png")
+
+        # a refused correction shows the verifier's message, and changes nothing
+        row = "#facts tr[data-fact='(switched_on kitchen_light)']"
+        page.click(f"{row} button.edit")
+        page.fill(f"{row} input.fact-edit", "(switched_on nowhere_lamp)")
+        page.click(f"{row} button.save")
+        page.wait_for_function("document.querySelector('.issues') && document.querySelector('.issues').textContent")
+        message = page.text_content(f"{row} .issues")
+        assert "refused" in message and "nowhere_lamp" in message
+        page.screenshot(path=shots / "2-refused.png")
+        assert "(switched_on kitchen_light)" in {str(f) for f in agent.facts("switched_on")}
+
+        # an accepted correction: the light that is on is the hallway's, not the kitchen's
+        page.fill(f"{row} input.fact-edit", "(switched_on hallway_light)")
+        page.click(f"{row} button.save")
+        page.wait_for_selector(row, state="detached")
+        on = {str(f) for f in agent.facts("switched_on")}
+        assert "(switched_on hallway_light)" in on and "(switched_on kitchen_light)" not in on
+        page.wait_for_selector("#history li:first-child:has-text('corrected in the web page')")
+        newest = page.locator("#history li").first
+        assert "+ (switched_on hallway_light)" in newest.text_content()
+
+        # one-click undo
+        newest.locator("button.undo").click()
+        page.wait_for_selector(row)
+        page.wait_for_selector("#history li:first-child:has-text('undoes')")
+        assert "(switched_on kitchen_light)" in {str(f) for f in agent.facts("switched_on")}
+        page.screenshot(path=shots / "3-undone.png")
+
+        # tell a change through the scripted LLM: the graph updates
+        agent._llm = ScriptedLLM([json.dumps({"entities": ["kitchen_light"]}), json.dumps(
+            {"add": [], "remove": [{"predicate": "switched_on", "args": ["kitchen_light"]}]})])
+        page.fill("#ask", "Omar switched the kitchen light off")
+        page.click("#tell-btn")
+        page.wait_for_selector("#outcome .ok")
+        page.wait_for_function("!document.querySelector(\"#graph .node[data-name='kitchen_light'] .unary\")"
+                               ".textContent.includes('switched_on')")
+        page.wait_for_selector("#history li:first-child:has-text('Omar switched the kitchen light off')")
+        assert page.locator("#progress li").count() >= 1
+        page.screenshot(path=shots / "4-told.png")
+
+        # plan for a PDDL goal: the steps with their effects, highlighted in the graph
+        page.fill("#ask", "(switched_on kitchen_light)")
+        page.click("#goal-btn")
+        page.wait_for_selector("#plan-steps li")
+        assert "solved" in page.text_content("#outcome")
+        steps = page.locator("#plan-steps li")
+        steps.last.click()
+        assert "+ (switched_on kitchen_light)" in steps.last.text_content()
+        page.wait_for_selector("#graph .node.added[data-name='kitchen_light']")
+        page.screenshot(path=shots / "5-plan.png")
+
+        # pan and zoom change the view's transform
+        before = page.get_attribute("#viewport", "transform")
+        page.mouse.move(700, 300)
+        page.mouse.wheel(0, -300)
+        page.wait_for_function(f"document.querySelector('#viewport').getAttribute('transform') !== {before!r}")
+        browser.close()
+    assert not errors, errors
+    assert sorted(x.name for x in Path(shots).iterdir()) == [
+        "1-selected.png", "2-refused.png", "3-undone.png", "4-told.png", "5-plan.png"]
