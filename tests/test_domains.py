@@ -24,7 +24,6 @@ XFAIL: dict[str, str] = {
 }
 
 
-
 def problems() -> list[Path]:
     """Every problem file of the set, as tests/domains/NAME/pNN.pddl."""
     return sorted(DOMAINS.glob("*/p*.pddl"))
