@@ -128,8 +128,17 @@ def _remember(graph: WorldGraph, report: PlanReport) -> PlanReport:
 
 
 def _check(state: State, result: PlanResult, goal: Formula) -> str | None:
-    """Why the plan fails on a copy of the full state, or None if it reaches the goal."""
-    failure = simulate(state.copy(), result.plan, goal)
+    """Why the plan fails on the full state, or None if it reaches the goal. The state is put
+    back as it was (cheaper than copying a large state)."""
+    before = set(state.facts)
+    try:
+        failure = simulate(state, result.plan, goal)
+    finally:
+        added, removed = list(state.facts - before), list(before - state.facts)
+        for f in added:
+            state.discard(f)
+        for f in removed:
+            state.add(f)
     return str(failure) if failure else None
 
 

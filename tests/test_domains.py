@@ -24,11 +24,6 @@ XFAIL: dict[str, str] = {
 }
 
 
-# Pruned tasks that are unsolvable although the full task is solvable (the planner falls back).
-PRUNING = "issue 10 item 1: the pruned task is unsolvable where the full one is solvable"
-XFAIL_PRUNED = {**XFAIL, "barman": PRUNING, "elevator": PRUNING, "logistics": PRUNING}
-
-
 def problems() -> list[Path]:
     """Every problem file of the set, as tests/domains/NAME/pNN.pddl."""
     return sorted(DOMAINS.glob("*/p*.pddl"))
@@ -79,7 +74,7 @@ def test_load_round_trip_plan_validate(path: Path, empty_graph: WorldGraph) -> N
     assert simulate(state, steps, problem.goal) is None
 
 
-@pytest.mark.parametrize("path", _cases(XFAIL_PRUNED))
+@pytest.mark.parametrize("path", _cases(XFAIL))
 def test_pruned_task_is_solved_without_fallback(path: Path, tmp_path: Path) -> None:
     """Pruning keeps what plans need: the pruned task is solved (pruning is backend-independent)."""
     from graph.backends.sqlite import SqliteGraph

@@ -241,3 +241,20 @@ def test_either_quantified_goal_types_are_checked(world: SqliteGraph) -> None:
     assert r.status == "unsolvable"
     with pytest.raises(GraphError, match=r"'\?x' is a light, but clean expects a cloth or dish or cup"):
         plan(world, "(forall (?x - (either cloth light)) (clean ?x))")
+
+
+def test_checking_a_plan_leaves_the_full_state_as_it_was(world: SqliteGraph) -> None:
+    """The full state is checked in place (no copy) and put back, also after a failing step."""
+    from agent.planning import _check
+    from planners.solve import PlanResult
+
+    state = full_state(world)
+    before = set(state.facts)
+    good = PlanResult("solved", "fd", 0.0, [Step.parse("(move robot hallway kitchen)"),
+                                            Step.parse("(switch_off robot kitchen_light kitchen)")])
+    bad = PlanResult("solved", "fd", 0.0, [Step.parse("(move robot hallway kitchen)"),
+                                           Step.parse("(switch_off robot hallway_light kitchen)")])
+    goal = Problem.parse("(define (problem p) (:domain household) (:goal (not (switched_on kitchen_light))))").goal
+    assert _check(state, good, goal) is None and state.facts == before
+    assert "step 2" in (_check(state, bad, goal) or "") and state.facts == before
+    assert list(state.match("agent_at", ("robot", None))) == [("robot", "hallway")]  # indexes put back too

@@ -114,13 +114,14 @@ MICONIC_PROBLEM = """
 def _solved_pruned(domain: Domain, problem: Problem) -> tuple[State, Pruned]:
     """Plan on each pruning in turn, as `plan` does, but never on the full state: the state and
     the pruning that gave a plan valid on the full state."""
-    state = State(domain, problem.objects, [(a.predicate, a.args) for a in problem.init])
+    numbers = {(a.predicate, a.args): v for a, v in problem.numbers.items()}  # action costs
+    state = State(domain, problem.objects, [(a.predicate, a.args) for a in problem.init], numbers)
     tried = []
     for pruned in Relevance(domain).prunings(state, problem.goal):
         tried.append(pruned.level)
         if not pruned.reachable:
             continue
-        r = solve(Task(domain, pruned.objects, pruned.facts, problem.goal), timeout=30)
+        r = solve(Task(domain, pruned.objects, pruned.facts, problem.goal, numbers), timeout=30)
         if r.solved and simulate(state.copy(), r.plan, problem.goal) is None:
             return state, pruned
     pytest.fail(f"no pruning of {problem.name} gave a valid plan (tried {tried})")
@@ -193,7 +194,8 @@ def test_no_pruned_task_unsolvable_where_the_full_one_is_solvable(path: Path) ->
     try:
         domain, problem = Domain.load(path.parent), Problem.parse(path.read_text(), str(path))
         full = solve(Task(domain, problem.objects, {(a.predicate, a.args) for a in problem.init},
-                          problem.goal), timeout=30)
+                          problem.goal, {(a.predicate, a.args): v for a, v in problem.numbers.items()}),
+                     timeout=30)
     except Exception as e:  # what the project cannot load or plan yet (other items of the issues)
         pytest.skip(f"the full task cannot be planned: {type(e).__name__}: {str(e)[:120]}")
     if not full.solved:
