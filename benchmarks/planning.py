@@ -176,8 +176,8 @@ def main(argv: list[str] | None = None) -> int:
             household = resolve_domain("household")
             for n in track([int(x) for x in args.scaling.split(",")], description="synthetic", console=console):
                 problem = household_world(n)
-                scaling.append(measure(g, household, problem, scaling_goal(problem), f"synthetic-{n}", planners,
-                                       args.timeout, full_timeout))
+                scaling.append({"size": n} | measure(g, household, problem, scaling_goal(problem), f"synthetic-{n}",
+                                                     planners, args.timeout, full_timeout))
         g.close()
     summary = {p: summarise(rows, p) for p in planners} if rows else {}
     targets = check_targets(summary.get(planners[0], {}), scaling, planners[0])
@@ -230,7 +230,7 @@ def check_targets(s: dict, scaling: list[dict], planner: str) -> dict[str, bool]
     for r in scaling:
         m = r[planner]
         out[f"{r['goal']}: pruned plan valid on the full state"] = m["valid_on_full"]
-        if (limit := TARGET_SCALING_S.get(r["objects"])) is not None:
+        if (limit := TARGET_SCALING_S.get(r["size"])) is not None:
             out[f"{r['goal']}: whole pruned plan call <= {limit:g} s"] = m["call_s"] <= limit
     return out
 
