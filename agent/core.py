@@ -15,7 +15,9 @@ from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from domains.invariants import Mined, MutexGroup, Synthesis
 from domains.model import Domain, Problem, resolve_domain
+from domains.verify import Issue
 from graph.base import ChangeRefused, GraphError, WorldGraph, atom_of, fact_of
 from graph.model import Change, Delta, Entity, Fact
 from graph.store import open_graph
@@ -25,8 +27,6 @@ if TYPE_CHECKING:
     from agent.language import Outcome, Retrieval
     from agent.llm import LLM, LLMConfig
     from agent.planning import PlanReport
-    from domains.invariants import Mined, MutexGroup, Synthesis
-    from domains.verify import Issue
     from planners.execute import Execution
 
 Progress = Callable[[str], None]
@@ -134,29 +134,12 @@ class Agent:
 
     # ---- setting up ---------------------------------------------------------------------------
     def init(self, domain: str | Path, problem: Path | None = None, force: bool = False) -> Synthesis:
-        """Bind the store to a domain, with a PDDL problem as its first change (all or nothing); which
-        invariants were derived for it and which were dropped."""
+        """Bind the store to a domain, optionally loading a PDDL problem (all or nothing); which
+        invariants were derived for its initial state and which dropped."""
         dom = resolve_domain(domain)
         prob = Problem.parse(problem.read_text(), str(problem)) if problem else None
         with self.writing():
             return self.graph.init(dom, force=force, problem=prob)
-
-    def suggest_invariants(self) -> Mined:
-        """Invariants the graph satisfies for predicates no action changes, not yet enforced."""
-        with self.lock:
-            return self.graph.suggest_invariants()
-
-    def accept_invariants(self, groups: Iterable[MutexGroup]) -> None:
-        """Enforce these invariants from now on."""
-        with self.lock:
-            self.graph.accept_invariants(groups)
-
-    def check(self) -> list[Issue]:
-        """Every typing and invariant violation in the whole graph."""
-        from graph.check import check_graph
-
-        with self.lock:
-            return check_graph(self.graph)
 
     # ---- reading ------------------------------------------------------------------------------
     def entities(self, type: str | None = None, search: str | None = None) -> list[Entity]:
@@ -212,6 +195,29 @@ class Agent:
         with self.lock:
             return self.graph.to_problem()
 
+    # ---- rules ---------------------------------------------------------------------------------
+    def invariants(self) -> list[MutexGroup]:
+        """The invariants verification enforces (derived, declared or mined)."""
+        with self.lock:
+            return list(self.domain.invariants)
+
+    def suggest_invariants(self) -> Mined:
+        """Invariants the graph satisfies for predicates no action changes, not yet enforced."""
+        with self.lock:
+            return self.graph.suggest_invariants()
+
+    def accept_invariants(self, groups: Iterable[MutexGroup]) -> None:
+        """Enforce mined invariants from now on (ChangeRefused if the graph violates one)."""
+        with self.lock:
+            self.graph.accept_invariants(groups)
+
+    def check(self) -> list[Issue]:
+        """Every typing and invariant violation in the whole graph (an independent check)."""
+        from graph.check import check_graph
+
+        with self.lock:
+            return check_graph(self.graph)
+
     # ---- changing -----------------------------------------------------------------------------
     def change(self, add: Iterable[str | Fact] = (), remove: Iterable[str | Fact] = (), note: str = "",
                new_entities: Iterable[Entity] = (), dry_run: bool = False,
@@ -221,8 +227,8 @@ class Agent:
         Raises ChangeRefused with the issues (graph unchanged), PDDLError for a malformed fact.
         """
         delta = Delta(add=[_fact(f) for f in add], remove=[_fact(f) for f in remove],
-                      new_entities=list(new_entities), removed_entities=list(removed_entities), source="user",
-                      text=note)
+                      new_entities=list(new_entities), removed_entities=list(removed_entities),
+                      source="user", text=note)
         if delta.is_empty():
             raise GraphError("the change is empty: give facts to add or remove")
         with self.writing():

@@ -20,11 +20,10 @@ def run_demo(store: str, out: Console, print_change: Callable[[Change, str], Non
     plan a task on the pruned graph and execute it."""
     with Agent(store) as a:
         a.init(HOUSEHOLD, HOUSEHOLD / "world.pddl", force=True)
-        c = a.history(1)[0]
         ents, facts = a.count()
         out.rule("1. The world graph")
-        out.print(f"Loaded the household world into {a.graph.url} as change #{c.id}: {ents} entities, "
-                  f"{facts} facts. Invariants derived from the domain's actions:")
+        out.print(f"Loaded the household world into {a.graph.url}: {ents} entities, {facts} facts. "
+                  "Invariants derived from the domain's actions for this initial state:")
         for inv in a.domain.invariants:
             out.print(f"  - {inv.describe()}", highlight=False)
         out.rule("2. Sensor observations (each verified before it is applied)")
