@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -30,6 +31,7 @@ if TYPE_CHECKING:
     from planners.execute import Execution
 
 Progress = Callable[[str], None]
+ENTITIES_TTL_S = 10.0  # how long the entity list is reused (counting the graph's entities costs seconds in Neo4j)
 Planner = StrEnum("Planner", {name: name for name in ENGINES})  # the planners one can choose
 
 
@@ -78,7 +80,7 @@ class Agent:
         self.graph: WorldGraph = store if isinstance(store, WorldGraph) else open_graph(store)
         self.lock = threading.RLock()
         self._llm = llm
-        self._entities: tuple[int, list[Entity]] | None = None  # (count, all entities): the list costs seconds at 100k
+        self._entities: tuple[float, list[Entity]] | None = None  # (when, all entities): seconds to read at 100k
         if domain is not None and not self.initialised:
             with self.writing():
                 self.graph.init(resolve_domain(domain))
@@ -146,9 +148,9 @@ class Agent:
         """Entities, optionally of a type (subtypes included) and/or whose name, type or attributes
         contain `search` (case-insensitive)."""
         with self.lock:
-            n = self.graph.count()[0]  # another process may have written to the store
-            if self._entities is None or self._entities[0] != n:
-                self._entities = (n, self.graph.entities())
+            # this Agent's writes drop the cached list; another process's show within ENTITIES_TTL_S
+            if self._entities is None or time.monotonic() - self._entities[0] > ENTITIES_TTL_S:
+                self._entities = (time.monotonic(), self.graph.entities())
             ents = self._entities[1]
             dom = self.domain if type else None
         if dom is not None:
