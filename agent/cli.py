@@ -269,6 +269,8 @@ def remove(facts: Annotated[list[str] | None, typer.Argument(
                help="Also remove this entity with all its facts (repeatable).")] = None,
            note: Annotated[str, typer.Option(help="Why (kept in the history).")] = "") -> None:
     """Remove facts and/or entities from the graph (verified; all or nothing; `undo` restores)."""
+    if not facts and not entity:
+        raise typer.BadParameter("give facts to remove and/or --entity NAME")
     _edit([], facts or [], note, entity)
 
 
@@ -374,10 +376,14 @@ def print_outcome(o: Outcome) -> None:
 def print_plan(r: PlanReport, explain: bool = False) -> None:
     colour = "green" if r.solved else "red"
     state = "the full state" if r.used_full_state else f"{r.facts_pruned} of {r.facts_full} facts"
+    if r.widenings:
+        state += f" after {r.widenings} pruned state(s) given up"
     out.print(f"[{colour}]{r.status}[/{colour}] by {r.planner} in {r.seconds:.2f} s on {state} "
               f"(pruning {r.prune_seconds * 1000:.0f} ms)", highlight=False)
     for i, step in enumerate(r.plan, 1):
         out.print(f"  {i:3d}. {step}", highlight=False)
+    if r.cost is not None:
+        out.print(f"cost {r.cost:g} (total-cost)", highlight=False)
     if r.message:
         out.print(f"[dim]{r.message}[/dim]", highlight=False)
     if explain and r.problem_pddl:
@@ -414,7 +420,8 @@ def plan(
     goal: Annotated[str | None, typer.Option("--goal", "-g", help='A PDDL goal instead, e.g. "(and (not '
                                              '(switched_on kitchen_light)))"; and/or/not/imply/forall/exists.')]
     = None,
-    planner: Annotated[Planner, typer.Option(help="fd (Fast Downward LAMA-first), fd-opt or symk-opt (optimal).")]
+    planner: Annotated[Planner, typer.Option(help=(
+        "fd (Fast Downward LAMA-first), fd-opt or symk-opt (optimal), lapkt (LAPKT SIW then BFS(f), as in L3M+P)."))]
     = Planner.fd,
     timeout: Annotated[float, typer.Option(help="Seconds per planner call.")] = 60.0,
     memory: Annotated[int, typer.Option(help="Memory cap for the planner in MB.")] = 4096,

@@ -13,7 +13,6 @@ from __future__ import annotations
 import copy
 import json
 import os
-import random
 import re
 import time
 from abc import ABC, abstractmethod
@@ -28,7 +27,6 @@ from pydantic import BaseModel, ValidationError, create_model
 M = TypeVar("M", bound=BaseModel)
 Mode = Literal["json_schema", "json_object", "text"]
 MODES: tuple[Mode, ...] = ("json_schema", "json_object", "text")
-RETRYABLE = (openai.APIConnectionError, openai.RateLimitError, openai.InternalServerError)  # incl. APITimeoutError
 FORMAT_WORDS = ("response_format", "json_schema", "json_object")  # in an error that rejects the reply format
 RAW_LIMIT = 500
 
@@ -44,7 +42,8 @@ class LLMError(RuntimeError):
 
 @dataclass(frozen=True)
 class CallRecord:
-    """One `complete` call: tokens from the API's `usage` (0 when not reported), wall time over all attempts."""
+    """One `complete` call: tokens from the API's `usage` (0 when not reported), wall time over all attempts
+    (HTTP requests, the client's retries included)."""
 
     model: str
     mode: Mode
@@ -71,7 +70,9 @@ class LLMConfig:
     """Endpoint and call policy; `from_env` reads it, callers override fields with `dataclasses.replace`.
 
     `response_format` is the first reply format tried; the client falls back json_schema -> json_object -> text
-    when the endpoint rejects one with HTTP 400.
+    when the endpoint rejects one (HTTP 400, 422 or 500 naming the format). `max_attempts` bounds the requests
+    per reply format: the openai client retries connection errors, timeouts, 408/409/429 and 5xx itself
+    (exponential backoff with jitter, honouring Retry-After), `timeout_s` is per request.
     """
 
     model: str = "gpt-4o-mini"
@@ -81,8 +82,6 @@ class LLMConfig:
     temperature: float | None = None
     timeout_s: float = 60.0
     max_attempts: int = 4
-    backoff_s: float = 1.0
-    max_backoff_s: float = 30.0
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, **overrides: Any) -> LLMConfig:
@@ -210,7 +209,7 @@ class LLM(ABC):
 
 
 class OpenAIClient(LLM):
-    """An OpenAI-compatible chat endpoint, with retries (exponential backoff, jitter) and format fallback."""
+    """An OpenAI-compatible chat endpoint: the openai client's own retries, and the reply-format fallback."""
 
     def __init__(self, config: LLMConfig | None = None) -> None:
         super().__init__()
@@ -220,11 +219,11 @@ class OpenAIClient(LLM):
             base_url=self.config.base_url,
             api_key=self.config.api_key or "none",  # local servers need no key, the client insists on one
             timeout=self.config.timeout_s,
-            max_retries=0,
+            max_retries=self.config.max_attempts - 1,
         )
 
     def complete(self, messages: list[dict], schema: type[M]) -> tuple[M, CallRecord]:
-        start, attempts, failures = time.perf_counter(), 0, 0
+        start, attempts = time.perf_counter(), 0
 
         def fail(message: str, raw: str | None = None, usage: Any = None) -> LLMError:
             error = LLMError(f"{self.config.model}: {message}", raw)
@@ -232,22 +231,19 @@ class OpenAIClient(LLM):
             return error
 
         while True:
-            attempts += 1
             try:
-                response = self._client.chat.completions.create(**self._request(messages, schema))
+                raw_response = self._client.chat.completions.with_raw_response.create(**self._request(messages, schema))
+                attempts += raw_response.retries_taken + 1
+                response = raw_response.parse()
                 break
-            except openai.OpenAIError as e:
-                if self._format_rejected(e):
+            except openai.OpenAIError as e:  # the client has retried what is worth retrying
+                attempts += self._client.max_retries + 1 if _retried(e) else 1
+                if self._format_rejected(e):  # not a retry: the same request in another format
                     self.mode = MODES[MODES.index(self.mode) + 1]
                     continue
                 if isinstance(e, openai.BadRequestError):
                     raise fail(f"request rejected: {e}") from e
-                if not isinstance(e, RETRYABLE):
-                    raise fail(f"request failed: {type(e).__name__}: {e}") from e
-                failures += 1
-                if failures >= self.config.max_attempts:
-                    raise fail(f"giving up after {failures} failed attempts: {type(e).__name__}: {e}") from e
-                time.sleep(self._backoff(failures))
+                raise fail(f"request failed after {attempts} attempts: {type(e).__name__}: {e}") from e
 
         message = response.choices[0].message if response.choices else None
         text = (message.content if message else None) or ""
@@ -283,10 +279,6 @@ class OpenAIClient(LLM):
         )
         return body
 
-    def _backoff(self, failures: int) -> float:
-        delay = min(self.config.max_backoff_s, self.config.backoff_s * 2 ** (failures - 1))
-        return delay * random.uniform(0.5, 1.0)
-
     def _record(self, start: float, attempts: int, usage: Any, error: str | None = None) -> CallRecord:
         record = CallRecord(
             model=self.config.model,
@@ -301,6 +293,13 @@ class OpenAIClient(LLM):
         return record
 
 
+def _retried(e: openai.OpenAIError) -> bool:
+    """Whether the openai client retried this error before raising it (connection errors, timeouts, 408/409/429,
+    5xx)."""
+    return isinstance(e, openai.APIConnectionError) or (
+        isinstance(e, openai.APIStatusError) and (e.status_code in (408, 409, 429) or e.status_code >= 500))
+
+
 def with_instruction(messages: list[dict], instruction: str) -> list[dict]:
     """The messages with `instruction` appended to the leading system message (or added as one)."""
     if messages and messages[0].get("role") == "system" and isinstance(messages[0].get("content"), str):
@@ -309,11 +308,12 @@ def with_instruction(messages: list[dict], instruction: str) -> list[dict]:
     return [{"role": "system", "content": instruction}, *messages]
 
 
-Reply = str | BaseModel | Callable[[list[dict]], "str | BaseModel"]
+Reply = str | BaseModel | LLMError | Callable[[list[dict]], "str | BaseModel"]
 
 
 class ScriptedLLM(LLM):
-    """Replies given in advance, in order: text, pydantic objects, or callables of the messages.
+    """Replies given in advance, in order: text, pydantic objects, callables of the messages, or an `LLMError`
+    to raise (an endpoint that failed).
 
     Every prompt is kept in `prompts`; each reply is validated against the call's schema like a real one.
     """
@@ -331,6 +331,8 @@ class ScriptedLLM(LLM):
             if not self.replies:
                 raise LLMError(f"ScriptedLLM: no reply left for call {len(self.prompts)} ({schema.__name__})")
             reply = self.replies.popleft()
+            if isinstance(reply, LLMError):
+                raise reply
             if callable(reply):
                 reply = reply(messages)
             text = reply.model_dump_json() if isinstance(reply, BaseModel) else reply

@@ -1,8 +1,9 @@
 """Planning from the world graph (L3M+P Algorithm 4 with the goal given in PDDL).
 
-Goal -> checked against the domain and the graph's objects -> relevance-pruned state ->
-planner -> plan checked on the full state; if the pruned state yields no valid plan, the full
-state is tried before giving up.
+Goal -> checked against the domain and the graph's objects -> relevance-pruned state (the
+objects of a relaxed plan) -> planner -> plan checked on the full state. A pruned state on which
+the goal is not even relaxed-reachable is widened without calling the planner; one that yields
+no valid plan is widened too (`Relevance.prunings`), and the full state is tried last.
 """
 
 from __future__ import annotations
@@ -36,7 +37,10 @@ class PlanReport:
     facts_full: int = 0
     facts_pruned: int = 0
     used_full_state: bool = False
+    widenings: int = 0  # pruned states given up (goal not relaxed-reachable on it, or no valid plan)
+    fallback: bool = False  # pruning was tried and the full state had to answer
     message: str = ""
+    cost: float | None = None  # the plan's (total-cost) under :action-costs
     task: Task | None = field(default=None, repr=False)  # the attempt that produced the answer
 
     @property
@@ -69,33 +73,51 @@ def plan(graph: WorldGraph, goal_text: str, *, planner: str = "fd", timeout: flo
     domain = graph.domain
     objects = {e.name: e.type for e in graph.entities()}
     goal = parse_goal(goal_text, graph, objects)
-    state = State(domain, objects, map(atom_of, graph.facts()))
+    facts = graph.facts()
+    numbers = {atom_of(f): f.value for f in facts if f.value is not None}
+    state = State(domain, objects, [atom_of(f) for f in facts if f.value is None], numbers)
     report = PlanReport(goal=goal_text, status="error", planner=planner, facts_full=len(state.facts))
     if state.holds(goal):
         report.status, report.message = "solved", "the goal already holds: nothing to do"
         return _remember(graph, report)
-    attempts: list[tuple[bool, Task]] = []
+    notes: list[str] = []
     if prune:
         t = time.perf_counter()
-        pruned = Relevance(domain).prune(state, goal)
-        report.prune_seconds = time.perf_counter() - t
-        report.facts_pruned = len(pruned.facts)
-        attempts.append((False, Task(domain, pruned.objects, pruned.facts, goal)))
-    attempts.append((True, Task(domain, objects, set(state.facts), goal)))
-    notes = []
-    for full, task in attempts:
-        result = solve(task, planner, timeout, memory_mb)
-        report.seconds += result.seconds
-        report.status, report.used_full_state = result.status, full
-        report.task = task
-        if result.solved and (failure := _check(state, result, goal)) is not None:
-            report.status, result.message = "error", f"invalid on the full state: {failure}"
-        if report.status == "solved":
-            report.plan = [str(s) for s in result.plan]
-            break
-        notes.append(f"{'full' if full else 'pruned'} state: {result.status}: {result.message}")
+        for pruned in Relevance(domain).prunings(state, goal):
+            report.prune_seconds += time.perf_counter() - t
+            report.facts_pruned = len(pruned.facts)
+            if not pruned.reachable:
+                notes.append(f"pruned state ({pruned.level}): goal not relaxed-reachable")
+            elif _attempt(report, state, Task(domain, pruned.objects, pruned.facts, goal, numbers), planner, timeout,
+                          memory_mb, f"pruned ({pruned.level})", notes):
+                break
+            report.widenings += 1
+            if report.status in ("timeout", "memout"):  # a wider pruned task would not be faster
+                break
+            t = time.perf_counter()
+    if not report.solved:
+        report.fallback = prune
+        report.used_full_state = True
+        _attempt(report, state, Task(domain, objects, set(state.facts), goal, numbers), planner, timeout, memory_mb,
+                 "full", notes)
     report.message = "; ".join(notes)
     return _remember(graph, report)
+
+
+def _attempt(report: PlanReport, state: State, task: Task, planner: str, timeout: float, memory_mb: int,
+             name: str, notes: list[str]) -> bool:
+    """Plan on one task, checking the plan on the full state; whether it gave a valid plan."""
+    result = solve(task, planner, timeout, memory_mb)
+    report.seconds += result.seconds
+    report.status, report.task = result.status, task
+    if result.solved and (failure := _check(state, result, task.goal)) is not None:
+        report.status, result.message = "error", f"invalid on the full state: {failure}"
+    if report.status == "solved":
+        report.plan = [str(s) for s in result.plan]
+        report.cost = state.plan_cost(result.plan)
+        return True
+    notes.append(f"{name} state: {report.status}: {result.message}")
+    return False
 
 
 def _remember(graph: WorldGraph, report: PlanReport) -> PlanReport:

@@ -7,7 +7,7 @@ of true 20-fact deltas (the robot walks to a neighbouring room, six items move t
 or containers of their room, six switches), p50/p95 over ``--ops`` each after a warm-up;
 (c) ``neighborhood([name], 2)`` for names drawn uniformly from all objects. The sqlite store is a
 file in a temporary folder; the neo4j backend talks to a throwaway ArcadeDB server over Bolt
-(`graph.bolt_server`). For neo4j the same writes are also made by a hand-written batch with the
+(`benchmarks.arcadedb`). For neo4j the same writes are also made by a hand-written batch with the
 driver: one transaction, a parameterised ``UNWIND`` statement per kind of write (unary facts as
 properties, one per relationship type and direction), no verification, no history. Its bulk load
 goes to a second database of the same server (both paths warmed up first on scratch databases);
@@ -354,8 +354,8 @@ def raw_writer(driver: Any, database: str) -> Callable[[Delta], None]:
 def run_neo4j(problem: Problem, ops: int, seed: int, progress: Progress, heap: str) -> dict[str, float]:
     from neo4j import GraphDatabase
 
+    from benchmarks.arcadedb import running_arcadedb
     from graph.backends.neo4j import Neo4jGraph
-    from graph.bolt_server import running_arcadedb
 
     small = household_world_with_facts(min(2_000, len(problem.init)), seed + 1)
     with tempfile.TemporaryDirectory(prefix="kgplan-bench-arcadedb-") as tmp, ExitStack() as stack:

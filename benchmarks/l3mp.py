@@ -1,14 +1,18 @@
 """The L3M+P evaluation harness: feed a run's English state changes and tasks to an agent variant.
 
 Starting from a run's initial `problem.pddl`, every `state_change.txt` and `goal.txt` is fed in
-order. A state change succeeds when it introduces no new discrepancy between the graph and the
-ground-truth `:init` (the rule of the paper's own harness); strict equality is reported beside
-it. A plan succeeds when, executed from the true state of that step, it reaches the true goal
-(plans are scored, not executed on the graph). Caveat: the dataset's state after a goal already
-holds the simulator's own execution of it (4-92 facts in the dev runs, against a median of 3 for a
-plain change); the oracle's next answer carries those facts, a real LLM cannot know them, so with a
-real LLM the first change after each goal usually counts as a failure. Prompt tokens are counted
-with the o200k tokenizer (offline) for every LLM kind.
+order. A state change succeeds strictly when the graph then equals the ground-truth `:init`; the
+paper's own rule (no new discrepancy between the graph and the truth) is reported beside it. A plan
+succeeds when, executed from the true state of that step, it reaches the true goal.
+
+After a goal the harness does what the deployed agent does: it executes its own plan on its graph
+(verified, provenance `plan`). The dataset's next state holds the simulator's execution of the task
+plus the next sentence's change, so the graph is then brought to that state, as one verified sensor
+observation (provenance `sensor`), for the facts whose subject (first argument) the task is about:
+the true goal's objects and those whose facts the executed plan changed. The next sentence is scored
+from there. Reported: how often the executed plan reproduced the dataset's transition (no
+correction needed) and the size of the corrections. Prompt tokens are counted with the o200k
+tokenizer (offline) for every LLM kind.
 
 Variants: R- shows the LLM the whole graph, R+ the neighbourhood of the entities it picks from
 the entity list, RS the neighbourhood of its query graph grounded by embeddings and search
@@ -25,6 +29,7 @@ import random
 import statistics
 import tempfile
 import time
+from collections import deque
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -34,13 +39,16 @@ from rich.progress import track
 from rich.table import Table
 
 from agent.language import Outcome, Retrieval, full_graph, select_entities, update, write_goal
-from agent.llm import LLM, CallRecord, LLMConfig, OpenAIClient, ScriptedLLM, parse_reply, strict_schema
-from agent.planning import plan
+from agent.llm import LLM, CallRecord, LLMConfig, LLMError, OpenAIClient, ScriptedLLM, parse_reply, strict_schema
+from agent.planning import PlanReport, plan
 from benchmarks import console as bench_console
 from benchmarks.planning import needed_facts
 from domains.formula import atoms, to_pddl
 from domains.model import Domain, Problem
 from graph.backends.sqlite import SqliteGraph
+from graph.base import ChangeRefused, fact_of
+from graph.model import Delta
+from planners.execute import execute
 from planners.problem import Task
 from planners.solve import solve
 from planners.state import State, Step, simulate
@@ -53,8 +61,10 @@ Atoms = set[tuple[str, tuple[str, ...]]]
 
 
 class Counting(LLM):
-    """Counts prompt tokens with a real tokenizer and keeps every reply (for --record).
+    """Counts prompt tokens with a real tokenizer and keeps every reply in order (for --record).
 
+    A reply is kept as its schema's name with the reply, or with the error (a reply refused by the schema
+    keeps its raw text; an endpoint error has none), and the corruption the oracle gave it, if any.
     The messages and the reply schema are counted apart: an OpenAI endpoint adds the schema to the
     prompt, a llama.cpp server turns it into a grammar instead.
     """
@@ -64,17 +74,44 @@ class Counting(LLM):
         import bpe_openai
 
         self.inner, self.encoding = inner, bpe_openai.get_encoding("o200k_base")
-        self.replies: list[str] = []
+        self.replies: list[dict] = []
         self.counted: list[int] = []
         self.schema_counted: list[int] = []
 
     def complete(self, messages: list[dict], schema: type[BaseModel]) -> tuple[BaseModel, CallRecord]:
         self.counted.append(sum(len(self.encoding.encode(m["content"])) for m in messages))
         self.schema_counted.append(len(self.encoding.encode(json.dumps(strict_schema(schema)))))
-        reply, record = self.inner.complete(messages, schema)
-        self.replies.append(reply.model_dump_json())
+        entry: dict = {"schema": schema.__name__}
+        try:
+            reply, record = self.inner.complete(messages, schema)
+        except LLMError as e:
+            self.replies.append(entry | {"error": e.reason, "raw": e.raw} | self._corruption())
+            raise
+        self.replies.append(entry | {"reply": reply.model_dump_json()} | self._corruption())
         self.records.append(record)
         return reply, record
+
+    def _corruption(self) -> dict:
+        kind = getattr(self.inner, "last_corruption", None)
+        return {"corruption": kind} if kind else {}
+
+    def corruptions(self, start: int) -> list[str | None]:
+        """The corruption of each state-change reply since call `start`."""
+        return [r.get("corruption") for r in self.replies[start:] if r["schema"] == "StateChange"]
+
+
+class Replay(ScriptedLLM):
+    """The replies of a --record file in order: replies, refused replies and endpoint errors, with their
+    corruptions."""
+
+    def __init__(self, entries: list[dict]) -> None:
+        super().__init__([LLMError(e["error"], e["raw"]) if "error" in e else e["reply"] for e in entries], "replay")
+        self.labels = deque(e.get("corruption") for e in entries)
+        self.last_corruption: str | None = None
+
+    def complete(self, messages: list[dict], schema: type[BaseModel]) -> tuple[BaseModel, CallRecord]:
+        self.last_corruption = self.labels.popleft() if self.labels else None
+        return super().complete(messages, schema)
 
 
 CORRUPTIONS = ("wrong_entity", "half_pair", "invented_predicate", "extra_location")
@@ -83,29 +120,26 @@ CORRUPTIONS = ("wrong_entity", "half_pair", "invented_predicate", "extra_locatio
 class Oracle(LLM):
     """Answers every prompt with the dataset's ground truth for the current step.
 
-    With `corrupt` > 0, that fraction of state changes gets a corrupted first answer (the kinds
-    in turn); later answers for the same sentence are the truth, so verification and
-    re-prompting can recover it.
+    With `corrupt` > 0, each state-change reply (re-prompted ones too) is corrupted with that probability,
+    independently (seeded), the kinds in turn; `last_corruption` is the kind the last reply really carried
+    (None when a corruption would leave it unchanged). Recovery thus measures whether bounded re-prompting
+    converges, not an oracle that turns truthful when asked again.
     """
 
     def __init__(self, corrupt: float = 0.0, seed: int = 0) -> None:
         super().__init__()
         self.corrupt, self.rng = corrupt, random.Random(seed)
         self.truth: dict = {}
-        self.kind: str | None = None  # the corruption pending for this step
-        self.delivered: str | None = None  # the corruption this step's answer really carried
-        self.corrupted = 0
+        self.last_corruption: str | None = None
+        self.corrupted = 0  # corruptions drawn so far (they pick the kinds in turn)
 
     def new_step(self, truth: dict) -> None:
-        """Set the ground truth of the next step and draw the corruption its first answer will get, if any."""
+        """Set the ground truth of the next step."""
         self.truth = truth
-        self.kind = self.delivered = None
-        if (truth.get("add") or truth.get("remove")) and self.rng.random() < self.corrupt:
-            self.kind = CORRUPTIONS[self.corrupted % len(CORRUPTIONS)]
-            self.corrupted += 1
 
     def complete(self, messages: list[dict], schema: type[BaseModel]) -> tuple[BaseModel, CallRecord]:
         name = schema.__name__
+        self.last_corruption = None
         if name == "EntitySelection":
             text = json.dumps({"entities": self.truth["entities"]})
         elif name == "QueryGraph":  # each entity described by its name in words, with its type
@@ -117,11 +151,12 @@ class Oracle(LLM):
                               for p, args in sorted(self.truth["relations"])]})
         elif name == "StateChange":
             add, remove = set(self.truth["add"]), set(self.truth["remove"])
-            if self.kind:
-                corrupted = self._corrupt(self.kind, add, remove)
-                self.delivered = self.kind if corrupted != (add, remove) else None  # some cannot change a delta
+            if (add or remove) and self.rng.random() < self.corrupt:
+                kind = CORRUPTIONS[self.corrupted % len(CORRUPTIONS)]
+                self.corrupted += 1
+                corrupted = self._corrupt(kind, add, remove)
+                self.last_corruption = kind if corrupted != (add, remove) else None  # some cannot change a delta
                 add, remove = corrupted
-                self.kind = None
             text = json.dumps({"add": _facts(add), "remove": _facts(remove)})
         else:
             text = json.dumps({"goal": self.truth["goal"]})
@@ -162,6 +197,11 @@ def steps(run: Path) -> list[Path]:
     return sorted(p for p in run.iterdir() if p.is_dir() and (p / "problem.pddl").is_file())
 
 
+def _state(path: Path) -> tuple[Problem, Atoms]:
+    problem = Problem.parse(path.read_text(), str(path.parent))
+    return problem, {(a.predicate, a.args) for a in problem.init}
+
+
 class Reference:
     """Retrieval recall against ground-truth plans.
 
@@ -193,60 +233,103 @@ class Reference:
 def evaluate(run: Path, variant: str, llm: Counting, oracle: Oracle | None, console: Console,
              max_rounds: int = 3, depth: int = 1, reference: Reference | None = None,
              limit: int | None = None, rows: list[dict] | None = None,
-             on_step: Callable[[], object] | None = None) -> list[dict]:
+             on_step: Callable[[], object] | None = None, mine_invariants: bool = False) -> list[dict]:
     """Run one variant over one run; a row per step, appended to `rows` (with retrieval recall on goals if
-    `reference` is given); `on_step` is called after each."""
+    `reference` is given); `on_step` is called after each. `mine_invariants`: accept every invariant
+    `kgplan invariants --suggest` proposes once the initial problem is loaded."""
     retriever, verify = VARIANTS[variant]
     domain = Domain.load(run / "domain.pddl")
     rows = [] if rows is None else rows
+    everything = steps(run)
     with tempfile.TemporaryDirectory() as tmp:
         g = SqliteGraph(Path(tmp) / "agent.db")
         g.init(domain)
-        start = Problem.parse((run / "problem.pddl").read_text())
+        start, prev = _state(run / "problem.pddl")  # prev: the true state before each step
         g.load_problem(start)
-        prev: Atoms = {(a.predicate, a.args) for a in start.init}
-        discrepancy: Atoms = set()
-        for step in track(steps(run)[:limit], description=f"{run.name} {variant}", console=console):
-            truth = Problem.parse((step / "problem.pddl").read_text(), str(step))
-            true_init: Atoms = {(a.predicate, a.args) for a in truth.init}
+        if mine_invariants:
+            g.accept_invariants(g.suggest_invariants().suggested)
+        for i, step in enumerate(track(everything[:limit], description=f"{run.name} {variant}", console=console)):
+            truth, true_init = _state(step / "problem.pddl")
             is_goal = (step / "goal.txt").is_file()
             text = (step / ("goal.txt" if is_goal else "state_change.txt")).read_text().strip()
             calls_before, t0 = len(llm.counted), time.perf_counter()
             out = Outcome(text)
+            expected = _truth(true_init, prev, truth, is_goal)
             if oracle:
-                oracle.new_step(_truth(true_init, prev, truth, is_goal))
+                oracle.new_step(expected)
+            before = _atoms(g)
             retrieval = _retrieve(retriever, llm, g, text, depth, out)
-            row = {"step": step.name, "kind": "goal" if is_goal else "state_change", "text": text,
-                   "corruption": None, "after_goal": bool(rows) and rows[-1]["kind"] == "goal"}
+            row = {"step": step.name, "kind": "goal" if is_goal else "state_change", "text": text}
             if is_goal:
                 _, out = write_goal(llm, g, text, retrieval, max_rounds=max_rounds, out=out)
-                scored, init = _score_plan(g, out, domain, truth, true_init)
+                scored, report = _score_plan(g, out, domain, truth, true_init)
                 row |= scored
                 if reference is not None:
                     shown = {(f.predicate, f.args) for f in retrieval.facts}
+                    init = report.task.facts if report and report.task else None
                     row |= reference.recall(step, domain, truth, true_init, shown, init)
+                if i + 1 < len(everything):  # the world after the task: the agent's plan, then what it missed
+                    after, prev = after_goal(g, report, truth, true_init, _state(everything[i + 1] / "problem.pddl")[1])
+                    row |= after
             else:
                 update(llm, g, text, retrieval, verify=verify, max_rounds=max_rounds, out=out)
-                now = {(f.predicate, f.args) for f in g.facts()}
-                new_disc = now ^ true_init
-                row |= {"success": new_disc <= discrepancy, "strict": not new_disc, "error": out.error,
+                new_disc = _atoms(g) ^ true_init
+                row |= {"strict": not new_disc, "success": new_disc <= before ^ prev, "error": out.error,
                         "retries": len(out.rounds), "discrepancies": len(new_disc)}
-                row["corruption"] = corruption = oracle.delivered if oracle else None
-                if corruption and oracle:
-                    applied = out.change.delta if out.change else None
-                    row |= {"caught": bool(out.rounds), "recovered": applied is not None and (
-                        {(f.predicate, f.args) for f in applied.add} == oracle.truth["add"]
-                        and {(f.predicate, f.args) for f in applied.remove} == oracle.truth["remove"])}
-                discrepancy = new_disc
+                row |= _corruption(llm.corruptions(calls_before), out, expected)
+                prev = true_init
             row |= {"prompt_tokens": sum(llm.counted[calls_before:]),
                     "schema_tokens": sum(llm.schema_counted[calls_before:]), "llm_calls": len(out.calls),
                     "llm_latency_s": sum(c.latency_s for c in out.calls), "seconds": time.perf_counter() - t0}
             rows.append(row)
             if on_step:
                 on_step()
-            prev = true_init
         g.close()
     return rows
+
+
+def _atoms(g: SqliteGraph) -> Atoms:
+    return {(f.predicate, f.args) for f in g.facts()}
+
+
+def _corruption(kinds: list[str | None], out: Outcome, truth: dict) -> dict:
+    """Whether a corrupted first reply was refused (caught) and the true change applied in the end (recovered)."""
+    if not kinds or not kinds[0]:
+        return {"corruption": None}
+    applied = out.change.delta if out.change else None
+    return {"corruption": kinds[0], "corrupted_replies": sum(bool(k) for k in kinds), "caught": bool(out.rounds),
+            "recovered": applied is not None and bool(out.rounds)
+            and {(f.predicate, f.args) for f in applied.add} == truth["add"]
+            and {(f.predicate, f.args) for f in applied.remove} == truth["remove"]}
+
+
+def after_goal(g: SqliteGraph, report: PlanReport | None, truth: Problem, true_init: Atoms,
+               next_init: Atoms) -> tuple[dict, Atoms]:
+    """Execute the agent's plan on its graph, then correct what it did not explain by one sensor observation.
+
+    The correction covers the facts whose subject (first argument) the task is about: the true goal's
+    objects and those whose facts the executed plan changed; they are brought to the next step's true state.
+    Returns the row's fields and the true state the next sentence starts from.
+    """
+    before, row = _atoms(g), {}
+    if report is not None and report.solved:
+        done = execute(g, [Step.parse(s) for s in report.plan], why=f"plan for: {report.goal}")
+        row |= {"executed_steps": len(done.changes), "execution_failure": str(done.failure) if done.failure else None}
+    after = _atoms(g)
+    assert truth.goal is not None
+    subjects = {x.args[:1] for x in atoms(truth.goal)} | {args[:1] for _, args in before ^ after}
+    add = {a for a in next_init - after if a[1][:1] in subjects}
+    remove = {a for a in after - next_init if a[1][:1] in subjects}
+    row |= {"sensor_facts": len(add) + len(remove), "sensor_error": None}
+    if add or remove:
+        try:
+            g.apply(Delta(add=[fact_of(a) for a in sorted(add)], remove=[fact_of(a) for a in sorted(remove)],
+                          source="sensor", text=f"observed after: {report.goal if report else 'the task'}"))
+        except ChangeRefused as e:
+            row["sensor_error"] = "; ".join(map(str, e.issues))
+    # the plan's own changes are the dataset's transition for those subjects (whatever the graph held before)
+    row["plan_reproduced"] = before ^ after == {a for a in true_init ^ next_init if a[1][:1] in subjects}
+    return row, {a for a in true_init if a[1][:1] not in subjects} | {a for a in next_init if a[1][:1] in subjects}
 
 
 def _retrieve(retriever: str, llm: LLM, g: SqliteGraph, text: str, depth: int, out: Outcome) -> Retrieval:
@@ -278,77 +361,85 @@ def _among(state: Atoms, entities: list[str]) -> Atoms:
 
 
 def _score_plan(g: SqliteGraph, out: Outcome, domain: Domain, truth: Problem,
-                true_init: Atoms) -> tuple[dict, Atoms | None]:
-    """The plan's score from the true state, and the planner's :init (None when no planner ran)."""
+                true_init: Atoms) -> tuple[dict, PlanReport | None]:
+    """The plan's score from the true state, and the planner's report (None when no planner ran)."""
     if out.goal is None or out.error:
         return {"success": False, "error": out.error, "retries": len(out.rounds), "planner_s": 0.0}, None
     report = plan(g, out.goal)
-    init = report.task.facts if report.task else None
     if not report.solved:
         return {"success": False, "error": f"planner: {report.status} {report.message}", "planner_s": report.seconds,
-                "retries": len(out.rounds)}, init
+                "retries": len(out.rounds)}, report
     failure = simulate(State(domain, truth.objects, true_init), [Step.parse(s) for s in report.plan], truth.goal)
     return {"success": failure is None, "error": str(failure) if failure else None, "planner_s": report.seconds,
-            "plan_length": len(report.plan), "retries": len(out.rounds)}, init
+            "plan_length": len(report.plan), "retries": len(out.rounds)}, report
 
 
 def summarise(rows: list[dict]) -> dict:
     changes = [r for r in rows if r["kind"] == "state_change"]
     goals = [r for r in rows if r["kind"] == "goal"]
+    after = [r for r in goals if "sensor_facts" in r]
 
     def rate(xs: list[dict], key: str = "success") -> float:
         return sum(bool(r[key]) for r in xs) / len(xs) if xs else 0.0
 
-    recovery = {k: {"n": len(xs), "caught": rate(xs, "caught"), "recovered": rate(xs, "recovered")}
-                for k in CORRUPTIONS if (xs := [r for r in changes if r.get("corruption") == k])}
+    def mean(xs: list[dict], key: str) -> float:
+        return statistics.mean(r[key] for r in xs) if xs else 0.0
+
+    recovery = {}
+    for k in CORRUPTIONS:
+        if xs := [r for r in changes if r.get("corruption") == k]:
+            caught, recovered = sum(r["caught"] for r in xs), sum(r["recovered"] for r in xs)
+            recovery[k] = {"n": len(xs), "caught": caught, "recovered": recovered,
+                           "caught_rate": caught / len(xs), "recovered_rate": recovered / len(xs)}
     recall = {}
     for key in ("recall_shown", "recall_init"):
         if xs := [r[key] for r in goals if r.get(key) is not None]:
             recall |= {f"min_{key}": min(xs), f"mean_{key}": statistics.mean(xs)}
-    return recall | {"recovery_rate": recovery, "corrupted": sum(bool(r.get("corruption")) for r in changes),
-            "state_success_rate": rate(changes), "state_strict_rate": rate(changes, "strict"),
-            # the state after a goal holds the simulator's execution of it, which no sentence describes
-            "state_success_rate_not_after_goal": rate([r for r in changes if not r.get("after_goal")]),
-            "plan_success_rate": rate(goals), "state_changes": len(changes), "goals": len(goals),
-            "prompt_tokens_per_change": statistics.mean(r["prompt_tokens"] for r in changes) if changes else 0,
-            "prompt_tokens_per_plan": statistics.mean(r["prompt_tokens"] for r in goals) if goals else 0,
-            "schema_tokens_per_change": statistics.mean(r["schema_tokens"] for r in changes) if changes else 0,
-            "schema_tokens_per_plan": statistics.mean(r["schema_tokens"] for r in goals) if goals else 0,
-            "llm_latency_s_mean": statistics.mean(r["llm_latency_s"] for r in rows) if rows else 0,
-            "planner_s_mean": statistics.mean(r["planner_s"] for r in goals) if goals else 0}
+    return {"state_strict_rate": rate(changes, "strict"), "state_success_rate": rate(changes),
+            "plan_success_rate": rate(goals), "plan_reproduced_rate": rate(after, "plan_reproduced"),
+            "sensor_facts_mean": mean(after, "sensor_facts"),
+            "sensor_facts_total": sum(r["sensor_facts"] for r in after),
+            "sensor_refused": sum(bool(r["sensor_error"]) for r in after),
+            "state_changes": len(changes), "goals": len(goals)} | recall | {
+            "recovery": recovery, "corrupted": sum(bool(r.get("corruption")) for r in changes),
+            "corrupted_replies": sum(r.get("corrupted_replies", 0) for r in changes),
+            **{f"{kind}_tokens_per_{per}": mean(xs, f"{kind}_tokens") for kind in ("prompt", "schema")
+               for per, xs in (("change", changes), ("plan", goals))},
+            "llm_latency_s_mean": mean(rows, "llm_latency_s"), "planner_s_mean": mean(goals, "planner_s")}
 
 
-def write(path: Path, results: dict[str, dict[str, list[dict]]], replies: list[str], record: Path | None) -> dict:
+def write(path: Path, results: dict[str, dict[str, list[dict]]], replies: list[dict], record: Path | None) -> dict:
     """Write the results so far (and the replies, for --record); after every step, so a stopped run keeps them."""
     summary = {v: summarise([r for rows in runs.values() for r in rows]) for v, runs in results.items()}
     top = next(iter(summary.values()))
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps({"state_success_rate": top["state_success_rate"],
-                               "plan_success_rate": top["plan_success_rate"], "variants": summary,
-                               "steps": results}, indent=1))
-    tmp.replace(path)
-    if record:
-        record.write_text(json.dumps(replies))
+    headline = {k: top[k] for k in ("state_strict_rate", "state_success_rate", "plan_success_rate")}
+    outputs = [(path, {**headline, "variants": summary, "steps": results})] + ([(record, replies)] if record else [])
+    for out, data in outputs:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        tmp = out.with_suffix(".tmp")
+        tmp.write_text(json.dumps(data, indent=1))
+        tmp.replace(out)
     return summary
 
 
 def plot(results: dict[str, dict[str, list[dict]]], path: Path) -> None:
-    """Cumulative success over time per variant, state changes and plans, like the paper's figures."""
+    """Cumulative strict success over time per variant, state changes and plans, like the paper's figures."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     fig, axes = plt.subplots(1, 2, figsize=(11, 4))
-    for ax, kind, title in ((axes[0], "state_change", "state changes"), (axes[1], "goal", "plans")):
+    for ax, kind, key, title in ((axes[0], "state_change", "strict", "state changes"),
+                                 (axes[1], "goal", "success", "plans")):
         for variant, runs in results.items():
             xs = [r for rows in runs.values() for r in rows if r["kind"] == kind]
-            cum = [sum(r["success"] for r in xs[: i + 1]) / (i + 1) for i in range(len(xs))]
+            cum = [sum(r[key] for r in xs[: i + 1]) / (i + 1) for i in range(len(xs))]
             ax.plot(range(1, len(cum) + 1), cum, label=variant)
         ax.set(title=f"cumulative success: {title}", xlabel="step", ylabel="success rate", ylim=(0, 1.05))
         ax.legend()
     fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=120)
 
 
@@ -360,24 +451,31 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--llm", default="openai", choices=["openai", "oracle"],
                     help="openai: the endpoint from KGPLAN_LLM_* and OPENAI_API_KEY; oracle: the ground truth")
     ap.add_argument("--corrupt", type=float, default=0.0,
-                    help="with --llm oracle: fraction of state changes whose first answer is corrupted")
-    ap.add_argument("--llm-replay", type=Path, help="replay the replies recorded with --record (JSON list)")
-    ap.add_argument("--record", type=Path, help="write every LLM reply here, to replay the run exactly")
+                    help="with --llm oracle: probability that a state-change reply (re-prompts too) is corrupted")
+    ap.add_argument("--seed", type=int, default=0, help="seed of the oracle's corruptions")
+    ap.add_argument("--llm-replay", type=Path, help="replay the replies recorded with --record")
+    ap.add_argument("--record", type=Path, nargs="?", const=True,
+                    help="write every LLM reply (refusals and endpoint errors too) here, to replay the run exactly "
+                         "(default: next to --json)")
     ap.add_argument("--no-recall", action="store_true",
                     help="skip retrieval recall (it plans every goal once more on the full true state)")
     ap.add_argument("--limit", type=int, help="only the first N steps of each run (for slow local models)")
     ap.add_argument("--max-rounds", type=int, default=3, help="replies per sentence (re-prompts + 1)")
+    ap.add_argument("--mine-invariants", action="store_true",
+                    help="accept the mined invariants (`kgplan invariants --suggest`) of each run's initial state")
     ap.add_argument("--json", type=Path, default=Path("results/l3mp.json"))
-    ap.add_argument("--plot", type=Path, default=Path("results/l3mp.png"))
+    ap.add_argument("--plot", type=Path, help="cumulative success figure (default: next to --json)")
     args = ap.parse_args(argv)
     variants = list(VARIANTS) if args.variant == "all" else args.variant.split(",")
     if bad := [v for v in variants if v not in VARIANTS]:
         ap.error(f"unknown variant(s) {bad}: choose from {', '.join(VARIANTS)}")
     runs = [d for root in args.datasets for d in ([root] if (root / "domain.pddl").is_file() else
                                                  sorted(p for p in root.iterdir() if (p / "domain.pddl").is_file()))]
+    record = args.json.with_suffix(".replies.json") if args.record is True else args.record
+    plot_path = args.plot or args.json.with_suffix(".png")
     console = bench_console()
-    oracle = Oracle(args.corrupt) if args.llm == "oracle" and not args.llm_replay else None
-    inner: LLM = (ScriptedLLM(json.loads(args.llm_replay.read_text())) if args.llm_replay
+    oracle = Oracle(args.corrupt, args.seed) if args.llm == "oracle" and not args.llm_replay else None
+    inner: LLM = (Replay(json.loads(args.llm_replay.read_text())) if args.llm_replay
                   else oracle or OpenAIClient(LLMConfig.from_env()))
     llm = Counting(inner)
     reference = None if args.no_recall else Reference()
@@ -386,32 +484,38 @@ def main(argv: Sequence[str] | None = None) -> int:
         for run in runs:
             rows = results[v][run.name] = []
             evaluate(run, v, llm, oracle, console, args.max_rounds, reference=reference, limit=args.limit, rows=rows,
-                     on_step=lambda: write(args.json, results, llm.replies, args.record))
-    summary = write(args.json, results, llm.replies, args.record)
-    t = Table("variant", "state success (not after a goal)", "strict", "plan success", "prompt tok/change (+schema)",
-              "prompt tok/plan (+schema)", "recall shown (min)", "recall :init (min)", "LLM s/step", "planner s",
+                     on_step=lambda: write(args.json, results, llm.replies, record),
+                     mine_invariants=args.mine_invariants)
+    summary = write(args.json, results, llm.replies, record)
+    t = Table("variant", "state success strict (no new discrepancy)", "plan success", "plan = dataset transition",
+              "sensor facts/goal (total)", "prompt tok/change (+schema)", "prompt tok/plan (+schema)",
+              "recall shown (min)", "recall :init (min)", "LLM s/step", "planner s",
               title=f"L3M+P harness, LLM: {args.llm_replay or args.llm}")
     for v, s in summary.items():
-        t.add_row(v, f"{s['state_success_rate']:.1%} ({s['state_success_rate_not_after_goal']:.1%})",
-                  f"{s['state_strict_rate']:.1%}",
-                  f"{s['plan_success_rate']:.1%}",
+        t.add_row(v, f"{s['state_strict_rate']:.1%} ({s['state_success_rate']:.1%})", f"{s['plan_success_rate']:.1%}",
+                  f"{s['plan_reproduced_rate']:.1%}", f"{s['sensor_facts_mean']:.1f} ({s['sensor_facts_total']})",
                   f"{s['prompt_tokens_per_change']:.0f} (+{s['schema_tokens_per_change']:.0f})",
                   f"{s['prompt_tokens_per_plan']:.0f} (+{s['schema_tokens_per_plan']:.0f})",
                   *(f"{s[f'mean_{k}']:.1%} ({s[f'min_{k}']:.1%})" if f"mean_{k}" in s else "-"
                     for k in ("recall_shown", "recall_init")),
                   f"{s['llm_latency_s_mean']:.2f}", f"{s['planner_s_mean']:.2f}")
     console.print(t)
-    console.print("recall: of the initial facts a reference plan (full true state, true goal, redundant steps "
+    console.print("plan = dataset transition: after a goal, the changes of the agent's executed plan are the "
+                  "dataset's transition for the objects of the task (the sensor observation corrects the rest); "
+                  "recall: of the initial facts a reference plan (full true state, true goal, redundant steps "
                   "dropped) reads, the share in the facts shown to the LLM and in the planner's :init; mean (min) "
                   "over goals that need a plan")
     for v, s in summary.items():
-        if s["recovery_rate"]:
-            console.print(f"{v}: {s['corrupted']} corrupted first answers; per kind: refused by verification or "
-                          "the schema / recovered (the true delta applied after re-prompting): " + ", ".join(
-                              f"{k} (n={r['n']}) {r['caught']:.0%} / {r['recovered']:.0%}"
-                              for k, r in s["recovery_rate"].items()))
-    plot(results, args.plot)
-    console.print(f"results written to {args.json} and {args.plot}")
+        if s["recovery"]:
+            console.print(f"{v}: {s['corrupted']} corrupted first replies ({s['corrupted_replies']} corrupted "
+                          "replies in all); per kind: caught (refused by verification or the schema) / recovered "
+                          "(the true change applied after re-prompting): " + ", ".join(
+                              f"{k} {r['caught']}/{r['n']} / {r['recovered']}/{r['n']}"
+                              for k, r in s["recovery"].items()))
+        if s["sensor_refused"]:
+            console.print(f"[red]{v}: {s['sensor_refused']} sensor observations refused by verification[/red]")
+    plot(results, plot_path)
+    console.print(f"results written to {args.json} and {plot_path}" + (f", replies to {record}" if record else ""))
     return 0
 
 

@@ -3,23 +3,34 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from domains.sexpr import Expr, PDDLError, SList, Sym, pos_of
 
 
+def _pos() -> int:
+    """A source position (line or column, 0 if unknown) that equality and hashing ignore."""
+    return field(default=0, compare=False, repr=False)
+
+
 @dataclass(frozen=True)
 class Param:
-    """A typed variable; `types` has several entries for an `(either ...)` type."""
+    """A typed variable; `types` has several entries for an `(either ...)` type.
+
+    `line`/`col` locate its type where one was written (its name otherwise)."""
 
     name: str
     types: tuple[str, ...] = ("object",)
+    line: int = _pos()
+    col: int = _pos()
 
 
 @dataclass(frozen=True)
 class Atom:
     predicate: str
     args: tuple[str, ...]
+    line: int = _pos()
+    col: int = _pos()
 
     def __str__(self) -> str:
         return f"({' '.join((self.predicate, *self.args))})"
@@ -29,6 +40,8 @@ class Atom:
 class Equals:
     left: str
     right: str
+    line: int = _pos()
+    col: int = _pos()
 
 
 @dataclass(frozen=True)
@@ -76,7 +89,7 @@ class Effect:
 def parse_typed_list(items: list[Expr], source: str, default: str = "object") -> list[Param]:
     """Parse `?a ?b - t ?c - (either u v)` (or names instead of variables) into Params."""
     out: list[Param] = []
-    pending: list[str] = []
+    pending: list[Sym] = []
     i = 0
     while i < len(items):
         item = items[i]
@@ -86,15 +99,15 @@ def parse_typed_list(items: list[Expr], source: str, default: str = "object") ->
             types = parse_type(items[i + 1], source)
             if not pending:
                 raise PDDLError("type given without names before it", *pos_of(item), source)
-            out += [Param(n, types) for n in pending]
+            out += [Param(str(n), types, *pos_of(items[i + 1])) for n in pending]
             pending = []
             i += 2
             continue
         if not isinstance(item, Sym):
             raise PDDLError("expected a name in a typed list", *pos_of(item), source)
-        pending.append(str(item))
+        pending.append(item)
         i += 1
-    out += [Param(n, (default,)) for n in pending]
+    out += [Param(str(n), (default,), *pos_of(n)) for n in pending]
     return out
 
 
@@ -129,15 +142,22 @@ def parse_formula(expr: Expr, source: str) -> Formula:
             raise PDDLError(f"{head} needs a variable list", *pos_of(rest[0]), source)
         params = tuple(parse_typed_list(list(rest[0]), source))
         return Quantified(str(head), params, parse_formula(rest[1], source))
+    if head in ("<", ">", "<=", ">="):
+        raise PDDLError(f"numeric conditions ({head} ...) are not supported", *pos_of(expr), source)
     if head == "=":
         _arity(expr, 2, source)
-        return Equals(*(_term(t, source) for t in rest))
-    return Atom(str(head), tuple(_term(t, source) for t in rest))
+        return Equals(*(_term(t, source) for t in rest), *pos_of(expr))
+    return Atom(str(head), tuple(_term(t, source) for t in rest), *pos_of(expr))
 
 
-def parse_effect(expr: Expr, source: str) -> list[Effect]:
-    """Flatten an effect into literal effects (handles and / not / forall / when)."""
+Cost = Atom | float  # a static function term such as (travel-cost ?a ?b), or a number
+
+
+def parse_effect(expr: Expr, source: str) -> tuple[list[Effect], list[Cost]]:
+    """Flatten an effect into literal effects (handles and / not / forall / when) and the
+    unconditional increases of (total-cost) (action costs)."""
     out: list[Effect] = []
+    costs: list[Cost] = []
 
     def walk(e: Expr, params: tuple[Param, ...], cond: Formula) -> None:
         if not isinstance(e, SList) or not e:
@@ -154,6 +174,15 @@ def parse_effect(expr: Expr, source: str) -> list[Effect]:
             _arity(e, 2, source)
             c = parse_formula(e[1], source)
             walk(e[2], params, c if cond == TRUE else And((cond, c)))
+        elif head == "increase":
+            _arity(e, 2, source)
+            if e[1] != ["total-cost"] or params or cond != TRUE:
+                raise PDDLError("only unconditional (increase (total-cost) ...) effects are supported",
+                                *pos_of(e), source)
+            costs.append(parse_number(e[2], source) if isinstance(e[2], Sym) else _function_term(e[2], source))
+        elif head in ("decrease", "assign", "scale-up", "scale-down"):
+            raise PDDLError(f"numeric effects ({head} ...) are not supported, only (increase (total-cost) ...)",
+                            *pos_of(e), source)
         elif head == "not":
             _arity(e, 1, source)
             atom = parse_formula(e[1], source)
@@ -167,7 +196,32 @@ def parse_effect(expr: Expr, source: str) -> list[Effect]:
             out.append(Effect(params, cond, atom, add=True))
 
     walk(expr, (), TRUE)
-    return out
+    return out, costs
+
+
+def parse_number(e: Expr, source: str) -> float:
+    """A non-negative number (action costs and function values)."""
+    try:
+        value = float(e) if isinstance(e, Sym) else -1.0
+    except ValueError:
+        value = -1.0
+    if not value >= 0:
+        raise PDDLError(f"expected a non-negative number, got {e}", *pos_of(e), source)
+    return value
+
+
+def _function_term(e: Expr, source: str) -> Atom:
+    """A function term such as (travel-cost ?a ?b): a name and variables or object names."""
+    f = parse_formula(e, source)
+    if not isinstance(f, Atom):
+        raise PDDLError("expected a function term like (travel-cost ?from ?to)", *pos_of(e), source)
+    return f
+
+
+def parse_numeric_fact(e: SList, source: str) -> tuple[Atom, float]:
+    """An :init entry ``(= (function arg ...) number)``."""
+    _arity(e, 2, source)
+    return _function_term(e[1], source), parse_number(e[2], source)
 
 
 def _term(t: Expr, source: str) -> str:
@@ -197,6 +251,11 @@ def atoms(f: Formula) -> Iterator[Atom]:
         yield from atoms(f.body)
 
 
+def number_pddl(value: float) -> str:
+    """A number as PDDL (integers without a fraction, as Fast Downward requires for costs)."""
+    return str(int(value)) if value == int(value) else str(value)
+
+
 def type_pddl(types: tuple[str, ...]) -> str:
     """A parameter's type as PDDL: ``t`` or ``(either t1 t2 ...)``."""
     return types[0] if len(types) == 1 else f"(either {' '.join(types)})"
@@ -220,6 +279,23 @@ def to_pddl(f: Formula, type_text: Callable[[tuple[str, ...]], str] = type_pddl)
 
 def params_pddl(params: tuple[Param, ...] | list[Param], type_text: Callable[[tuple[str, ...]], str]) -> str:
     return " ".join(f"{p.name} - {type_text(p.types)}" for p in params)
+
+
+def scoped(f: Formula, scope: dict[str, Param] | None = None) -> Iterator[tuple[Atom | Equals, dict[str, Param]]]:
+    """Every atom and equality of `f` with the variables in scope there (`scope`: the outer ones)."""
+    scope = scope or {}
+    if isinstance(f, Atom | Equals):
+        yield f, scope
+    elif isinstance(f, Not):
+        yield from scoped(f.arg, scope)
+    elif isinstance(f, And | Or):
+        for a in f.args:
+            yield from scoped(a, scope)
+    elif isinstance(f, Imply):
+        yield from scoped(f.left, scope)
+        yield from scoped(f.right, scope)
+    else:
+        yield from scoped(f.body, {**scope, **{p.name: p for p in f.params}})
 
 
 def quantifiers(f: Formula) -> list[Quantified]:

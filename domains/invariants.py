@@ -27,7 +27,6 @@ if TYPE_CHECKING:
 
 _VARIABLES = "xyzuvwrst"
 GroundAtom = tuple[str, tuple[str, ...]]
-ORIGINS = ("derived", "declared", "mined")
 
 
 @dataclass(frozen=True)
@@ -161,8 +160,11 @@ def synthesize_invariants(
     Raises ValueError if Fast Downward rejects the PDDL.
     """
     candidates, complete = _candidates(domain_pddl, timeout_s)
-    init = list(init)
-    violated = {g: w for g in candidates if (w := g.overcrowded(init)) is not None}
+    by_predicate: dict[str, list[GroundAtom]] = defaultdict(list)
+    for atom in init:
+        by_predicate[atom[0]].append(atom)
+    violated = {g: w for g in candidates
+                if (w := g.overcrowded(a for p in g.parts for a in by_predicate[p.predicate])) is not None}
     groups = [g for g in candidates if g not in violated]
     kept = [g for g in groups if not any(_subsumes(h, g) for h in groups)]
     dropped = [Dropped(g, violated[g]) for g in _sorted(violated)

@@ -13,18 +13,23 @@ from domains.formula import (
     TRUE,
     And,
     Atom,
+    Cost,
     Effect,
+    Equals,
     Formula,
     Imply,
     Not,
     Or,
     Param,
     Quantified,
-    atoms,
+    number_pddl,
     params_pddl,
     parse_effect,
     parse_formula,
+    parse_numeric_fact,
     parse_typed_list,
+    quantifiers,
+    scoped,
     to_pddl,
 )
 from domains.sexpr import Expr, PDDLError, SList, Sym, pos_of, read
@@ -34,6 +39,7 @@ if TYPE_CHECKING:
 
     from domains.invariants import MutexGroup, Synthesis
 
+TOTAL_COST = "total-cost"  # the plan's cost under :action-costs, never a stored fact
 NAME_RE = re.compile(r"^[a-z][a-z0-9_\-]*$")
 
 
@@ -53,6 +59,7 @@ class Action:
     params: tuple[Param, ...]
     precondition: Formula
     effects: tuple[Effect, ...]
+    cost: tuple[Cost, ...] = ()  # increases of (total-cost), summed
 
 
 @dataclass
@@ -64,6 +71,7 @@ class Problem:
     objects: dict[str, str]
     init: list[Atom]
     goal: Formula | None = None
+    numbers: dict[Atom, float] = field(default_factory=dict)  # (= (f args) value) in :init
 
     @classmethod
     def parse(cls, text: str, source: str = "") -> Problem:
@@ -72,6 +80,7 @@ class Problem:
             raise PDDLError("a problem must be one (define (problem NAME) ...)", 1, 1, source)
         d = exprs[0]
         name, domain, objects, init, goal = "problem", "", {}, [], None
+        numbers: dict[Atom, float] = {}
         for sec in d[1:]:
             if not isinstance(sec, SList) or not sec:
                 raise PDDLError("expected a section", *pos_of(sec), source)
@@ -87,6 +96,11 @@ class Problem:
                     objects[p.name] = p.types[0]
             elif key == ":init":
                 for e in sec[1:]:
+                    if isinstance(e, SList) and e[:1] == ["="]:
+                        atom, value = parse_numeric_fact(e, source)
+                        if atom.predicate != TOTAL_COST:  # the plan's cost, not a fact
+                            numbers[atom] = value
+                        continue
                     f = parse_formula(e, source)
                     if not isinstance(f, Atom):
                         raise PDDLError(":init may only hold atoms", *pos_of(e), source)
@@ -95,7 +109,7 @@ class Problem:
                 goal = parse_formula(sec[1], source)
             elif key not in (":requirements", ":metric"):
                 raise PDDLError(f"unknown problem section '{key}'", *pos_of(sec), source)
-        return cls(name, domain, objects, init, goal)
+        return cls(name, domain, objects, init, goal, numbers)
 
 
 @dataclass
@@ -111,10 +125,12 @@ class Domain:
     text: str = ""
     path: Path | None = None
     meta: dict = field(default_factory=dict)
+    functions: dict[str, Predicate] = field(default_factory=dict)  # numeric, e.g. total-cost
 
     # ---- loading -------------------------------------------------------------------------
     @classmethod
     def parse(cls, text: str, source: str = "") -> Domain:
+        """Parse and check a domain; every error names the line and column of the expression."""
         exprs = read(text, source)
         if len(exprs) != 1 or not isinstance(exprs[0], SList) or exprs[0][:1] != ["define"]:
             raise PDDLError("a domain must be one (define (domain NAME) ...)", 1, 1, source)
@@ -124,7 +140,9 @@ class Domain:
         types: dict[str, str | None] = {"object": None}
         constants: dict[str, str] = {}
         preds: dict[str, Predicate] = {}
+        functions: dict[str, Predicate] = {}
         raw_actions: list[SList] = []
+        typed: list[tuple[str, Param]] = []  # (what, typed name) to check once all types are known
         for sec in d[1:]:
             if not isinstance(sec, SList) or not sec or not isinstance(sec[0], Sym):
                 raise PDDLError("expected a section like (:predicates ...)", *pos_of(sec), source)
@@ -136,27 +154,41 @@ class Domain:
             elif key == ":types":
                 for p in parse_typed_list(list(sec[1:]), source):
                     if len(p.types) != 1:
-                        raise PDDLError(f"type {p.name} must have one parent", *pos_of(sec), source)
+                        raise PDDLError(f"type {p.name} must have one parent", p.line, p.col, source)
                     if p.name != "object":
                         types[p.name] = p.types[0]
+                        typed.append((f"type '{p.name}'", p))
             elif key == ":constants":
-                constants.update({p.name: p.types[0] for p in parse_typed_list(list(sec[1:]), source)})
+                for p in parse_typed_list(list(sec[1:]), source):
+                    if len(p.types) != 1:
+                        raise PDDLError(f"constant {p.name} must have one type", p.line, p.col, source)
+                    constants[p.name] = p.types[0]
+                    typed.append((f"constant '{p.name}'", p))
             elif key == ":predicates":
                 for pe in sec[1:]:
                     if not isinstance(pe, SList) or not pe or not isinstance(pe[0], Sym):
                         raise PDDLError("expected (predicate ?x - type ...)", *pos_of(pe), source)
                     if str(pe[0]) in preds:
                         raise PDDLError(f"predicate '{pe[0]}' declared twice", *pos_of(pe), source)
-                    preds[str(pe[0])] = Predicate(str(pe[0]), tuple(parse_typed_list(list(pe[1:]), source)))
+                    pred = Predicate(str(pe[0]), tuple(parse_typed_list(list(pe[1:]), source)))
+                    preds[pred.name] = pred
+                    typed += [(f"predicate '{pred.name}'", p) for p in pred.params]
+            elif key == ":functions":
+                for f in _parse_functions(sec, preds, source):
+                    functions[f.name] = f
+                    typed += [(f"function '{f.name}'", p) for p in f.params]
             elif key == ":action":
                 raw_actions.append(sec)
             else:
                 raise PDDLError(f"unsupported domain section '{key}'", *pos_of(sec), source)
-        dom = cls(name, reqs, types, constants, preds, {}, text)
-        dom._check_types(d, source)
+        dom = cls(name, reqs, types, constants, preds, {}, text, functions=functions)
+        for what, p in typed:
+            dom._check_types(p, what, source)
         for sec in raw_actions:
             act = _parse_action(sec, source)
-            dom._check_action(act, sec, source)
+            if act.name in dom.actions:
+                raise PDDLError(f"action '{act.name}' declared twice", *pos_of(sec), source)
+            dom._check_action(act, source)
             dom.actions[act.name] = act
         return dom
 
@@ -177,43 +209,69 @@ class Domain:
             dom.meta = tomllib.loads(toml.read_text())
         return dom
 
-    def _check_types(self, d: SList, source: str) -> None:
-        for t, parent in self.types.items():
-            if parent is not None and parent not in self.types:
-                raise PDDLError(f"type '{t}' has unknown parent '{parent}'", *pos_of(d), source)
-            seen = {t}
+    def _check_types(self, p: Param, what: str, source: str) -> None:
+        """The types of a declaration exist; a type's ancestry has no cycle."""
+        for t in p.types:
+            if t not in self.types:
+                raise PDDLError(f"unknown type '{t}' in {what}", p.line, p.col, source)
+        if what.startswith("type "):
+            seen, t = {p.name}, p.name
             while (parent := self.types.get(t)) is not None:
                 if parent in seen:
-                    raise PDDLError(f"type hierarchy has a cycle through '{t}'", *pos_of(d), source)
+                    raise PDDLError(f"type hierarchy has a cycle through '{p.name}'", p.line, p.col, source)
                 seen.add(parent)
                 t = parent
-        for p in self.predicates.values():
-            for par in p.params:
-                self._known_types(par.types, f"predicate '{p.name}'", d, source)
-        for c, t in self.constants.items():
-            self._known_types((t,), f"constant '{c}'", d, source)
 
-    def _known_types(self, ts: tuple[str, ...], where: str, e: Expr, source: str) -> None:
-        for t in ts:
-            if t not in self.types:
-                raise PDDLError(f"unknown type '{t}' in {where}", *pos_of(e), source)
-
-    def _check_action(self, act: Action, e: SList, source: str) -> None:
+    def _check_action(self, act: Action, source: str) -> None:
+        """Every atom of the action names a known predicate with the right number of arguments,
+        each a declared variable or a constant whose type(s) the predicate accepts."""
         where = f"action '{act.name}'"
         for p in act.params:
-            self._known_types(p.types, where, e, source)
-        consts = set(self.constants)
-        for atom in [*atoms(act.precondition), *(x.atom for x in act.effects)]:
-            pred = self.predicates.get(atom.predicate)
-            if pred is None:
-                raise PDDLError(f"unknown predicate '{atom.predicate}' in {where}", *pos_of(e), source)
-            if pred.arity != len(atom.args):
-                raise PDDLError(
-                    f"{atom} in {where}: '{pred.name}' takes {pred.arity} argument(s)", *pos_of(e), source
-                )
-            for a in atom.args:
-                if not a.startswith("?") and a not in consts:
-                    raise PDDLError(f"unknown constant '{a}' in {where}", *pos_of(e), source)
+            self._check_types(p, where, source)
+        scope = {p.name: p for p in act.params}
+        bodies = [(act.precondition, scope)]
+        for e in act.effects:
+            for p in e.params:
+                self._check_types(p, where, source)
+            bodies.append((And((e.condition, e.atom)), {**scope, **{p.name: p for p in e.params}}))
+        for body, outer in bodies:
+            for p in (p for q in quantifiers(body) for p in q.params):
+                self._check_types(p, where, source)
+            for f, inner in scoped(body, outer):
+                self._check_terms(f, inner, where, source)
+        for term in act.cost:
+            if isinstance(term, Atom):
+                if TOTAL_COST not in self.functions:
+                    raise PDDLError("(increase (total-cost) ...) needs (:functions (total-cost) ...)",
+                                    term.line, term.col, source)
+                self._check_terms(term, scope, where, source, self.functions)
+
+    def _check_terms(self, f: Atom | Equals, scope: dict[str, Param], where: str, source: str,
+                     table: dict[str, Predicate] | None = None) -> None:
+        """Variables declared, constants known; for an atom (a function term with `table` given),
+        a known predicate (function) with the right arity and argument types."""
+        at = (f.line, f.col, source)
+        terms = (f.left, f.right) if isinstance(f, Equals) else f.args
+        for a in terms:
+            if a.startswith("?") and a not in scope:
+                raise PDDLError(f"undeclared variable '{a}' in {where}", *at)
+            if not a.startswith("?") and a not in self.constants:
+                raise PDDLError(f"unknown constant '{a}' in {where}", *at)
+        if isinstance(f, Equals):
+            return
+        pred = (self.predicates if table is None else table).get(f.predicate)
+        if pred is None or pred.name == TOTAL_COST:
+            kind = "predicate" if table is None else "static function"
+            raise PDDLError(f"unknown {kind} '{f.predicate}' in {where}", *at)
+        if pred.arity != len(f.args):
+            raise PDDLError(f"{f} in {where}: '{pred.name}' takes {pred.arity} argument(s)", *at)
+        for i, (a, p) in enumerate(zip(f.args, pred.params, strict=True), 1):
+            # wrongly typed: a member type of a variable none of whose objects fits; a constant that does not
+            given = scope[a].types if a in scope else (self.constants[a],)
+            fits = all(self.overlap(p.types, t) for t in given) if a in scope else self.accepts(p.types, given[0])
+            if not fits:
+                raise PDDLError(f"{f} in {where}: argument {i} '{a}' is a {' or '.join(given)}, but "
+                                f"{pred.name} expects a {' or '.join(p.types)}", *at)
 
     # ---- types -----------------------------------------------------------------------------
     def ancestors(self, t: str) -> list[str]:
@@ -232,6 +290,10 @@ class Domain:
         """Whether an object of type `t` fits a parameter typed `types` (either-aware)."""
         anc = self.ancestors(t)
         return any(x in anc for x in types)
+
+    def overlap(self, types: tuple[str, ...], t: str) -> bool:
+        """Whether some object of type `t` (or of a subtype) can fit a parameter typed `types`."""
+        return any(self.is_subtype(t, x) or self.is_subtype(x, t) for x in types)
 
     def reduce_types(self, types: tuple[str, ...]) -> tuple[str, ...]:
         """Drop members of an either-set already covered by a supertype in the set."""
@@ -309,6 +371,10 @@ class Domain:
         preds = [f"({p.name} {params_pddl(p.params, tt)})".replace(" )", ")") for p in self.predicates.values()]
         preds += [f"({name} ?x - {self.common_supertype(s)})" for s, name in self.either_sets.items()]
         lines.append("  (:predicates\n    " + "\n    ".join(preds) + ")")
+        if self.functions:
+            funcs = [f"({f.name} {params_pddl(f.params, tt)})".replace(" )", ")") + " - number"
+                     for f in self.functions.values()]
+            lines.append("  (:functions " + " ".join(funcs) + ")")
         for a in self.actions.values():
             pre = self.compile_formula(a.precondition)
             g = self.guard(a.params)
@@ -316,7 +382,9 @@ class Domain:
                 pre = And((*g, *(pre.args if isinstance(pre, And) else (pre,))))
             lines.append(f"  (:action {a.name}\n    :parameters ({params_pddl(a.params, tt)})")
             lines.append(f"    :precondition {to_pddl(pre, tt)}")
-            lines.append(f"    :effect (and {' '.join(self._effect_pddl(e) for e in a.effects)}))")
+            effects = [self._effect_pddl(e) for e in a.effects]
+            effects += [f"(increase ({TOTAL_COST}) {c if isinstance(c, Atom) else number_pddl(c)})" for c in a.cost]
+            lines.append(f"    :effect (and {' '.join(effects)}))")
         lines.append(")")
         return "\n".join(lines) + "\n"
 
@@ -404,8 +472,24 @@ def _parse_action(sec: SList, source: str) -> Action:
     pre_e = fields.get(":precondition")
     pre = parse_formula(pre_e, source) if pre_e is not None and pre_e != SList() else TRUE
     eff_e = fields.get(":effect")
-    effects = tuple(parse_effect(eff_e, source)) if eff_e is not None else ()
-    return Action(name, params, pre, effects)
+    effects, cost = parse_effect(eff_e, source) if eff_e is not None else ([], [])
+    return Action(name, params, pre, tuple(effects), tuple(cost))
+
+
+def _parse_functions(sec: SList, predicates: dict[str, Predicate], source: str) -> list[Predicate]:
+    """``(:functions (total-cost) - number (f ?a - t) - number ...)``: numeric functions."""
+    out: list[Predicate] = []
+    items = list(sec[1:])
+    for i, e in enumerate(items):
+        if isinstance(e, SList) and e and isinstance(e[0], Sym):
+            if str(e[0]) in predicates or any(f.name == e[0] for f in out):
+                raise PDDLError(f"function '{e[0]}' declared twice or as a predicate", *pos_of(e), source)
+            out.append(Predicate(str(e[0]), tuple(parse_typed_list(list(e[1:]), source))))
+        elif e == "-" and i + 1 < len(items) and items[i + 1] == "number":
+            continue
+        elif not (e == "number" and i and items[i - 1] == "-"):
+            raise PDDLError("expected (function ?x - type ...) - number", *pos_of(e), source)
+    return out
 
 
 BUNDLED = Path(__file__).parent

@@ -9,9 +9,9 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Protocol
 
-from domains.formula import And, Atom, Equals, Formula, Imply, Not, Or, Quantified
+from domains.formula import Equals, Formula, quantifiers, scoped
 from domains.invariants import MutexGroup
-from domains.model import NAME_RE, Domain
+from domains.model import NAME_RE, TOTAL_COST, Domain
 
 GroundAtom = tuple[str, tuple[str, ...]]
 Instance = tuple[int, tuple[str, ...]]  # (group index, key)
@@ -30,6 +30,7 @@ class IssueKind(StrEnum):
     UNKNOWN_TYPE = "unknown_type"
     DUPLICATE_ENTITY = "duplicate_entity"
     CONSTANT = "constant"
+    WRONG_VALUE = "wrong_value"
 
 
 @dataclass(frozen=True)
@@ -69,10 +70,13 @@ def verify(
     new_entities: Iterable[tuple[str, str]],
     view: StateView,
     removed_entities: Iterable[str] = (),
+    undone: Collection[GroundAtom] = (),
 ) -> list[Issue]:
     """All issues that forbid applying the change; an empty list means it is valid.
 
     `new_entities` are (name, type) pairs; `removed_entities` go with every fact about them.
+    `undone` are the atoms added by the change this one undoes: an exactly-one instance left
+    with none because those go was empty before that change, and may be so again.
     """
     add, remove = list(dict.fromkeys(add)), list(dict.fromkeys(remove))
     new_entities, gone = list(new_entities), list(dict.fromkeys(removed_entities))
@@ -127,13 +131,15 @@ def verify(
         return issues
     if gone:  # the removed entities' facts go with them
         remove = list(dict.fromkeys([*remove, *view.facts_about(gone)]))
-    return _check_invariants(domain.invariants, add, remove, view, set(gone))
+    return _check_invariants(domain.invariants, add, remove, view, set(gone), set(undone))
 
 
 def _check_atom(domain: Domain, atom: GroundAtom, types: dict[str, str]) -> list[Issue]:
     pred_name, args = atom
-    pred = domain.predicates.get(pred_name)
+    pred = domain.predicates.get(pred_name) or domain.functions.get(pred_name)
     s = show(atom)
+    if pred_name == TOTAL_COST:
+        return [Issue(IssueKind.UNKNOWN_PREDICATE, f"{s}: total-cost is the cost of a plan, never a fact", s)]
     if pred is None:
         return [Issue(IssueKind.UNKNOWN_PREDICATE,
                       f"{s}: unknown predicate '{pred_name}'{_suggest(pred_name, domain.predicates)}", s)]
@@ -154,11 +160,25 @@ def _check_atom(domain: Domain, atom: GroundAtom, types: dict[str, str]) -> list
     return out
 
 
+def check_values(domain: Domain, facts: Iterable[tuple[GroundAtom, float | None]]) -> list[Issue]:
+    """Added facts of a (static) function need a value; facts of a predicate have none."""
+    out = []
+    for atom, value in facts:
+        if atom[0] in domain.functions and value is None:
+            out.append(Issue(IssueKind.WRONG_VALUE, f"{show(atom)} is a number: give its value, "
+                             f"e.g. (= {show(atom)} 1)", show(atom)))
+        elif atom[0] in domain.predicates and value is not None:
+            out.append(Issue(IssueKind.WRONG_VALUE, f"{show(atom)} is true or false, it has no value "
+                             f"({value:g})", show(atom)))
+    return out
+
+
 def _check_invariants(groups: list[MutexGroup], add: list[GroundAtom], remove: list[GroundAtom],
-                      view: StateView, dropped: set[str]) -> list[Issue]:
+                      view: StateView, dropped: set[str], undone: set[GroundAtom]) -> list[Issue]:
     """Check every mutex group instance the change touches, reading the state in two queries.
 
-    An instance about a removed entity (in `dropped`) goes with it: it may be left with none."""
+    An instance about a removed entity (in `dropped`) goes with it, and one that held only
+    `undone` atoms is given back its state before them: either may be left with none."""
     parts: dict[str, list[tuple[int, tuple[int, ...]]]] = defaultdict(list)
     for gi, g in enumerate(groups):
         for part in g.parts:
@@ -191,7 +211,8 @@ def _check_invariants(groups: list[MutexGroup], add: list[GroundAtom], remove: l
                     f"{' and '.join(show(a) for a in sorted(stale))}") if stale and new else ""
             out.append(Issue(IssueKind.INVARIANT,
                              f"{who} would have {listed} at once, but {g.describe()}{hint}", listed))
-        elif g.exactly_one and before and not after and dropped.isdisjoint(key):
+        elif (g.exactly_one and before and not after and dropped.isdisjoint(key)
+              and not before <= undone):
             gone = " and ".join(show(a) for a in sorted(before))
             out.append(Issue(IssueKind.INVARIANT,
                              f"removing {gone} leaves {who} with none, but {g.describe()}; "
@@ -206,33 +227,18 @@ def _suggest(word: str, choices: Iterable[str]) -> str:
 
 def check_goal(domain: Domain, goal: Formula, objects: dict[str, str]) -> list[Issue]:
     """Issues with a goal formula: unknown predicates or objects, wrong arity or types."""
-    issues: list[Issue] = []
-
-    def walk(f: Formula, scope: dict[str, str]) -> None:
-        if isinstance(f, Atom):
-            issues.extend(_check_atom(domain, (f.predicate, f.args), scope))
-        elif isinstance(f, Equals):
-            for a in (f.left, f.right):
-                if a not in scope:
-                    issues.append(Issue(IssueKind.UNKNOWN_ENTITY, f"'{a}' is not a known entity"
-                                        f"{_suggest(a, scope)}"))
-        elif isinstance(f, Not):
-            walk(f.arg, scope)
-        elif isinstance(f, And | Or):
-            for a in f.args:
-                walk(a, scope)
-        elif isinstance(f, Imply):
-            walk(f.left, scope)
-            walk(f.right, scope)
-        elif isinstance(f, Quantified):
-            for p in f.params:
-                unknown = [t for t in p.types if t not in domain.types]
-                if unknown:
-                    issues.append(Issue(IssueKind.UNKNOWN_TYPE, f"variable {p.name} has unknown type "
-                                        f"'{unknown[0]}'{_suggest(unknown[0], domain.types)}"))
-                    return
-            for params in domain.split_either(f.params):  # each member type of an either-set
-                walk(f.body, {**scope, **{p.name: p.types[0] for p in params}})
-
-    walk(goal, {**domain.constants, **objects})
+    issues = [Issue(IssueKind.UNKNOWN_TYPE, f"variable {p.name} has unknown type '{t}'"
+                    f"{_suggest(t, domain.types)}")
+              for q in quantifiers(goal) for p in q.params for t in p.types if t not in domain.types]
+    if issues:
+        return issues
+    known = {**domain.constants, **objects}
+    for f, scope in scoped(goal):
+        if isinstance(f, Equals):
+            issues += [Issue(IssueKind.UNKNOWN_ENTITY, f"'{a}' is not a known entity{_suggest(a, known)}")
+                       for a in (f.left, f.right) if a not in known and a not in scope]
+            continue
+        variables = tuple(scope[a] for a in dict.fromkeys(f.args) if a in scope)
+        for params in domain.split_either(variables):  # each member type of an either-set
+            issues += _check_atom(domain, (f.predicate, f.args), {**known, **{p.name: p.types[0] for p in params}})
     return list(dict.fromkeys(issues))

@@ -5,15 +5,17 @@ from __future__ import annotations
 import tomllib
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Collection, Iterable
-from contextlib import AbstractContextManager
 from dataclasses import replace
 from functools import cached_property
+from typing import TypeVar
 
 from domains.formula import Atom, Formula, to_pddl
 from domains.invariants import Mined, MutexGroup, Synthesis, dump_groups, load_groups, mine_invariants
-from domains.model import Domain, Problem
-from domains.verify import GroundAtom, Issue, IssueKind, show, verify
+from domains.model import TOTAL_COST, Domain, Problem
+from domains.verify import GroundAtom, Issue, IssueKind, check_values, show, verify
 from graph.model import Change, Delta, Entity, Fact
+
+T = TypeVar("T")
 
 
 class GraphError(Exception):
@@ -85,8 +87,9 @@ class WorldGraph(ABC):
 
     # ---- what a backend implements -----------------------------------------------------------
     @abstractmethod
-    def transaction(self) -> AbstractContextManager[Tx]:
-        """A serialisable write transaction: committed on success, rolled back on error."""
+    def in_transaction(self, work: Callable[[Tx], T]) -> T:
+        """Run `work` in one serialisable write transaction: committed when it returns, rolled
+        back when it raises. A store may run it again after a transient conflict."""
 
     @abstractmethod
     def get_meta(self, key: str) -> str | None: ...
@@ -166,11 +169,16 @@ class WorldGraph(ABC):
     def accept_invariants(self, groups: Iterable[MutexGroup]) -> None:
         """Store mined groups with the invariants; verification enforces them from now on.
 
-        Raises ChangeRefused if the current graph violates one (nothing is stored then).
+        Only groups over predicates no action changes are accepted (GraphError otherwise), and only
+        if the current graph satisfies them (ChangeRefused otherwise); nothing is stored then.
         """
         groups = [replace(g, origin="mined") for g in groups]
+        static = self.domain.static_predicates()
+        if changed := sorted({p.predicate for g in groups for p in g.parts} - static):
+            raise GraphError(f"actions change {', '.join(changed)}: their invariants are derived, not mined")
+        facts = [atom_of(f) for f in self.facts()]
         issues = [Issue(IssueKind.INVARIANT, f"the graph has {' and '.join(map(show, w))}, but {g.describe()}")
-                  for g in groups if (w := g.overcrowded(map(atom_of, self.facts()))) is not None]
+                  for g in groups if (w := g.overcrowded(facts)) is not None]
         if issues:
             raise ChangeRefused(issues)
         self._set_invariants([*self.domain.invariants, *groups])
@@ -182,39 +190,46 @@ class WorldGraph(ABC):
     # ---- changes -----------------------------------------------------------------------------
     def check(self, delta: Delta) -> list[Issue]:
         """Verify a delta against the domain and the current state without applying it."""
-        with self.transaction() as tx:
-            return self._verify(tx, delta)
+        return self.in_transaction(lambda tx: self._verify(tx, delta))
 
-    def _verify(self, tx: Tx, delta: Delta) -> list[Issue]:
-        return verify(self.domain, map(atom_of, delta.add), map(atom_of, delta.remove),
-                      [(e.name, e.type) for e in delta.new_entities], tx, delta.removed_names())
+    def _verify(self, tx: Tx, delta: Delta, undone: Delta | None = None) -> list[Issue]:
+        """Verify `delta`; `undone` is the recorded delta it undoes, if it is an undo."""
+        if issues := check_values(self.domain, [(atom_of(f), f.value) for f in delta.add]):
+            return issues
+        remove = [atom_of(f) for f in delta.remove]
+        # removing a function's value and adding another one replaces it (removals apply first)
+        add = [atom_of(f) for f in delta.add if f.value is None or atom_of(f) not in remove]
+        return verify(self.domain, add, remove, [(e.name, e.type) for e in delta.new_entities], tx,
+                      delta.removed_names(), [atom_of(f) for f in undone.add] if undone else ())
 
-    def _apply(self, tx: Tx, delta: Delta, verified: bool, undo_of: int | None) -> Change:
-        if verified and (issues := self._verify(tx, delta)):
+    def _apply(self, tx: Tx, delta: Delta, verified: bool, undo_of: int | None,
+               undone: Delta | None = None) -> Change:
+        if verified and (issues := self._verify(tx, delta, undone)):
             raise ChangeRefused(issues)
         return tx.write(tx.record(delta), undo_of)
 
     def apply(self, delta: Delta, *, verified: bool = True, undo_of: int | None = None) -> Change:
         """Verify and apply a delta atomically; raises ChangeRefused (graph unchanged) on issues."""
-        with self.transaction() as tx:
-            return self._apply(tx, delta, verified, undo_of)
+        return self.in_transaction(lambda tx: self._apply(tx, delta, verified, undo_of))
 
     def apply_from(self, make: Callable[[Tx], Delta]) -> Change:
         """Build a delta from the state as read in the write transaction, then verify and apply it
         there: no other change can come between the reads and the write. `make` may raise to
         abort (nothing is applied) and may be called again if the store retries the transaction."""
-        with self.transaction() as tx:
-            return self._apply(tx, make(tx), True, None)
+        return self.in_transaction(lambda tx: self._apply(tx, make(tx), True, None))
 
     def undo(self, change_id: int) -> Change:
         """Apply the inverse of a change as a new change; history is never rewritten."""
-        with self.transaction() as tx:
+
+        def work(tx: Tx) -> Change:
             old = tx.change(change_id)
             if old is None:
                 raise GraphError(f"no change with id {change_id}")
             inv = old.delta.inverse()
             inv.text = f"undo of change {change_id}"
-            return self._apply(tx, inv, True, change_id)
+            return self._apply(tx, inv, True, change_id, old.delta)
+
+        return self.in_transaction(work)
 
     # ---- problems ------------------------------------------------------------------------------
     def load_problem(self, problem: Problem | str, *, verified: bool = True) -> Change:
@@ -256,6 +271,8 @@ class WorldGraph(ABC):
         lines.append("  )")
         if goal is not None:
             lines.append(f"  (:goal {goal if isinstance(goal, str) else to_pddl(goal)})")
+        if TOTAL_COST in self.domain.functions:
+            lines.append(f"  (:metric minimize ({TOTAL_COST}))")
         lines.append(")")
         return "\n".join(lines) + "\n"
 
@@ -300,7 +317,8 @@ class _EmptyState:
 def _problem_delta(problem: Problem, have: Collection[str]) -> Delta:
     return Delta(
         new_entities=[Entity(name=o, type=t) for o, t in problem.objects.items() if o not in have],
-        add=[fact_of(a) for a in dict.fromkeys(problem.init)],
+        add=[fact_of(a) for a in dict.fromkeys(problem.init)]
+        + [Fact(predicate=a.predicate, args=a.args, value=v) for a, v in problem.numbers.items()],
         source="load", text=f"problem {problem.name}",
     )
 

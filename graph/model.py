@@ -7,6 +7,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from domains.formula import number_pddl, parse_numeric_fact
 from domains.sexpr import PDDLError, SList, Sym, read
 
 Source = Literal["nl", "sensor", "user", "plan", "load", "undo"]
@@ -22,22 +23,32 @@ class Entity(BaseModel):
 
 
 class Fact(BaseModel):
-    """A ground atom such as ``(light_on kitchen_light)``; the graph is closed-world."""
+    """A ground atom such as ``(light_on kitchen_light)``; the graph is closed-world.
+
+    A static numeric function's value is a fact with a `value`: ``(= (travel-cost f1 f2) 10)``
+    is Fact(predicate="travel-cost", args=("f1", "f2"), value=10).
+    """
 
     model_config = ConfigDict(frozen=True)
     predicate: str
     args: tuple[str, ...] = ()
+    value: float | None = None
 
     def __str__(self) -> str:
-        return f"({' '.join((self.predicate, *self.args))})"
+        atom = f"({' '.join((self.predicate, *self.args))})"
+        return atom if self.value is None else f"(= {atom} {number_pddl(self.value)})"
 
     @classmethod
     def parse(cls, text: str) -> Fact:
-        """Parse one ground atom written as PDDL, e.g. ``(placed_at_table pen table1)``."""
+        """Parse one ground atom written as PDDL, e.g. ``(placed_at_table pen table1)``, or a
+        function's value, e.g. ``(= (travel-cost f1 f2) 10)``."""
         exprs = read(text.strip(), "fact")
         if len(exprs) != 1 or not isinstance(exprs[0], SList) or not exprs[0]:
             raise PDDLError(f"expected one fact like (predicate arg ...), got {text!r}")
         e = exprs[0]
+        if e[0] == "=":
+            atom, value = parse_numeric_fact(e, "fact")
+            return cls(predicate=atom.predicate, args=atom.args, value=value)
         if not all(isinstance(x, Sym) for x in e):
             raise PDDLError(f"a fact holds only names, got {text!r}", e.line, e.col, "fact")
         return cls(predicate=str(e[0]), args=tuple(str(x) for x in e[1:]))

@@ -8,14 +8,16 @@ by parsing problem text (its PDDL reader is slow on large problems).
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import TYPE_CHECKING
 
-import unified_planning.model as upm
-from unified_planning.io import PDDLReader
-
-from domains.formula import Atom, Equals, Formula, Imply, Not, Or, Quantified, to_pddl
-from domains.model import Domain
+from domains.formula import Atom, Equals, Formula, Imply, Not, Or, Quantified, number_pddl, to_pddl
+from domains.model import TOTAL_COST, Domain
 from domains.verify import GroundAtom
+
+if TYPE_CHECKING:  # unified-planning is imported only where a `Problem` is built (slow to import)
+    import unified_planning.model as upm
 
 
 @dataclass
@@ -26,11 +28,22 @@ class Task:
     objects: dict[str, str]
     facts: set[GroundAtom]
     goal: Formula
+    numbers: dict[GroundAtom, float] = field(default_factory=dict)  # static function values
 
     def init(self) -> list[GroundAtom]:
         """The facts plus the static type facts the compiled domain needs, sorted."""
         types = [(a.predicate, a.args) for a in self.domain.type_facts(self.objects)]
         return sorted(set(self.facts) | set(types))
+
+    def values(self) -> list[tuple[GroundAtom, float]]:
+        """The static function values over this task's objects (and constants), sorted."""
+        known = self.objects.keys() | self.domain.constants.keys()
+        return sorted((a, v) for a, v in self.numbers.items() if known.issuperset(a[1]))
+
+    @property
+    def has_costs(self) -> bool:
+        """Whether plans are measured by (total-cost) (`:action-costs`)."""
+        return TOTAL_COST in self.domain.functions
 
     def to_pddl(self, name: str = "kgplan") -> str:
         """The problem as PDDL text for the compiled domain (`Domain.compiled_pddl`)."""
@@ -39,40 +52,64 @@ class Task:
         lines += [f"    {o} - {t}" for o, t in sorted(self.objects.items())]
         lines += ["  )", "  (:init"]
         lines += [f"    ({' '.join((p, *args))})" for p, args in self.init()]
-        lines += ["  )", f"  (:goal {to_pddl(d.compile_formula(self.goal), d.type_text)})", ")"]
-        return "\n".join(lines) + "\n"
+        lines += [f"    (= ({' '.join((p, *args))}) {number_pddl(v)})" for (p, args), v in self.values()]
+        lines += [f"    (= ({TOTAL_COST}) 0)"] if self.has_costs else []
+        lines += ["  )", f"  (:goal {to_pddl(d.compile_formula(self.goal), d.type_text)})"]
+        lines += [f"  (:metric minimize ({TOTAL_COST}))"] if self.has_costs else []
+        return "\n".join(lines) + "\n)\n"
 
     def to_up(self) -> upm.Problem:
         """The problem as a unified-planning `Problem`."""
-        problem = base_problem(self.domain.compiled_pddl()).clone()
+        import unified_planning.model as upm
+
+        problem = base_problem(self.domain.compiled_pddl(), self.domain.name if self.has_costs else None).clone()
         problem.name = "kgplan"
         objs = [upm.Object(o, problem.user_type(t)) for o, t in sorted(self.objects.items())]
         problem.add_objects(objs)
         for p, args in self.init():
             problem.set_initial_value(problem.fluent(p)(*map(problem.object, args)), True)
+        em = problem.environment.expression_manager
+        for (p, args), v in self.values():
+            value = em.Int(int(v)) if v == int(v) else em.Real(Fraction(v))
+            problem.set_initial_value(problem.fluent(p)(*map(problem.object, args)), value)
         problem.add_goal(up_formula(problem, self.domain, self.domain.compile_formula(self.goal)))
-        problem.__class__ = _Built
+        problem.__class__ = _built_class()
         return problem
 
 
-class _Built(upm.Problem):
-    """A problem that is complete: its kind, which unified-planning recomputes on every access
-    (ten times per solve, 40 ms each on household domains), is computed once."""
+@functools.cache
+def _built_class() -> type[upm.Problem]:
+    """A problem class for complete problems: their kind, which unified-planning recomputes on
+    every access (ten times per solve, 40 ms each on household domains), is computed once."""
+    import unified_planning.model as upm
 
-    @functools.cached_property
-    def kind(self) -> upm.ProblemKind:  # type: ignore[override]
-        return super().kind
+    class Built(upm.Problem):
+        @functools.cached_property
+        def kind(self) -> upm.ProblemKind:  # type: ignore[override]
+            return super().kind
+
+    return Built
 
 
 @functools.lru_cache(maxsize=8)
-def base_problem(compiled_pddl: str) -> upm.Problem:
-    """The compiled domain parsed once by unified-planning (a problem without objects)."""
-    return PDDLReader().parse_problem_string(compiled_pddl)
+def base_problem(compiled_pddl: str, costs_of: str | None = None) -> upm.Problem:
+    """The compiled domain parsed once by unified-planning (a problem without objects); with
+    `costs_of` (the domain's name), its (total-cost) increases become the action costs that
+    the quality metric minimises."""
+    from unified_planning.io import PDDLReader
+
+    if costs_of is None:
+        return PDDLReader().parse_problem_string(compiled_pddl)
+    stub = (f"(define (problem costs) (:domain {costs_of}) (:init (= ({TOTAL_COST}) 0)) (:goal (and))"
+            f" (:metric minimize ({TOTAL_COST})))")
+    return PDDLReader().parse_problem_string(compiled_pddl, stub)
 
 
 def up_formula(problem: upm.Problem, domain: Domain, f: Formula,
                scope: dict[str, upm.Variable] | None = None) -> upm.FNode:
     """A compiled formula as a unified-planning expression."""
+    import unified_planning.model as upm
+
     em = problem.environment.expression_manager
     scope = scope or {}
 

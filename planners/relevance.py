@@ -1,43 +1,53 @@
-"""Backward relevance analysis: the part of a state a planner needs for a goal.
+"""Relevance pruning by relaxed planning: the part of a state a planner needs for a goal.
 
-Starting from the goal's literals, every literal that does not already hold is regressed
-through each action effect that could make it hold. The action's precondition literals are
-joined against the state (binding the action's free parameters from the facts that match), and
-become new sub-goals; a sub-goal that holds in the state stops the search (a relaxed, delete-free
-view). The objects of every fact met on the way, the goal's objects and the agents are kept,
-and the pruned state is every fact among the kept objects (the induced sub-state), so that
-negative preconditions over kept objects are judged on exactly the facts of the full state.
-A plan found on the pruned state uses only kept objects and is checked on the full state.
+1. Backward, lifted and state-free: the goal's literals are regressed through the action effects
+   that can produce them, as patterns whose arguments are objects named by the goal or "any"
+   (None). This gives the relevant effects and, per action, the partial bindings that matter.
+   Nothing is dropped on the ground that "any" might match an ancestor: the only cut is for an
+   achiever that needs the complement of what it achieves when that is wanted only to be undone.
+2. Forward, relaxed (delete-free) and ground lazily from the state: layer by layer, the relevant
+   actions whose preconditions hold in the relaxed sense are instantiated by joining their positive
+   precondition atoms with the reached facts through argument indexes (new facts trigger the
+   joins). A negative literal is reached when its atom is false in the state or deleted by a
+   reached action; disjunctions, quantifiers and conditional effects are judged on those sets, so
+   the relaxation over-approximates what the real task can reach.
+3. FF-style extraction back from the goal gives a relaxed plan. The pruned state is every fact
+   among the objects the relaxed plan names (plus the goal's and the agents' objects): the
+   induced sub-state, so that negative preconditions over kept objects are judged exactly.
+
+`Relevance.prunings` yields the relaxed-plan pruning, then wider ones (the objects sharing a fact
+with those kept; every object of every relevant action reached before the goal), each checked
+by relaxed reachability on itself; the caller plans on them in turn and on the full state last.
+A plan found on a pruned state uses only kept objects and is checked on the full state.
 """
 
 from __future__ import annotations
 
-from collections import defaultdict, deque
-from collections.abc import Iterator
+import math
+from collections import defaultdict
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from itertools import chain
 
-from domains.formula import TRUE, And, Atom, Effect, Formula, Imply, Not, Or, Quantified, quantifiers
+from domains.formula import TRUE, And, Atom, Effect, Equals, Formula, Imply, Not, Or, Param, Quantified, quantifiers
 from domains.model import Action, Domain
 from domains.verify import GroundAtom
-from planners.state import Binding, State, substitute
+from planners.state import Binding, State, ground
 
 Pattern = tuple[str | None, ...]
-Literal = tuple[str, Pattern, bool]  # (predicate, arguments with None for "any", positive)
-MAX_BRANCHES = 64  # bindings explored per regression through one action
+Lit = tuple[GroundAtom, bool]  # a ground literal: (atom, positive)
+Key = tuple[str, tuple[str, ...]]  # a ground action: (name, arguments)
+LEVELS = ("relaxed plan", "neighbours", "relaxed reachable")
 
 
 @dataclass
 class Pruned:
-    """The objects and facts kept for a goal."""
+    """The objects and facts kept for a goal, and whether the goal is relaxed-reachable on them."""
 
     objects: dict[str, str]
     facts: set[GroundAtom]
-
-
-def agents(domain: Domain, state: State) -> list[str]:
-    """The objects that act: of the type named by domain.toml's `agent_type` (default `agent`)."""
-    t = domain.meta.get("agent_type", "agent")
-    return state.of_type((t,)) if t in domain.types else []
+    level: str = LEVELS[0]
+    reachable: bool = True
 
 
 def literals(f: Formula, positive: bool = True) -> Iterator[tuple[Atom, bool]]:
@@ -56,32 +66,42 @@ def literals(f: Formula, positive: bool = True) -> Iterator[tuple[Atom, bool]]:
         yield from literals(f.body, positive)
 
 
-def ground_goal(state: State, f: Formula) -> Formula:
-    """The goal with its quantifiers expanded over the state's objects."""
-    if isinstance(f, Quantified):
-        parts = tuple(ground_goal(state, substitute(f.body, b)) for b in state.bindings(f.params))
-        return And(parts) if f.kind == "forall" else Or(parts)
-    if isinstance(f, Not):
-        return Not(ground_goal(state, f.arg))
-    if isinstance(f, And | Or):
-        return type(f)(tuple(ground_goal(state, a) for a in f.args))
-    if isinstance(f, Imply):
-        return Imply(ground_goal(state, f.left), ground_goal(state, f.right))
-    return f
+def _required(f: Formula) -> Iterator[tuple[Atom, bool]]:
+    """The literals of a formula's top-level conjunction (each one is needed for `f` to hold)."""
+    if isinstance(f, Atom):
+        yield f, True
+    elif isinstance(f, Not) and isinstance(f.arg, Atom):
+        yield f.arg, False
+    elif isinstance(f, And):
+        for g in f.args:
+            yield from _required(g)
+
+
+def _conjuncts(f: Formula) -> list[Atom]:
+    """The positive atoms of a formula's top-level conjunction (those a join can bind from)."""
+    return [a for a, pos in _required(f) if pos]
+
+
+def _toggles(act: Action, eff: Effect) -> bool:
+    """Whether the effect needs its own complement: it can only turn a literal around."""
+    return (eff.atom, not eff.add) in set(_required(_condition(act, eff)))
+
+
+def _condition(act: Action, eff: Effect) -> Formula:
+    return act.precondition if eff.condition == TRUE else And((act.precondition, eff.condition))
 
 
 def _pattern(atom: Atom, b: Binding) -> Pattern:
+    """The atom's arguments under `b`, None for a variable `b` does not bind."""
     return tuple(b.get(a) if a.startswith("?") else a for a in atom.args)
 
 
-def _covers(a: Literal, b: Literal) -> bool:
-    """Whether sub-goal `a` asks for (an instance of) what `b` asks for."""
-    return a[0] == b[0] and a[2] == b[2] and all(x is None or y is None or x == y
-                                                  for x, y in zip(a[1], b[1], strict=True))
+def _subsumes(general: Pattern, specific: Pattern) -> bool:
+    return all(g is None or g == s for g, s in zip(general, specific, strict=True))
 
 
 class Relevance:
-    """Regression over one domain's actions, indexed by the literals their effects produce."""
+    """Relaxed-plan relevance over one domain's actions."""
 
     def __init__(self, domain: Domain) -> None:
         self.domain = domain
@@ -91,52 +111,85 @@ class Relevance:
                 self.achievers[e.atom.predicate, e.add].append((act, e))
 
     def prune(self, state: State, goal: Formula) -> Pruned:
-        """Objects and facts of `state` relevant to reaching `goal`."""
-        acting = set(agents(self.domain, state))
-        keep = acting | set(self.domain.constants)
-        met: set[GroundAtom] = set()
-        for a in acting:
-            met |= state.about(a)
-        queue: deque[tuple[Literal, tuple[Literal, ...]]] = deque()  # (sub-goal, the sub-goals above it)
-        for atom, pos in literals(ground_goal(state, goal)):
-            keep |= {a for a in atom.args if a in state.objects}
-            queue.append(((atom.predicate, tuple(atom.args), pos), ()))
-        seen: set[Literal] = set()
-        while queue:
-            lit, above = queue.popleft()
-            if lit in seen:
-                continue
-            seen.add(lit)
-            pred, pattern, pos = lit
-            matches = [(pred, args) for args in state.match(pred, pattern)]
-            met.update(matches)
-            if bool(matches) == pos:  # holds already (for some instance)
-                continue
-            path = (*above, lit)
-            for target in [pattern] if pos else [args for _, args in matches]:
-                for act, eff in self.achievers.get((pred, pos), ()):
-                    b = self._unify(state, act, eff, target)
-                    if b is None:
-                        continue
-                    body = And((act.precondition, eff.condition)) if eff.condition != TRUE \
-                        else act.precondition
-                    for q in quantifiers(body):
-                        keep |= {o for p in q.params for o in state.of_type(p.types)}
-                    for subgoals in self._regress(state, act, list(literals(body)), b, acting):
-                        # a way that needs what it is meant to achieve is useless in a delete-free view
-                        if not any(_covers(s, a) for s in subgoals for a in path):
-                            queue.extend((s, path) for s in subgoals)
-        keep |= {a for _, args in met for a in args}
-        facts = {f for o in keep for f in state.about(o) if all(a in keep for a in f[1])}
-        facts |= {f for f in state.facts if not f[1]}
-        return Pruned({o: state.objects[o] for o in keep if o not in self.domain.constants}, facts)
+        """The relaxed-plan pruning of `state` for `goal` (the first of `prunings`)."""
+        return next(self.prunings(state, goal))
 
-    def _types(self, act: Action, eff: Effect | None = None) -> dict[str, tuple[str, ...]]:
-        return {p.name: p.types for p in (*act.params, *(eff.params if eff else ()))}
+    def prunings(self, state: State, goal: Formula) -> Iterator[Pruned]:
+        """Ever wider prunings: the relaxed plan's objects, then also the objects that share a fact
+        with them, then also every object of the relevant actions reached before the goal. Each
+        says whether its goal is relaxed-reachable on it; if the goal is not relaxed-reachable on
+        the full state, one unreachable pruning."""
+        patterns, bindings = self._relevant(state, goal)
+        full = _Explorer(self.domain, state, patterns, bindings)
+        t = self.domain.meta.get("agent_type", "agent")  # the objects that act (domain.toml)
+        acting = full.of_type((t,)) if t in self.domain.types else []
+        base = set(acting) | set(self.domain.constants)
+        base |= {a for o in acting for _, args in state.about(o) for a in args}
+        if not full.run(goal):
+            yield Pruned({}, set(), LEVELS[0], reachable=False)
+            return
+        plan, lits = full.extract(goal)
+        keep = base | {a for _, args in plan for a in args} | {a for (_, args), _ in lits for a in args}
+        keep |= {o for name, _ in plan for q in self._quantified(name) for p in q.params
+                 for o in full.of_type(p.types)}
+        near = keep | {a for o in keep for _, args in state.about(o) for a in args}
+        wider = near | {a for _, args in full.fired for a in args}
+        for level, objects in zip(LEVELS, (keep, near, wider), strict=True):
+            pruned = _induced(self.domain, state, objects, level)
+            sub = State(self.domain, pruned.objects, pruned.facts)
+            pruned.reachable = _Explorer(self.domain, sub, patterns, bindings).run(goal)
+            yield pruned
+
+    def _quantified(self, act: str) -> list[Quantified]:
+        a = self.domain.actions[act]
+        return [q for f in (a.precondition, *(e.condition for e in a.effects)) for q in quantifiers(f)]
+
+    def _relevant(self, state: State, goal: Formula) -> tuple[dict[tuple[str, bool], list[Pattern]],
+                                                               dict[str, list[Binding]]]:
+        """Backward over lifted patterns: the relevant literal patterns per (predicate, polarity) and
+        the partial bindings under which each action is relevant."""
+        patterns: dict[tuple[str, bool], list[Pattern]] = defaultdict(list)
+        bindings: dict[str, list[Binding]] = defaultdict(list)
+        queue: list[tuple[str, Pattern, bool]] = []
+        # Patterns wanted only by a single-effect action that turns them around (closed(?c) for
+        # open(?c), whose one effect is not closed(?c)): an achiever that itself needs the
+        # complement is then useless, as the wanting action's effect already holds before it.
+        only_to_toggle: set[tuple[str, Pattern, bool]] = set()
+
+        def note(atom: Atom, b: Binding, pos: bool, toggle: bool) -> None:
+            pat = _pattern(atom, b)
+            known = patterns[atom.predicate, pos]
+            covering = [p for p in known if _subsumes(p, pat)]
+            if not covering:
+                known.append(pat)
+                queue.append((atom.predicate, pat, pos))
+                if toggle:
+                    only_to_toggle.add((atom.predicate, pat, pos))
+            elif not toggle:
+                for p in covering:  # now wanted for its own sake too: regress it through all achievers
+                    if (atom.predicate, p, pos) in only_to_toggle:
+                        only_to_toggle.discard((atom.predicate, p, pos))
+                        queue.append((atom.predicate, p, pos))
+
+        for atom, pos in literals(goal):
+            note(atom, {}, pos, False)
+        while queue:
+            pred, pat, pos = queue.pop()
+            for act, eff in self.achievers.get((pred, pos), ()):
+                if (pred, pat, pos) in only_to_toggle and _toggles(act, eff):
+                    continue
+                b = self._unify(state, act, eff, pat)
+                if b is None:
+                    continue
+                bindings[act.name].append({p.name: b[p.name] for p in act.params if p.name in b})
+                single = len(act.effects) == 1 and _toggles(act, eff)
+                for atom, lpos in literals(_condition(act, eff)):
+                    note(atom, b, lpos, single and atom == eff.atom and lpos != eff.add)
+        return patterns, bindings
 
     def _unify(self, state: State, act: Action, eff: Effect, target: Pattern) -> Binding | None:
-        """Bind the action's parameters so that the effect's atom matches `target`."""
-        types = self._types(act, eff)
+        """Bind the effect's variables so that its atom matches `target` (None matches anything)."""
+        types = {p.name: p.types for p in (*act.params, *eff.params)}
         b: Binding = {}
         for var, value in zip(eff.atom.args, target, strict=True):
             if value is None:
@@ -149,37 +202,266 @@ class Relevance:
                 return None
         return b
 
-    def _regress(self, state: State, act: Action, lits: list[tuple[Atom, bool]], b: Binding,
-                 acting: set[str]) -> Iterator[list[Literal]]:
-        """The sub-goals of an action's condition literals, one list per way of binding its free
-        parameters by joining positive literals with the state."""
-        types = self._types(act)
-        pending: list[tuple[Binding, list[tuple[Atom, bool]], list[Literal]]] = [(b, lits, [])]
-        branches = 0
-        while pending:
-            b, rest, found = pending.pop()
-            if not rest:
-                yield found
+
+def _repeats(b: Binding) -> bool:
+    return len(set(b.values())) < len(b)
+
+
+def _induced(domain: Domain, state: State, keep: set[str], level: str) -> Pruned:
+    """Every fact of `state` among the kept objects."""
+    keep = {o for o in keep if o in state.objects}
+    facts = {f for o in keep for f in state.about(o) if all(a in keep for a in f[1])}
+    facts |= {(p.name, ()) for p in domain.predicates.values() if p.arity == 0 and (p.name, ()) in state.facts}
+    return Pruned({o: state.objects[o] for o in keep if o not in domain.constants}, facts, level)
+
+
+class _Explorer:
+    """Layered relaxed reachability from a state over the relevant actions, with the first
+    achiever of every literal for relaxed plan extraction."""
+
+    def __init__(self, domain: Domain, state: State, patterns: dict[tuple[str, bool], list[Pattern]],
+                 bindings: dict[str, list[Binding]]) -> None:
+        self.domain, self.state, self.patterns = domain, state, patterns
+        self.new = State(domain, {}, ())  # facts reached beyond the state
+        self.level: dict[Lit, int] = {}  # literals reached beyond the state, with their layer
+        self.achiever: dict[Lit, tuple[str, Binding, Effect]] = {}
+        self.fired: dict[Key, Binding] = {}
+        self.horizon = math.inf  # while exploring, the layer being built: later literals are not seen
+        self._types: dict[tuple[str, ...], list[str]] = {}
+        self._by_type: dict[str, list[str]] = defaultdict(list)
+        self._fits: dict[tuple[tuple[str, ...], str], bool] = {}
+        self.allowed: dict[str, dict[str, set[str]]] = {}  # action -> parameter -> the values that matter
+        for name, bs in bindings.items():
+            params = [p.name for p in domain.actions[name].params]
+            self.allowed[name] = {p: {b[p] for b in bs} for p in params if all(p in b for b in bs)}
+        self.effects = {name: [e for e in domain.actions[name].effects if self._relevant_effect(e)]
+                        for name in bindings}
+        self.actions = [(domain.actions[name], {p.name: p.types for p in domain.actions[name].params},
+                         _conjuncts(domain.actions[name].precondition),
+                         {p: next(iter(vs)) for p, vs in self.allowed[name].items() if len(vs) == 1})
+                        for name in bindings]
+
+    def _relevant_effect(self, e: Effect) -> bool:
+        return bool(self.patterns.get((e.atom.predicate, e.add)))
+
+    def of_type(self, types: tuple[str, ...]) -> list[str]:
+        """The objects that fit a parameter typed `types` (indexed by type on first use)."""
+        if not self._by_type:
+            for o, t in self.state.objects.items():
+                self._by_type[t].append(o)
+        if types not in self._types:
+            self._types[types] = [o for t, os in self._by_type.items() if self.domain.accepts(types, t) for o in os]
+        return self._types[types]
+
+    def fits(self, types: tuple[str, ...], obj: str) -> bool:
+        key = types, self.state.objects.get(obj, "")
+        if key not in self._fits:
+            self._fits[key] = self.domain.accepts(*key)
+        return self._fits[key]
+
+    # ---- reached literals ------------------------------------------------------------------
+    def lit_level(self, lit: Lit) -> int | None:
+        """The layer a literal holds from, if it is not beyond the horizon."""
+        atom, pos = lit
+        if (atom in self.state.facts) == pos:
+            return 0
+        lvl = self.level.get(lit)
+        return lvl if lvl is not None and lvl <= self.horizon else None
+
+    def match(self, pred: str, pattern: Pattern) -> Iterable[tuple[str, ...]]:
+        return chain(self.state.match(pred, pattern), self.new.match(pred, pattern))
+
+    def support(self, f: Formula, b: Binding, pos: bool = True, lits: list[Lit] | None = None) -> int | None:
+        """The earliest layer `f` holds from (relaxed) under `b`, or None; the literals it rests on
+        are appended to `lits` when given."""
+        if isinstance(f, Atom):
+            lit = (ground(f, b), pos)
+            lvl = self.lit_level(lit)
+            if lvl is not None and lits is not None:
+                lits.append(lit)
+            return lvl
+        if isinstance(f, Equals):
+            return 0 if (b.get(f.left, f.left) == b.get(f.right, f.right)) == pos else None
+        if isinstance(f, Not):
+            return self.support(f.arg, b, not pos, lits)
+        if isinstance(f, Imply):
+            f = Or((Not(f.left), f.right))
+        if isinstance(f, Quantified):
+            parts: Iterable[tuple[Formula, Binding]] = ((f.body, {**b, **nb}) for nb in self._bindings(f.params))
+            every = (f.kind == "forall") == pos
+        else:
+            parts = ((g, b) for g in f.args)
+            every = isinstance(f, And) == pos
+        if every:
+            lvl = 0
+            for g, gb in parts:
+                s = self.support(g, gb, pos, lits)
+                if s is None:
+                    return None
+                lvl = max(lvl, s)
+            return lvl
+        best: tuple[int, list[Lit]] | None = None
+        for g, gb in parts:
+            mine: list[Lit] | None = None if lits is None else []
+            s = self.support(g, gb, pos, mine)
+            if s is not None and (best is None or s < best[0]):
+                best = s, mine or []
+                if s == 0 and lits is None:
+                    break
+        if best is not None and lits is not None:
+            lits.extend(best[1])
+        return None if best is None else best[0]
+
+    def _bindings(self, params: tuple[Param, ...], b: Binding | None = None) -> Iterator[Binding]:
+        """Every assignment of objects to the parameters not bound in `b`."""
+        b = b or {}
+        free = [p for p in params if p.name not in b]
+        if not free:
+            yield b
+            return
+        for o in self.of_type(free[0].types):
+            yield from self._bindings(tuple(free[1:]), {**b, free[0].name: o})
+
+    def _count(self, atom: Atom, b: Binding) -> int:
+        """At most how many reached facts match `atom` under `b`."""
+        pat = _pattern(atom, b)
+        return self.state.count(atom.predicate, pat) + self.new.count(atom.predicate, pat)
+
+    def _cost(self, atoms: list[Atom], b: Binding) -> int:
+        """The facts the most selective atom would read."""
+        return min((self._count(a, b) for a in atoms), default=0)
+
+    def _join(self, atoms: list[Atom], b: Binding, types: dict[str, tuple[str, ...]],
+              allowed: dict[str, set[str]] | None = None) -> Iterator[Binding]:
+        """Extend `b` so that every atom matches a reached fact (the most selective atom first)."""
+        if not atoms:
+            yield b
+            return
+        i = min(range(len(atoms)), key=lambda j: self._count(atoms[j], b)) if len(atoms) > 1 else 0
+        atom, rest = atoms[i], atoms[:i] + atoms[i + 1:]
+        for args in list(self.match(atom.predicate, _pattern(atom, b))):
+            nb = self._unify(atom, args, b, types, allowed)
+            if nb is not None:
+                yield from self._join(rest, nb, types, allowed)
+
+    def _unify(self, atom: Atom, args: tuple[str, ...], b: Binding, types: dict[str, tuple[str, ...]],
+               allowed: dict[str, set[str]] | None = None) -> Binding | None:
+        """`b` extended so that `atom` matches `args`, within the variables' types and allowed values."""
+        nb = dict(b)
+        for v, a in zip(atom.args, args, strict=True):
+            if not v.startswith("?"):
+                if v != a:
+                    return None
+            elif v in nb:
+                if nb[v] != a:
+                    return None
+            elif (v in types and not self.fits(types[v], a)) or (allowed and a not in allowed.get(v, (a,))):
+                return None
+            else:
+                nb[v] = a
+        return nb
+
+    # ---- exploration -----------------------------------------------------------------------
+    def run(self, goal: Formula) -> bool:
+        """Explore layer by layer until `goal` holds (True) or nothing new is reached (False)."""
+        blocked: set[Key] = set()
+        fresh: dict[str, list[tuple[str, ...]]] | None = None  # last layer's facts; None: join from scratch
+        conditional: dict[Key, tuple[Action, Binding, list[Effect]]] = {}
+        layer = 0
+        in_goal = {a.predicate for a, _ in literals(goal)}
+        changed = True  # whether the last layer reached a literal the goal mentions
+        while not changed or self.support(goal, {}) is None:
+            self.horizon = layer
+            found: dict[Key, tuple[Action, Binding]] = {}
+            for act, types, atoms, start in self.actions:
+                allowed = self.allowed[act.name]
+                for nb in self._triggered(atoms, start, types, fresh, allowed):
+                    for full in self._bindings(act.params, nb):
+                        if all(full[p] in vs for p, vs in allowed.items()):
+                            key = (act.name, tuple(full[p.name] for p in act.params))
+                            if key not in self.fired:
+                                found[key] = act, full
+            for key in blocked - found.keys():
+                act = self.domain.actions[key[0]]
+                found[key] = act, dict(zip((p.name for p in act.params), key[1], strict=True))
+            blocked = set()
+            new: list[Lit] = []
+            for key, (act, full) in sorted(found.items(), key=lambda kv: kv[0]):  # the same plan every run
+                if self.support(act.precondition, full) is None:
+                    blocked.add(key)
+                    continue
+                self.fired[key] = full
+                effects = [e for e in self.effects[act.name] if e.params or e.condition != TRUE]
+                if effects:
+                    conditional[key] = act, full, effects
+                for e in self.effects[act.name]:
+                    if not (e.params or e.condition != TRUE):
+                        self._reach(ground(e.atom, full), e.add, layer, act.name, full, e, new)
+            for act, full, effects in conditional.values():
+                for e in effects:
+                    types = {p.name: p.types for p in e.params}
+                    for eb in self._join(_conjuncts(e.condition), full, types):
+                        for fb in self._bindings(e.params, eb):
+                            if self.support(e.condition, fb) is not None:
+                                self._reach(ground(e.atom, fb), e.add, layer, act.name, fb, e, new)
+            self.horizon = math.inf
+            if not new:
+                return False
+            changed = any(p in in_goal for (p, _), _ in new)
+            fresh = defaultdict(list)
+            for (p, args), pos in new:
+                if pos:
+                    fresh[p].append(args)
+            layer += 1
+        return True
+
+    def _triggered(self, atoms: list[Atom], start: Binding, types: dict[str, tuple[str, ...]],
+                   fresh: dict[str, list[tuple[str, ...]]] | None,
+                   allowed: dict[str, set[str]]) -> Iterator[Binding]:
+        """Bindings of the atoms over reached facts; after the first layer, only those that use
+        at least one fact of the last layer."""
+        triggers = 0 if fresh is None else sum(len(fresh.get(a.predicate, ())) for a in atoms)
+        if fresh is not None and not triggers:
+            return
+        if fresh is None or self._cost(atoms, start) < triggers:
+            yield from self._join(atoms, start, types, allowed)  # from scratch: fewer facts to read
+            return
+        for i, atom in enumerate(atoms):
+            for args in fresh.get(atom.predicate, ()):
+                nb = self._unify(atom, args, start, types, allowed)
+                if nb is not None:
+                    yield from self._join(atoms[:i] + atoms[i + 1:], nb, types, allowed)
+
+    def _reach(self, atom: GroundAtom, pos: bool, layer: int, act: str, b: Binding, e: Effect,
+               new: list[Lit]) -> None:
+        lit = (atom, pos)
+        if (atom in self.state.facts) == pos or lit in self.level:
+            # at the same layer, prefer an achiever whose arguments differ (two hands, not one twice)
+            if self.level.get(lit) == layer + 1 and _repeats(self.achiever[lit][1]) and not _repeats(b):
+                self.achiever[lit] = act, b, e
+            return
+        self.level[lit] = layer + 1
+        self.achiever[lit] = act, b, e
+        if pos:
+            self.new.add(atom)
+        new.append(lit)
+
+    def extract(self, goal: Formula) -> tuple[list[Key], set[Lit]]:
+        """An FF relaxed plan back from the goal: its ground actions and the literals it uses."""
+        stack: list[Lit] = []
+        assert self.support(goal, {}, True, stack) is not None, "extract after a successful run"
+        seen = set()
+        plan: dict[Key, None] = {}
+        while stack:
+            lit = stack.pop()
+            if lit in seen:
                 continue
-            # bind from the literal with the most bound arguments first, the agents' own (which
-            # plans change) last: its matches bind the others
-            rest = sorted(rest, key=lambda lp: (any(b.get(a, a) in acting for a in lp[0].args),
-                                                -sum(x is not None for x in _pattern(lp[0], b))))
-            (atom, pos), rest = rest[0], rest[1:]
-            pattern = _pattern(atom, b)
-            free = [v for v, x in zip(atom.args, pattern, strict=True) if x is None and v.startswith("?")]
-            extended = []
-            if pos and free and any(x is not None for x in pattern) and branches < MAX_BRANCHES:
-                for args in state.match(atom.predicate, pattern):
-                    nb = {**b, **dict(zip(atom.args, args, strict=True))}
-                    if all(v not in types or self.domain.accepts(types[v], state.objects[nb[v]])
-                           for v in free):
-                        extended.append(nb)
-                extended = extended[: MAX_BRANCHES - branches]
-                branches += len(extended)
-            for nb in extended or [b]:  # each binding records the literal as it binds it
-                lit = _pattern(atom, nb)
-                if any(x is not None for x in lit) or not lit:  # an unbound literal says nothing
-                    pending.append((nb, rest, [*found, (atom.predicate, lit, pos)]))
-                else:
-                    pending.append((nb, rest, found))
+            seen.add(lit)
+            if self.lit_level(lit) == 0:
+                continue
+            name, b, e = self.achiever[lit]
+            act = self.domain.actions[name]
+            plan[name, tuple(b[p.name] for p in act.params)] = None
+            for f in (act.precondition, e.condition):
+                assert self.support(f, b, True, stack) is not None
+        return list(plan), seen

@@ -7,7 +7,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 from domains.formula import And, Atom, Equals, Formula, Imply, Not, Or, Param, Quantified, to_pddl
-from domains.model import Action, Domain
+from domains.model import TOTAL_COST, Action, Domain
 from domains.verify import GroundAtom
 
 Binding = dict[str, str]
@@ -38,9 +38,11 @@ class Step:
 class State:
     """Objects with their types and a set of true atoms, indexed by argument position."""
 
-    def __init__(self, domain: Domain, objects: dict[str, str], facts: Iterable[GroundAtom]) -> None:
+    def __init__(self, domain: Domain, objects: dict[str, str], facts: Iterable[GroundAtom],
+                 numbers: dict[GroundAtom, float] | None = None) -> None:
         self.domain = domain
         self.objects = {**domain.constants, **objects}
+        self.numbers = dict(numbers or {})  # static function values, e.g. travel costs
         self.facts: set[GroundAtom] = set()
         self._by_pred: dict[str, set[tuple[str, ...]]] = defaultdict(set)
         self._by_arg: dict[tuple[str, int, str], set[tuple[str, ...]]] = defaultdict(set)
@@ -70,7 +72,7 @@ class State:
 
     def copy(self) -> State:
         """An independent state with the same objects and facts."""
-        return State(self.domain, self.objects, self.facts)
+        return State(self.domain, self.objects, self.facts, self.numbers)
 
     def about(self, name: str) -> set[GroundAtom]:
         """The true atoms that mention `name`."""
@@ -86,6 +88,13 @@ class State:
         for args in list(smallest):
             if all(args[i] == a for i, a in bound):
                 yield args
+
+    def count(self, predicate: str, pattern: tuple[str | None, ...]) -> int:
+        """An upper bound on the matches of `pattern`: the size of the smallest index it reads."""
+        bound = [(i, a) for i, a in enumerate(pattern) if a is not None]
+        if not bound:
+            return len(self._by_pred.get(predicate, ()))
+        return min(len(self._by_arg.get((predicate, i, a), ())) for i, a in bound)
 
     def of_type(self, types: tuple[str, ...]) -> list[str]:
         """Objects (and constants) that fit a parameter typed `types`."""
@@ -139,6 +148,23 @@ class State:
             if t is None or not self.domain.accepts(p.types, t):
                 raise PlanError(f"{step}: '{a}' is not a {' or '.join(p.types)}")
         return act, dict(zip((p.name for p in act.params), step.args, strict=True))
+
+    def cost(self, step: Step) -> float:
+        """What a step adds to (total-cost): its action's cost terms, summed (0 without)."""
+        act, b = self.bind(step)
+        total = 0.0
+        for term in act.cost:
+            if isinstance(term, Atom):
+                if (value := self.numbers.get(ground(term, b))) is None:
+                    raise PlanError(f"{step}: {to_pddl(substitute(term, b))} has no value")
+                total += value
+            else:
+                total += term
+        return total
+
+    def plan_cost(self, plan: Iterable[Step]) -> float | None:
+        """The (total-cost) of a plan under :action-costs (costs are static); None without costs."""
+        return sum(self.cost(s) for s in plan) if TOTAL_COST in self.domain.functions else None
 
     def effects(self, step: Step) -> tuple[set[GroundAtom], set[GroundAtom]]:
         """(adds, deletes) of a step in this state (conditional and forall effects evaluated)."""

@@ -27,7 +27,7 @@ def world_problem() -> Problem:
 @pytest.fixture(scope="session")
 def bolt_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator:
     """A real ArcadeDB server speaking Bolt on 127.0.0.1, for the whole session."""
-    from graph.bolt_server import running_arcadedb
+    from benchmarks.arcadedb import running_arcadedb
 
     with running_arcadedb(tmp_path_factory.mktemp("arcadedb")) as server:
         yield server

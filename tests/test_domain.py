@@ -69,19 +69,50 @@ def test_compiled_domain_accepted_by_unified_planning(household: Domain, world_p
 @pytest.mark.parametrize(("text", "line", "col", "words"), [
     ("(define (domain x)\n  (:predicates (p ?a)\n", 2, 3, "unclosed"),
     ("(define (domain x))\n)", 2, 1, "unexpected ')'"),
-    ("(define (domain x)\n (:types a - b))", 1, 1, "unknown parent 'b'"),
-    ("(define (domain x)\n (:predicates (p ?a - nosuch)))", 1, 1, "unknown type 'nosuch'"),
+    ("(define (domain x)\n (:types a - b))", 2, 14, "unknown type 'b' in type 'a'"),
+    ("(define (domain x)\n (:predicates (p ?a - nosuch)))", 2, 23, "unknown type 'nosuch'"),
     ("(define (domain x) (:predicates (p ?a))\n (:action go :parameters (?a)\n"
-     " :precondition (q ?a) :effect (p ?a)))", 2, 2, "unknown predicate 'q'"),
+     " :precondition (q ?a) :effect (p ?a)))", 3, 16, "unknown predicate 'q'"),
     ("(define (domain x) (:predicates (p ?a))\n (:action go :parameters (?a)\n"
-     " :precondition (p ?a ?a) :effect (p ?a)))", 2, 2, "takes 1 argument"),
-    ("(define (domain x)\n  (:functions (f)))", 2, 3, "unsupported domain section"),
+     " :precondition (p ?a ?a) :effect (p ?a)))", 3, 16, "takes 1 argument"),
+    ("(define (domain x)\n  (:derived (f) (and)))", 2, 3, "unsupported domain section"),
 ])
 def test_malformed_pddl_has_line_and_column(text: str, line: int, col: int, words: str) -> None:
     with pytest.raises(PDDLError) as exc:
         Domain.parse(text, "bad.pddl")
     assert (exc.value.line, exc.value.col) == (line, col)
     assert words in str(exc.value) and f"bad.pddl:{line}:{col}" in str(exc.value)
+
+
+BROKEN = """(define (domain broken) (:requirements :typing :adl)
+  (:types room item - object cup plate - item)
+  (:constants hall - room)
+  (:predicates (at ?i - item ?r - room) (clean ?x - (either cup plate)) (free))
+  (:action act :parameters (?i - item ?r - room)
+    :precondition (and (free) PRE)
+    :effect (and (not (free)) EFF)))"""
+
+
+@pytest.mark.parametrize(("pre", "eff", "bad", "words"), [
+    ("(at ?i ?r)", "(at ?j ?r)", "(at ?j ?r)", "undeclared variable '?j'"),
+    ("(forall (?c - cup) (clean ?k))", "(free)", "(clean ?k)", "undeclared variable '?k'"),
+    ("(at ?i ?r)", "(when (clean ?i) (at ?i ?r ?r))", "(at ?i ?r ?r)", "'at' takes 2 argument(s)"),
+    ("(at ?r ?i)", "(free)", "(at ?r ?i)", "argument 1 '?r' is a room, but at expects a item"),
+    ("(at ?i hall)", "(at ?i kitchen)", "(at ?i kitchen)", "unknown constant 'kitchen'"),
+    ("(at ?i ?r)", "(clean hall)", "(clean hall)", "'hall' is a room, but clean expects a cup or plate"),
+    ("(exists (?x - (either room cup)) (clean ?x))", "(free)", "(clean ?x)", "'?x' is a room or cup"),
+    ("(at ?i ?r)", "(forall (?c - cup) (dirty ?c))", "(dirty ?c)", "unknown predicate 'dirty'"),
+    ("(= ?i ?z)", "(free)", "(= ?i ?z)", "undeclared variable '?z'"),
+])
+def test_broken_actions_are_refused_where_they_are_wrong(pre: str, eff: str, bad: str, words: str) -> None:
+    """Errors in action bodies point at the offending expression (line and column)."""
+    text = BROKEN.replace("PRE", pre).replace("EFF", eff)
+    offset = text.index(bad, text.index(":action"))
+    line, col = text.count("\n", 0, offset) + 1, offset - text.rfind("\n", 0, offset)
+    with pytest.raises(PDDLError) as exc:
+        Domain.parse(text, "d.pddl")
+    assert words in exc.value.message and (exc.value.line, exc.value.col) == (line, col), str(exc.value)
+    Domain.parse(BROKEN.replace("PRE", "(at ?i ?r)").replace("EFF", "(forall (?c - cup) (clean ?c))"))
 
 
 def test_problem_parse(world_problem: Problem) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -11,14 +12,16 @@ from hypothesis import strategies as st
 
 from domains.model import Domain, Problem
 from domains.verify import IssueKind
+from graph.backends.neo4j import Neo4jGraph
 from graph.backends.sqlite import SqliteGraph
 from graph.base import ChangeRefused, WorldGraph
-from graph.model import Delta, Fact
+from graph.model import Delta, Entity, Fact
 from tests.conftest import HOUSEHOLD, l3mp_runs
 from tests.test_dataset import true_deltas
 
 F = Fact.parse
-KINDS = ["predicate", "arity", "type", "entity", "extra_location", "absent", "half_move"]
+KINDS = ["predicate", "arity", "type", "entity", "extra_location", "absent", "half_move", "redeclared",
+         "stranding"]
 
 # True deltas on the bundled household world (each applies to the initial world).
 HOUSEHOLD_DELTAS = [
@@ -66,6 +69,24 @@ def corrupt(kind: str, delta: Delta, g: WorldGraph, data: st.DataObject) -> tupl
         i, e = data.draw(st.sampled_from(options))
         args = (*f.args[:i], e, *f.args[i + 1:])
         return swap(Fact(predicate=f.predicate, args=args)), IssueKind.WRONG_TYPE
+    if kind == "redeclared":  # an existing name declared new (any type), or a new name declared twice
+        t = data.draw(st.sampled_from(sorted(dom.types)))
+        if data.draw(st.booleans()):
+            new = [Entity(name=data.draw(st.sampled_from(sorted(types))), type=t)]
+        else:
+            name = data.draw(st.from_regex(r"fresh_[a-z]{1,8}", fullmatch=True))
+            new = [Entity(name=name, type=t), Entity(name=name, type=data.draw(st.sampled_from(sorted(dom.types))))]
+        return delta.model_copy(update={"new_entities": [*delta.new_entities, *new]}), IssueKind.DUPLICATE_ENTITY
+    if kind == "stranding":  # remove an entity that another entity's only location needs
+        touched = {x for f in facts for x in f.args}
+        options = sorted({x for f in g.facts() if touched.isdisjoint(f.args) for grp in dom.invariants
+                          if grp.exactly_one for part in grp.parts if part.predicate == f.predicate
+                          for i, x in enumerate(f.args) if i not in part.key_positions
+                          and x not in {f.args[k] for k in part.key_positions} and x not in dom.constants})
+        if not options:
+            return corrupt("absent", delta, g, data)
+        gone = data.draw(st.sampled_from(options))
+        return delta.model_copy(update={"removed_entities": [gone]}), IssueKind.INVARIANT
     if kind == "absent":
         state = set(g.facts())
         absent = [Fact(predicate=p, args=(e,)) for p, pr in sorted(dom.predicates.items())
@@ -127,17 +148,24 @@ def assert_refused(g: WorldGraph, delta: Delta, kind: IssueKind) -> None:
     assert set(g.facts()) == before and len(g.history()) == n_hist
 
 
-@pytest.fixture(scope="module")
-def household_graph(tmp_path_factory: pytest.TempPathFactory) -> SqliteGraph:
-    g = SqliteGraph(tmp_path_factory.mktemp("fuzz") / "h.db")
+@pytest.fixture(scope="module", params=["sqlite", pytest.param("neo4j", marks=pytest.mark.integration)])
+def household_graph(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[WorldGraph]:
+    """The household world on each backend, shared by the examples (refused changes leave it as is)."""
+    if request.param == "sqlite":
+        g: WorldGraph = SqliteGraph(tmp_path_factory.mktemp("fuzz") / "h.db")
+    else:
+        server = request.getfixturevalue("bolt_server")
+        g = Neo4jGraph(server.uri, server.user, server.password, server.database)
+        g.clear()
     g.init(Domain.load(HOUSEHOLD))
     g.load_problem((HOUSEHOLD / "world.pddl").read_text())
-    return g
+    yield g
+    g.close()
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.data())
-def test_corrupted_household_deltas_are_refused(household_graph: SqliteGraph, data: st.DataObject) -> None:
+def test_corrupted_household_deltas_are_refused(household_graph: WorldGraph, data: st.DataObject) -> None:
     delta = data.draw(st.sampled_from(HOUSEHOLD_DELTAS))
     assert household_graph.check(delta) == []  # the true delta itself is fine
     kind = data.draw(st.sampled_from(KINDS))

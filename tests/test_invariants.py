@@ -126,6 +126,7 @@ def test_l3mp_household_item_location_group() -> None:
 # ---- invariants of a store ---------------------------------------------------------------------------
 
 SHAPES = Path(__file__).parent / "domains_inv"
+HOUSEHOLD_WORLD = Path(__file__).parents[1] / "domains" / "household" / "world.pddl"
 OFFICE = """
 (define (domain office)
   (:requirements :strips :typing)
@@ -293,3 +294,103 @@ def test_l3mp_every_person_is_in_exactly_one_room(tmp_path: Path) -> None:
     g = SqliteGraph(tmp_path / "l3mp.db")
     g.init(Domain.load(runs[0] / "domain.pddl"), problem=Problem.parse((runs[0] / "problem.pddl").read_text()))
     assert MutexGroup((InvariantPart("person_in_room", (0,), 1),), True) in g.suggest_invariants().suggested
+
+
+# ---- the command line: init is all or nothing, `kgplan invariants` ---------------------------------
+
+def _cli(*args: str):
+    from typer.testing import CliRunner
+
+    from agent.cli import app
+
+    return CliRunner().invoke(app, [str(a) for a in args])
+
+
+def _folder(tmp_path: Path, domain: str, problem: str, toml: str = "") -> Path:
+    folder = tmp_path / "dom"
+    folder.mkdir(exist_ok=True)
+    (folder / "domain.pddl").write_text(domain)
+    (folder / "problem.pddl").write_text(problem)
+    if toml:
+        (folder / "domain.toml").write_text(toml)
+    return folder
+
+
+OFFICE_PROBLEM = """(define (problem o) (:domain office) (:objects ann bob - person r1 r2 - room robot - robot)
+  (:init (person_in_room ann r1) (person_in_room bob r2) (robot_in robot r1) (door r1 r2)))"""
+FAILURES = {
+    "domain parse error": (OFFICE.replace("(:action go", "(:action"), OFFICE_PROBLEM, ""),
+    "problem refused": (OFFICE, OFFICE_PROBLEM.replace("(door r1 r2)", "(door ann r2)"), ""),
+    "synthesis error": (OFFICE.replace("(robot_in ?b ?to)", "(robot_in ?b ?nowhere)"), OFFICE_PROBLEM, ""),
+    "bad declared invariant": (OFFICE, OFFICE_PROBLEM,
+                               '[[invariants]]\nparts = [{ predicate = "robot_in", key = [0] }]\n'),
+}
+
+
+@pytest.mark.parametrize("failure", FAILURES)
+def test_a_failed_init_leaves_no_new_store(tmp_path: Path, failure: str) -> None:
+    folder = _folder(tmp_path, *FAILURES[failure])
+    db = tmp_path / "new.db"
+    res = _cli("--store", f"sqlite:{db}", "init", "--domain", folder, "--problem", folder / "problem.pddl")
+    assert res.exit_code == 1, res.output
+    assert "Traceback" not in res.output and ("error:" in res.output or "Change refused" in res.output)
+    assert not list(tmp_path.glob("new.db*"))
+
+
+@pytest.mark.parametrize("failure", FAILURES)
+def test_a_failed_forced_init_leaves_the_store_as_it_was(tmp_path: Path, failure: str) -> None:
+    from graph.backends.sqlite import SqliteGraph
+
+    db = tmp_path / "old.db"
+    assert _cli("--store", f"sqlite:{db}", "init", "--problem", HOUSEHOLD_WORLD).exit_code == 0
+
+    def snapshot() -> tuple:
+        with SqliteGraph(db) as g:
+            meta = [g.get_meta(k) for k in ("domain_pddl", "domain_toml", "domain_source", "invariants")]
+            return meta, g.entities(), g.facts(), [c.delta for c in g.history()]
+
+    before = snapshot()
+    folder = _folder(tmp_path, *FAILURES[failure])
+    res = _cli("--store", f"sqlite:{db}", "init", "--force", "--domain", folder,
+               "--problem", folder / "problem.pddl")
+    assert res.exit_code == 1 and "Traceback" not in res.output, res.output
+    assert snapshot() == before
+
+
+def test_init_lists_dropped_groups(tmp_path: Path) -> None:
+    res = _cli("--store", f"sqlite:{tmp_path / 's.db'}", "init", "--domain", SHAPES / "satellite",
+               "--problem", SHAPES / "satellite" / "problem.pddl")
+    assert res.exit_code == 0, res.output
+    out = " ".join(res.output.split())
+    assert ("not an invariant here: exactly one of power_avail(*), power_on(*) holds: dropped, the initial "
+            "state has (power_avail sat1) and (power_avail sat2)") in out
+
+
+def test_invariants_command_shows_suggests_and_accepts(tmp_path: Path) -> None:
+    folder = _folder(tmp_path, OFFICE, OFFICE_PROBLEM)
+    store = ("--store", f"sqlite:{tmp_path / 'o.db'}")
+    assert _cli(*store, "init", "--domain", folder, "--problem", folder / "problem.pddl").exit_code == 0
+    shown = _cli(*store, "invariants").output
+    assert "derived  exactly one of robot_in(?x, *) holds for each ?x" in shown and "mined" not in shown
+    suggested = _cli(*store, "invariants", "--suggest").output
+    assert "at most one of door(?x, *) holds for each ?x" in suggested  # no door leads from r2
+    assert "exactly one of person_in_room(?x, *) holds for each ?x" in suggested
+    assert "robot_mode(?x, *): not proposed, only 1 robot" in " ".join(suggested.split())
+    number = next(line.split(".")[0].strip() for line in suggested.splitlines() if "person_in_room(?x" in line)
+    bad = _cli(*store, "invariants", "--accept", "7")
+    assert bad.exit_code == 1 and "no suggestion 7" in bad.output and "Traceback" not in bad.output
+    assert _cli(*store, "invariants", "--accept", number).exit_code == 0
+    assert "mined    exactly one of person_in_room(?x, *) holds for each ?x" in _cli(*store, "invariants").output
+    refused = _cli(*store, "add", "(person_in_room ann r2)")
+    assert refused.exit_code == 1 and "exactly one of person_in_room" in " ".join(refused.output.split())
+
+
+def test_only_invariants_that_hold_over_unchanged_predicates_are_accepted(empty_graph) -> None:
+    from graph.base import ChangeRefused, GraphError
+
+    g = _office(empty_graph, "(person_in_room ann r1) (person_in_room ann r2) (robot_in robot r1)")
+    with pytest.raises(ChangeRefused, match=r"the graph has \(person_in_room ann r1\) and \(person_in_room ann r2\)"):
+        g.accept_invariants([MutexGroup((InvariantPart("person_in_room", (0,), 1),), True)])
+    with pytest.raises(GraphError, match="actions change robot_in"):
+        g.accept_invariants([MutexGroup((InvariantPart("robot_in", (0,), 1),), True)])
+    assert all(m.origin != "mined" for m in g.domain.invariants)

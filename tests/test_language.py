@@ -97,7 +97,8 @@ def test_goal_is_checked_and_re_prompted(world: SqliteGraph) -> None:
 @pytest.mark.dataset
 @pytest.mark.parametrize("variant", ["R-", "R-V", "R+", "R+V", "RS", "RSV"])
 def test_oracle_harness_loses_nothing(variant: str) -> None:
-    """With the ground truth as the LLM's answers, every state change and every plan succeeds."""
+    """With the ground truth as the LLM's answers, every state change (those right after a goal too, once the
+    agent's plan is executed and the rest observed) and every plan succeeds."""
     from rich.console import Console
 
     from benchmarks.l3mp import Counting, Oracle, evaluate, summarise
@@ -107,23 +108,7 @@ def test_oracle_harness_loses_nothing(variant: str) -> None:
     rows = [r for run in l3mp_runs() for r in evaluate(run, variant, Counting(oracle), oracle, Console(quiet=True))]
     s = summarise(rows)
     assert s["state_success_rate"] == 1.0 and s["state_strict_rate"] == 1.0 and s["plan_success_rate"] == 1.0
-    assert s["state_changes"] == 200 and s["goals"] == 40
-
-
-@pytest.mark.dataset
-def test_corrupted_answers_are_caught_and_recovered() -> None:
-    """The corrupting oracle: an invented predicate never gets through, and the truth is applied after it."""
-    from rich.console import Console
-
-    from benchmarks.l3mp import Counting, Oracle, evaluate, summarise
-    from tests.conftest import l3mp_runs
-
-    oracle = Oracle(corrupt=1.0)
-    rows = evaluate(l3mp_runs()[0], "R-V", Counting(oracle), oracle, Console(quiet=True), limit=20)
-    corrupted = [r for r in rows if r["corruption"]]
-    assert len(corrupted) >= 12 and all("caught" in r and "recovered" in r for r in corrupted)
-    invented = summarise(rows)["recovery_rate"]["invented_predicate"]
-    assert invented["n"] >= 3 and invented["caught"] == 1.0 and invented["recovered"] == 1.0
+    assert s["state_changes"] == 200 and s["goals"] == 40 and s["sensor_refused"] == 0
 
 
 @pytest.mark.dataset

@@ -2,11 +2,11 @@
 
 Mapping: entities are ``(:Entity {name, type, attrs})`` nodes (``attrs`` as JSON); unary facts
 are ``true`` node properties named after the predicate, binary facts are relationships typed by
-the predicate, nullary facts are properties of one ``(:World)`` node, and higher arities are
-``(:Fact {predicate, args})`` nodes with ``[:ARG {pos}]`` edges. The history is ``(:Change)``
-nodes, metadata ``(:Meta {key, value})`` nodes. User data only ever travels as parameters; the
-only names put into query text are the domain's predicate names (checked, backtick-quoted) and
-this module's own labels.
+the predicate, nullary facts are properties of one ``(:World)`` node, and higher arities (and
+numeric functions' values) are ``(:Fact {predicate, args[, value]})`` nodes with ``[:ARG {pos}]``
+edges. The history is ``(:Change)`` nodes, metadata ``(:Meta {key, value})`` nodes. User data
+only ever travels as parameters; the only names put into query text are the domain's predicate
+names (checked, backtick-quoted) and this module's own labels.
 
 Round trips: a transaction takes the writers' lock with its first statement; a small change is
 verified from one prefetching read and written by one statement (its UNWIND writes chained with
@@ -16,15 +16,13 @@ verified from one prefetching read and written by one statement (its UNWIND writ
 from __future__ import annotations
 
 import json
-import random
 import re
-import time
 from collections import defaultdict
 from collections.abc import Callable, Collection, Iterator
 from contextlib import contextmanager
-from typing import Any, TypeVar
+from typing import Any
 
-from neo4j import READ_ACCESS, WRITE_ACCESS, GraphDatabase, Session, Transaction
+from neo4j import READ_ACCESS, WRITE_ACCESS, GraphDatabase, ManagedTransaction, Session
 from neo4j.exceptions import (
     AuthError,
     ClientError,
@@ -32,20 +30,15 @@ from neo4j.exceptions import (
     ConstraintError,
     ServiceUnavailable,
     SessionExpired,
-    TransientError,
 )
 
 from domains.invariants import Synthesis
 from domains.model import Domain, Problem
 from domains.verify import GroundAtom, Issue
-from graph.base import GraphError, Tx, WorldGraph, fact_of
+from graph.base import GraphError, T, Tx, WorldGraph
 from graph.model import Change, Delta, Entity, Fact
 
-T = TypeVar("T")
-Runner = Session | Transaction
-
 CHUNK = 2000  # rows per UNWIND write
-RETRIES = 8  # attempts for a write that lost a race with another writer
 TIMEOUT = 5.0  # seconds to connect
 LABELS = ("Entity", "Fact", "Change", "Meta", "World")
 RESERVED_TYPES = {*LABELS, "ARG"}  # ArcadeDB: labels and relationship types share one namespace
@@ -59,6 +52,7 @@ SCHEMA = (
     "CREATE CONSTRAINT kgplan_meta_key IF NOT EXISTS FOR (m:Meta) REQUIRE m.key IS UNIQUE",
 )
 LOCK = "MERGE (l:Meta {key: 'lock'}) SET l.at = timestamp()"  # every writer touches it first
+SINGLETONS = "MERGE (:Meta {key: 'lock'}) MERGE (s:Meta {key: 'change_seq'}) ON CREATE SET s.seq = 0"
 
 # Reads: each part answers one arity class; parts are joined with UNION ALL into one query.
 PRESENT = {
@@ -101,7 +95,7 @@ ADD_EDGES = ("UNWIND $rows AS r MATCH (a:Entity {name: r.a}), (b:Entity {name: r
              "MERGE (a)-[:`{p}`]->(b)")
 DEL_EDGES = ("UNWIND $rows AS r MATCH (:Entity {name: r.a})-[x:`{p}`]->(:Entity {name: r.b}) "
              "DELETE x")
-ADD_FACTS = ("UNWIND $rows AS r MERGE (f:Fact {predicate: r.p, args: r.j}) WITH f, r "
+ADD_FACTS = ("UNWIND $rows AS r MERGE (f:Fact {predicate: r.p, args: r.j}) SET f.value = r.v WITH f, r "
              "UNWIND range(0, size(r.args) - 1) AS i MATCH (e:Entity {name: r.args[i]}) "
              "MERGE (f)-[:ARG {pos: i}]->(e)")
 DEL_FACTS = "UNWIND $rows AS r MATCH (f:Fact {predicate: r.p, args: r.j}) DETACH DELETE f"
@@ -126,7 +120,8 @@ def _chunks(rows: list[Any]) -> Iterator[list[Any]]:
 
 
 def _arities(domain: Domain) -> dict[str, int]:
-    """The domain's predicate arities; refuses names this mapping cannot store safely."""
+    """The domain's predicate arities (functions count as 3: their facts are reified, with a
+    value); refuses names this mapping cannot store safely."""
     for p in domain.predicates.values():
         if not IDENT.fullmatch(p.name):
             raise GraphError(f"predicate '{p.name}' cannot be stored in Neo4j: "
@@ -137,7 +132,7 @@ def _arities(domain: Domain) -> dict[str, int]:
         if p.arity == 1 and p.name in RESERVED_PROPS:
             raise GraphError(f"unary predicate '{p.name}' cannot be stored in Neo4j: "
                              f"{', '.join(sorted(RESERVED_PROPS))} are reserved properties")
-    return {name: p.arity for name, p in domain.predicates.items()}
+    return {name: p.arity for name, p in domain.predicates.items()} | dict.fromkeys(domain.functions, 3)
 
 
 def _atoms(rows: Iterator[Any]) -> list[GroundAtom]:
@@ -147,13 +142,13 @@ def _atoms(rows: Iterator[Any]) -> list[GroundAtom]:
     return list(dict.fromkeys(out))
 
 
-def _entity_types(q: Runner, names: Collection[str], lead: str = "") -> dict[str, str]:
+def _entity_types(q: ManagedTransaction, names: Collection[str], lead: str = "") -> dict[str, str]:
     rows = q.run(lead + "UNWIND $names AS nm MATCH (n:Entity {name: nm}) RETURN nm, n.type AS type",
                  {"names": list(names)})
     return {r["nm"]: r["type"] for r in rows}
 
 
-def _entities(q: Runner, names: Collection[str] | None, consts: Collection[str]) -> list[Entity]:
+def _entities(q: ManagedTransaction, names: Collection[str] | None, consts: Collection[str]) -> list[Entity]:
     """All entities or those named, constants of the domain excluded, by name."""
     query = "MATCH (n:Entity)" if names is None else "UNWIND $names AS nm MATCH (n:Entity {name: nm})"
     query += " WHERE NOT n.name IN $consts RETURN n.name AS name, n.type AS type, n.attrs AS attrs"
@@ -161,24 +156,24 @@ def _entities(q: Runner, names: Collection[str] | None, consts: Collection[str])
     return [Entity(name=r["name"], type=r["type"], attrs=json.loads(r["attrs"])) for r in rows]
 
 
-def _present(q: Runner, atoms: Collection[GroundAtom]) -> set[GroundAtom]:
+def _present(q: ManagedTransaction, atoms: Collection[GroundAtom], functions: Collection[str]) -> set[GroundAtom]:
     atoms = list(atoms)
     if not atoms:
         return set()
     groups: dict[int, list[dict[str, Any]]] = defaultdict(list)
     for i, (p, args) in enumerate(atoms):
         row = {"i": i, "p": p, "j": _key(args), **dict(zip("ab", args, strict=False))}
-        groups[min(len(args), 3)].append(row)
+        groups[3 if p in functions else min(len(args), 3)].append(row)
     query = " UNION ALL ".join(PRESENT[k] for k in sorted(groups))
     return {atoms[r["i"]] for r in q.run(query, {f"a{k}": rows for k, rows in groups.items()})}
 
 
-def _facts_about(q: Runner, names: Collection[str], arity: dict[str, int]) -> list[GroundAtom]:
+def _facts_about(q: ManagedTransaction, names: Collection[str], arity: dict[str, int]) -> list[GroundAtom]:
     unary = [p for p, n in arity.items() if n == 1]
     return _atoms(q.run(" UNION ALL ".join(ABOUT), {"names": list(names), "unary": unary}))
 
 
-def _facts_of(q: Runner, predicates: Collection[str], arity: dict[str, int]) -> list[GroundAtom]:
+def _facts_of(q: ManagedTransaction, predicates: Collection[str], arity: dict[str, int]) -> list[GroundAtom]:
     by: dict[int, list[str]] = {k: [] for k in OF}
     for p in predicates:
         if p in arity:
@@ -205,7 +200,7 @@ class _Neo4jTx(Tx):
     and `prefetch` reads everything verifying a small change needs in one round trip.
     """
 
-    def __init__(self, tx: Transaction, graph: Neo4jGraph) -> None:
+    def __init__(self, tx: ManagedTransaction, graph: Neo4jGraph) -> None:
         self.tx, self.graph = tx, graph
         self.locked = False
         self.existing: set[str] = set()
@@ -264,7 +259,7 @@ class _Neo4jTx(Tx):
         atoms = [a for a in atoms if self.absent.isdisjoint(a[1])]
         known = [a for a in atoms if a[1] and a[1][0] in self.about]
         rest = [a for a in atoms if not (a[1] and a[1][0] in self.about)]
-        return {a for a in known if a in self.about[a[1][0]]} | _present(self.tx, rest)
+        return {a for a in known if a in self.about[a[1][0]]} | _present(self.tx, rest, self.graph.domain.functions)
 
     def facts_about(self, names: Collection[str]) -> list[GroundAtom]:
         self._lock()
@@ -283,7 +278,8 @@ class _Neo4jTx(Tx):
         arity = _arities(domain)
         add, remove = list(dict.fromkeys(delta.add)), list(dict.fromkeys(delta.remove))
         for f in add + remove:
-            if arity.get(f.predicate) != len(f.args):
+            if (domain.functions[f.predicate].arity if f.predicate in domain.functions
+                    else arity.get(f.predicate)) != len(f.args):
                 raise GraphError(f"{f} does not match a predicate of domain {domain.name}")
         self._lock()
         self.typed, self.about = {}, {}  # facts change now
@@ -307,7 +303,9 @@ class _Neo4jTx(Tx):
         for added, facts in ((False, remove), (True, add)):  # removals first, as sqlite does
             for f in facts:
                 value = True if added else None  # a null property is removed
-                if not f.args:
+                if f.predicate in domain.functions:
+                    reified[added].append({"p": f.predicate, "j": _key(f.args), "args": f.args, "v": f.value})
+                elif not f.args:
                     world[f.predicate] = value
                 elif len(f.args) == 1:
                     props[f.args[0]][f.predicate] = value
@@ -364,6 +362,7 @@ class Neo4jGraph(WorldGraph):
             with self._session(WRITE_ACCESS) as s:
                 for q in SCHEMA:
                     s.run(q).consume()
+            self._singletons()
         except BaseException as e:
             self.driver.close()  # a pooled connection may stay bound to a missing database
             if isinstance(e, ValueError):  # the address does not resolve
@@ -387,69 +386,65 @@ class Neo4jGraph(WorldGraph):
                 raise
             raise GraphError(f"{where} has no database '{self.database}': {e.message}") from e
 
-    def _retry(self, work: Callable[[], T]) -> T:
-        """Run a write, again if it lost a race with a concurrent writer (it was rolled back)."""
-        attempt = 0
-        while True:
-            try:
-                return work()
-            except (TransientError, ConstraintError) as e:
-                attempt += 1
-                if attempt == RETRIES:
-                    raise GraphError(f"{self.url}: write kept conflicting with others: {e}") from e
-                time.sleep(random.uniform(0, 0.01 * 2**attempt))
+    def _read(self, work: Callable[[ManagedTransaction], T]) -> T:
+        """Run `work` in a managed read transaction (the driver retries what is transient)."""
+        with self._session() as s:
+            return s.execute_read(work)
 
-    @contextmanager
-    def _write(self, lock: bool = True) -> Iterator[Transaction]:
-        """A write transaction; it first takes the writers' lock unless `lock` is False (then the
-        caller must take it before its first read, as `_Neo4jTx` does)."""
-        with self._session(WRITE_ACCESS) as s:
-            tx = s.begin_transaction()
-            try:
-                if lock:
-                    tx.run(LOCK).consume()  # serialises writers: reads and writes never interleave
-                yield tx
-            except BaseException:
-                tx.rollback()
-                raise
-            tx.commit()
+    def in_transaction(self, work: Callable[[Tx], T]) -> T:
+        """Run `work` in a managed write transaction, which takes the writers' lock first.
 
-    @contextmanager
-    def transaction(self) -> Iterator[Tx]:
-        with self._write(lock=False) as tx:
-            yield _Neo4jTx(tx, self)  # takes the lock with its first statement
+        The driver retries what is transient, as a write that lost a race with another writer
+        is; the work is then run again, so verification reads the state that won the race.
+        Servers with optimistic concurrency (ArcadeDB) report some lost races as a clash on a
+        unique key (a ConstraintError, which is not transient): the winner has committed by
+        then, so the work is run once more, verified against the state that includes it."""
+        def run() -> T:
+            with self._session(WRITE_ACCESS) as s:
+                return s.execute_write(lambda tx: work(_Neo4jTx(tx, self)))
+
+        try:
+            return run()
+        except ConstraintError:
+            pass  # lost a race to a writer that has committed: once more, on its state
+        try:
+            return run()
+        except ConstraintError as e:
+            raise GraphError(f"{self.url}: the change clashed twice with other writers on a unique "
+                             f"key ({e.message}); try again") from e
+
+    def _singletons(self) -> None:
+        """Create the writers' lock and the change counter, so that writers only update them:
+        two writers creating one at once would clash on its unique key (a ConstraintError)."""
+        try:
+            with self._session(WRITE_ACCESS) as s:
+                s.execute_write(lambda tx: tx.run(SINGLETONS).consume())
+        except ConstraintError:
+            pass  # another client created them at the same moment: they exist
 
     def init(self, domain: Domain, force: bool = False, problem: Problem | None = None) -> Synthesis:
         _arities(domain)  # refuse a domain this backend cannot store before binding it
         return super().init(domain, force, problem)
 
-    def _verify(self, tx: Tx, delta: Delta) -> list[Issue]:
+    def _verify(self, tx: Tx, delta: Delta, undone: Delta | None = None) -> list[Issue]:
         size = len(delta.add) + len(delta.remove) + len(delta.new_entities) + len(delta.removed_entities)
         if isinstance(tx, _Neo4jTx) and size <= CHUNK:
             tx.prefetch(delta)  # a small change is verified from one read
-        return super()._verify(tx, delta)
-
-    def check(self, delta: Delta) -> list[Issue]:
-        return self._retry(lambda: super(Neo4jGraph, self).check(delta))
-
-    def apply(self, delta: Delta, *, verified: bool = True, undo_of: int | None = None) -> Change:
-        return self._retry(lambda: super(Neo4jGraph, self).apply(
-            delta, verified=verified, undo_of=undo_of))
-
-    def undo(self, change_id: int) -> Change:
-        return self._retry(lambda: super(Neo4jGraph, self).undo(change_id))
+        return super()._verify(tx, delta, undone)
 
     def get_meta(self, key: str) -> str | None:
-        with self._session() as s:
-            row = s.run("MATCH (m:Meta {key: $key}) RETURN m.value AS v", {"key": key}).single()
+        row = self._read(lambda tx: tx.run("MATCH (m:Meta {key: $key}) RETURN m.value AS v",
+                                           {"key": key}).single())
         return row["v"] if row else None
 
     def set_meta(self, values: dict[str, str]) -> None:
-        def work() -> None:
-            with self._write() as tx:
-                tx.run("UNWIND $rows AS r MERGE (m:Meta {key: r.k}) SET m.value = r.v",
-                       {"rows": [{"k": k, "v": v} for k, v in values.items()]}).consume()
-        self._retry(work)
+        def work(tx: ManagedTransaction) -> None:
+            tx.run(LOCK).consume()
+            tx.run("UNWIND $rows AS r MERGE (m:Meta {key: r.k}) SET m.value = r.v",
+                   {"rows": [{"k": k, "v": v} for k, v in values.items()]}).consume()
+
+        with self._session(WRITE_ACCESS) as s:
+            s.execute_write(work)
 
     def _bound(self) -> Domain | None:
         """The bound domain, or None while the store is not initialised."""
@@ -464,27 +459,38 @@ class Neo4jGraph(WorldGraph):
         return list(d.constants) if (d := self._bound()) else []
 
     def entities(self, names: Collection[str] | None = None) -> list[Entity]:
-        with self._session() as s:
-            return _entities(s, names, self._constants())
+        consts = self._constants()
+        return self._read(lambda tx: _entities(tx, names, consts))
 
     def facts(self, predicate: str | None = None, entity: str | None = None) -> list[Fact]:
         arity = self._arity()
-        with self._session() as s:
+        def read(tx: ManagedTransaction) -> list[Fact]:
             if entity is not None:
-                atoms = [a for a in _facts_about(s, [entity], arity) if predicate in (None, a[0])]
+                atoms = [a for a in _facts_about(tx, [entity], arity) if predicate in (None, a[0])]
             else:
-                atoms = _facts_of(s, arity if predicate is None else [predicate], arity)
-        return [fact_of(a) for a in sorted(atoms)]
+                atoms = _facts_of(tx, arity if predicate is None else [predicate], arity)
+            return self._with_values(tx, sorted(atoms))
+
+        return self._read(read)
 
     def facts_about(self, names: Collection[str]) -> list[Fact]:
-        with self._session() as s:
-            return [fact_of(a) for a in _facts_about(s, names, self._arity())]
+        arity = self._arity()
+        return self._read(lambda tx: self._with_values(tx, _facts_about(tx, names, arity)))
+
+    def _with_values(self, q: ManagedTransaction, atoms: list[GroundAtom]) -> list[Fact]:
+        """Facts for atoms, the values of numeric functions' facts read from their nodes."""
+        functions = list(d.functions) if (d := self._bound()) else []
+        values = {}
+        if functions and any(p in functions for p, _ in atoms):
+            rows = q.run("MATCH (f:Fact) WHERE f.predicate IN $fs RETURN f.predicate AS p, f.args AS j, "
+                         "f.value AS v", {"fs": functions})
+            values = {(r["p"], tuple(json.loads(r["j"]))): r["v"] for r in rows}
+        return [Fact(predicate=p, args=args, value=values.get((p, args))) for p, args in atoms]
 
     def history(self, limit: int | None = None) -> list[Change]:
         q = "MATCH (c:Change)" + CHANGE_FIELDS + " ORDER BY c.id DESC"
         q += " LIMIT $limit" if limit else ""
-        with self._session() as s:
-            rows = [_change(r) for r in s.run(q, {"limit": limit})]
+        rows = self._read(lambda tx: [_change(r) for r in tx.run(q, {"limit": limit})])
         return rows[::-1]
 
     def count(self) -> tuple[int, int]:
@@ -492,16 +498,16 @@ class Neo4jGraph(WorldGraph):
         params = {"consts": self._constants(),
                   "unary": [p for p, n in arity.items() if n == 1],
                   "nullary": [p for p, n in arity.items() if n == 0]}
-        with self._session() as s:
-            row = s.run(COUNT, params).single(strict=True)
+        row = self._read(lambda tx: tx.run(COUNT, params).single(strict=True))
         return row["e"], row["f"]
 
     def clear(self) -> None:
         with self._session(WRITE_ACCESS) as s:
             for label in LABELS:
                 q = f"MATCH (n:{label}) WITH n LIMIT {CHUNK} DETACH DELETE n RETURN count(*) AS n"
-                while s.run(q).single(strict=True)["n"]:
+                while s.execute_write(lambda tx, q=q: tx.run(q).single(strict=True)["n"]):
                     pass
+        self._singletons()
         self.__dict__.pop("domain", None)
 
     def close(self) -> None:

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Collection, Iterator
+from collections.abc import Callable, Collection, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 from domains.verify import GroundAtom
-from graph.base import GraphError, Tx, WorldGraph
+from graph.base import GraphError, T, Tx, WorldGraph
 from graph.model import Change, Delta, Entity, Fact
 
 SCHEMA = """
@@ -17,7 +17,8 @@ CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHO
 CREATE TABLE IF NOT EXISTS entities(
     name TEXT PRIMARY KEY, type TEXT NOT NULL, attrs TEXT NOT NULL DEFAULT '{}') WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS facts(
-    id INTEGER PRIMARY KEY, predicate TEXT NOT NULL, args TEXT NOT NULL, UNIQUE(predicate, args));
+    id INTEGER PRIMARY KEY, predicate TEXT NOT NULL, args TEXT NOT NULL, value REAL,
+    UNIQUE(predicate, args));
 CREATE TABLE IF NOT EXISTS fact_args(
     entity TEXT NOT NULL, fact_id INTEGER NOT NULL, pos INTEGER NOT NULL,
     PRIMARY KEY(entity, fact_id, pos)) WITHOUT ROWID;
@@ -85,7 +86,8 @@ class _SqliteTx(Tx):
         # facts inserted now (not those already present) get their argument index rows.
         (top,) = db.execute("SELECT coalesce(max(id), 0) FROM facts").fetchone()
         added = {(f.predicate, _key(f.args)): f.args for f in delta.add}
-        db.executemany("INSERT OR IGNORE INTO facts(predicate, args) VALUES (?,?)", added)
+        db.executemany("INSERT OR IGNORE INTO facts(predicate, args, value) VALUES (?,?,?)",
+                       [(f.predicate, _key(f.args), f.value) for f in delta.add])
         db.executemany("INSERT OR IGNORE INTO fact_args(entity, fact_id, pos) VALUES (?,?,?)", [
             (a, i, pos) for i, p, k in db.execute("SELECT id, predicate, args FROM facts WHERE id > ?", (top,))
             for pos, a in enumerate(added[p, k])])
@@ -127,10 +129,10 @@ def _entities(db: sqlite3.Connection, names: Collection[str] | None) -> list[Ent
 def _facts_about(db: sqlite3.Connection, names: Collection[str]) -> list[Fact]:
     out: dict[int, Fact] = {}
     for chunk in _chunks(list(names)):
-        q = ("SELECT DISTINCT f.id, f.predicate, f.args FROM fact_args a JOIN facts f ON f.id = a.fact_id "
-             f"WHERE a.entity IN ({','.join('?' * len(chunk))})")
-        for i, p, a in db.execute(q, chunk):
-            out[i] = Fact(predicate=p, args=tuple(json.loads(a)))
+        q = ("SELECT DISTINCT f.id, f.predicate, f.args, f.value FROM fact_args a JOIN facts f "
+             f"ON f.id = a.fact_id WHERE a.entity IN ({','.join('?' * len(chunk))})")
+        for i, p, a, v in db.execute(q, chunk):
+            out[i] = Fact(predicate=p, args=tuple(json.loads(a)), value=v)
     return list(out.values())
 
 
@@ -149,6 +151,8 @@ class SqliteGraph(WorldGraph):
             self.db.execute("PRAGMA synchronous=NORMAL")
             self.db.execute("PRAGMA foreign_keys=ON")
             self.db.executescript(SCHEMA)
+            if "value" not in {r[1] for r in self.db.execute("PRAGMA table_info(facts)")}:
+                self.db.execute("ALTER TABLE facts ADD COLUMN value REAL")  # a store made before values
         except sqlite3.DatabaseError as e:
             raise GraphError(f"cannot open {self.path} as a kgplan store: {e}") from e
 
@@ -167,6 +171,10 @@ class SqliteGraph(WorldGraph):
         with self._tx() as db:
             yield _SqliteTx(db)
 
+    def in_transaction(self, work: Callable[[Tx], T]) -> T:
+        with self.transaction() as tx:
+            return work(tx)
+
     def get_meta(self, key: str) -> str | None:
         row = self.db.execute("SELECT value FROM meta WHERE key=?", (key,)).fetchone()
         return row[0] if row else None
@@ -182,11 +190,11 @@ class SqliteGraph(WorldGraph):
         if entity is not None:
             out = _facts_about(self.db, [entity])
             return sorted((f for f in out if predicate in (None, f.predicate)), key=_order)
-        q, params = "SELECT predicate, args FROM facts", ()
+        q, params = "SELECT predicate, args, value FROM facts", ()
         if predicate is not None:
             q, params = q + " WHERE predicate=?", (predicate,)
         rows = self.db.execute(q + " ORDER BY predicate, args", params)
-        return [Fact(predicate=p, args=tuple(json.loads(a))) for p, a in rows]
+        return [Fact(predicate=p, args=tuple(json.loads(a)), value=v) for p, a, v in rows]
 
     def facts_about(self, names: Collection[str]) -> list[Fact]:
         return _facts_about(self.db, names)

@@ -1,4 +1,7 @@
-"""Run a throwaway local ArcadeDB server that speaks Bolt, for tests and benchmarks.
+"""Run a throwaway local ArcadeDB server that speaks Bolt, for benchmarks and tests.
+
+Not part of the runtime packages: `kgplan bench graph_ops` starts one to measure the Neo4j
+backend, and the tests reuse it for their real Bolt server.
 
 The server, its jars and a Java runtime all ship in the PyPI package
 ``arcadedb-embedded`` (a test/bench extra, imported only when a server is started);

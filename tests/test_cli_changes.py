@@ -1,0 +1,51 @@
+"""`kgplan observe` and `kgplan remove` with entities: the issue's repro and entity removal."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from agent.cli import app
+from graph.backends.sqlite import SqliteGraph
+from tests.conftest import HOUSEHOLD
+
+
+@pytest.fixture
+def store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    db = tmp_path / "k.db"
+    monkeypatch.setenv("KGPLAN_STORE", f"sqlite:{db}")
+    r = CliRunner().invoke(app, ["init", "--problem", str(HOUSEHOLD / "world.pddl")])
+    assert r.exit_code == 0, r.output
+    return db
+
+
+def observe(tmp_path: Path, items: list[dict]) -> tuple[int, str]:
+    f = tmp_path / "obs.json"
+    f.write_text(json.dumps(items))
+    r = CliRunner().invoke(app, ["observe", str(f)])
+    return r.exit_code, r.output
+
+
+def test_an_entity_declared_twice_is_refused(store: Path, tmp_path: Path) -> None:
+    code, out = observe(tmp_path, [{"text": "x", "add": ["(connected thing thing)"], "new_entities": [
+        {"name": "thing", "type": "cup"}, {"name": "thing", "type": "room"}]}])
+    assert code == 1 and "'thing' is declared twice" in out
+    with SqliteGraph(store) as g:
+        assert g.entities(["thing"]) == [] and len(g.history()) == 1
+
+
+def test_observe_and_remove_entities(store: Path, tmp_path: Path) -> None:
+    code, out = observe(tmp_path, [{"text": "the apple was eaten", "removed_entities": ["apple"]}])
+    assert code == 0, out
+    r = CliRunner().invoke(app, ["remove", "--entity", "red_mug", "--note", "it broke"])
+    assert r.exit_code == 0 and "red_mug - cup" in r.output
+    with SqliteGraph(store) as g:
+        assert g.entities(["apple", "red_mug"]) == [] and g.facts(entity="red_mug") == []
+        last = g.history()[-1].id
+    assert CliRunner().invoke(app, ["undo", str(last)]).exit_code == 0
+    with SqliteGraph(store) as g:
+        assert [e.type for e in g.entities(["red_mug"])] == ["cup"] and g.facts(entity="red_mug")
+    assert CliRunner().invoke(app, ["remove"]).exit_code == 2  # nothing to remove: a usage error

@@ -1,0 +1,149 @@
+"""The planner call: engines on real tasks, honest limits (time, memory, crashes), quantifier expansion."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from domains.formula import And, Atom, Formula, Not, Or, parse_formula
+from domains.model import Domain, Problem
+from domains.sexpr import read
+from planners.problem import Task
+from planners.solve import ENGINES, domain_invariants, expand_quantifiers, solve
+from planners.state import State, simulate
+
+# Grounding this domain makes 40^6 atoms: Fast Downward's translator cannot finish it.
+EXPLODING = Domain.parse("""(define (domain explode) (:requirements :strips :typing) (:types thing)
+  (:predicates (p ?a ?b ?c ?d ?e ?f - thing))
+  (:action make :parameters (?a ?b ?c ?d ?e ?f - thing) :precondition (and) :effect (p ?a ?b ?c ?d ?e ?f)))""")
+
+
+def exploding_task() -> Task:
+    objects = {f"t{i}": "thing" for i in range(40)}
+    return Task(EXPLODING, objects, set(), Atom("p", ("t1", "t2", "t3", "t4", "t5", "t6")))
+
+
+def goal(text: str) -> Formula:
+    return parse_formula(read(text, "goal")[0], "goal")
+
+
+def world_task(household: Domain, world_problem: Problem, text: str) -> Task:
+    return Task(household, world_problem.objects, {(a.predicate, a.args) for a in world_problem.init}, goal(text))
+
+
+@pytest.mark.parametrize("planner", ENGINES)
+def test_every_engine_plans_a_quantified_goal(household: Domain, world_problem: Problem, planner: str) -> None:
+    """fd-opt and lapkt get the goal with its quantifiers expanded over the objects."""
+    task = world_task(household, world_problem, "(and (forall (?d - light) (not (switched_on ?d))) "
+                                                "(forall (?c - cup) (imply (= ?c red_mug) (holding robot ?c))))")
+    r = solve(task, planner, timeout=60)
+    assert r.solved, r.message
+    assert simulate(State(household, task.objects, task.facts), r.plan, task.goal) is None
+
+
+@pytest.mark.parametrize("planner", ENGINES)
+def test_every_engine_reports_an_unsolvable_goal(household: Domain, world_problem: Problem, planner: str) -> None:
+    """Nothing moves people: no plan exists."""
+    r = solve(world_task(household, world_problem, "(person_at omar bedroom)"), planner, timeout=60)
+    assert r.status == "unsolvable" and not r.plan, r.message
+
+
+def test_lapkt_on_a_task_without_the_objects_a_universal_effect_ranges_over(
+        household: Domain, world_problem: Problem) -> None:
+    """A pruned task often keeps no cloth: run_washer's forall over clothes is then vacuous."""
+    objects = {o: t for o, t in world_problem.objects.items() if t in ("agent", "room", "light")}
+    facts = {(a.predicate, a.args) for a in world_problem.init if set(a.args) <= set(objects)}
+    task = Task(household, objects, facts, goal("(not (switched_on kitchen_light))"))
+    r = solve(task, "lapkt")
+    assert r.solved, r.message
+    assert simulate(State(household, objects, facts), r.plan, task.goal) is None
+
+
+def test_timeout_bounds_the_whole_call_translation_included() -> None:
+    t = time.perf_counter()
+    r = solve(exploding_task(), timeout=2)
+    assert r.status == "timeout" and not r.plan
+    assert time.perf_counter() - t < 3
+
+
+def test_memory_cap_applies_to_the_planner_itself() -> None:
+    """The translator's own growth counts, not the address space it inherited (this process's)."""
+    r = solve(exploding_task(), timeout=60, memory_mb=100)
+    assert r.status == "memout" and "cap 100 MB" in r.message, r.message
+
+
+def test_search_binary_runs_under_the_cap(household: Domain, world_problem: Problem) -> None:
+    """A small task fits a small cap: only what the planner uses counts."""
+    r = solve(world_task(household, world_problem, "(holding robot apple)"), memory_mb=64)
+    assert r.solved, r.message
+
+
+def test_a_crash_is_an_error_not_a_memout() -> None:
+    def crash() -> None:
+        time.sleep(0.5)
+        for pid in _children():
+            os.kill(pid, signal.SIGSEGV)
+
+    threading.Thread(target=crash, daemon=True).start()
+    r = solve(exploding_task(), timeout=30)
+    assert r.status == "error" and "SIGSEGV" in r.message, r.message
+
+
+def _children() -> list[int]:
+    me = str(os.getpid())
+    out = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if fields[1] == me:
+            out.append(int(stat.parent.name))
+    return out
+
+
+def test_invariants_found_once_per_domain_translate_the_same(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                              household: Domain, world_problem: Problem) -> None:
+    """The translator given the domain's invariants writes the task it writes when it finds them itself."""
+    from fast_downward.translate import invariant_finder, main, options
+
+    task = world_task(household, world_problem, "(and (clean sandra_jeans) (dry sandra_jeans))")
+    (tmp_path / "domain.pddl").write_text(household.compiled_pddl())
+    (tmp_path / "problem.pddl").write_text(task.to_pddl())
+    invariants = domain_invariants(household.compiled_pddl())
+    assert invariants
+    for name in ("found.sas", "given.sas"):
+        options.set_options([str(tmp_path / "domain.pddl"), str(tmp_path / "problem.pddl"),
+                             "--sas-file", str(tmp_path / name)])
+        if name == "given.sas":
+            monkeypatch.setattr(invariant_finder, "find_invariants", lambda task, params: iter(invariants))
+        with contextlib.redirect_stdout(io.StringIO()):
+            main.main()
+    assert (tmp_path / "found.sas").read_text() == (tmp_path / "given.sas").read_text()
+
+
+def test_expand_quantifiers(household: Domain, world_problem: Problem) -> None:
+    state = State(household, world_problem.objects, ())
+    lights = sorted(o for o, t in world_problem.objects.items() if t == "light")
+    assert expand_quantifiers(goal("(forall (?d - light) (not (switched_on ?d)))"), state) == And(
+        tuple(Not(Atom("switched_on", (d,))) for d in lights))
+    assert expand_quantifiers(goal("(imply (dry apple) (clean apple))"), state) == Or(
+        (Not(Atom("dry", ("apple",))), Atom("clean", ("apple",))))
+    assert expand_quantifiers(goal("(and (clean apple) (not (= apple robot)))"), state) == Atom("clean", ("apple",))
+
+
+def test_planning_imports_no_heavy_library() -> None:
+    """`kgplan plan` loads neither unified-planning nor torch."""
+    code = ("import sys, agent.cli, agent.planning, planners.solve; "
+            "print(sorted(m for m in ('unified_planning', 'torch', 'lapkt') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
