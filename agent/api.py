@@ -138,8 +138,9 @@ class Jobs:
                 p = problem_of(e) or Problem(500, f"internal error: {type(e).__name__}: {e}")
                 job.error, job.http_status, job.status = ErrorOut(detail=p.detail), p.status, "failed"
 
+        snapshot = job.model_copy(deep=True)  # the thread goes on changing `job`
         threading.Thread(target=work, daemon=True, name=f"kgplan-{op}").start()
-        return job
+        return snapshot
 
 
 def create_app(agent: Agent, token: str | None = None) -> FastAPI:

@@ -130,7 +130,8 @@ def init(
     """
 
     def go() -> None:
-        with creating(STATE["store"]) as g, Agent(g, llm=_llm()) as a:
+        with creating(STATE["store"]) as g:
+            a = Agent(g)
             synthesis = a.init(domain, problem, force)
             dom = a.domain
             out.print(f"Initialised {g.url} with domain [bold]{dom.name}[/bold] "
@@ -160,7 +161,7 @@ def invariants(
     def go() -> None:
         with agent() as a:
             if not suggest and accept is None:
-                for inv in a.domain.invariants:
+                for inv in a.invariants():
                     out.print(f"  {inv.origin:8} {inv.describe()}", markup=False, highlight=False)
                 return
             mined = a.suggest_invariants()

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -27,11 +28,10 @@ if TYPE_CHECKING:
     from agent.language import Outcome, Retrieval
     from agent.llm import LLM, LLMConfig
     from agent.planning import PlanReport
-    from domains.invariants import Mined, MutexGroup, Synthesis
-    from domains.verify import Issue
     from planners.execute import Execution
 
 Progress = Callable[[str], None]
+ENTITIES_TTL_S = 10.0  # how long the entity list is reused (counting the graph's entities costs seconds in Neo4j)
 Planner = StrEnum("Planner", {name: name for name in ENGINES})  # the planners one can choose
 
 
@@ -80,7 +80,7 @@ class Agent:
         self.graph: WorldGraph = store if isinstance(store, WorldGraph) else open_graph(store)
         self.lock = threading.RLock()
         self._llm = llm
-        self._entities: tuple[int, list[Entity]] | None = None  # (count, all entities): the list costs seconds at 100k
+        self._entities: tuple[float, list[Entity]] | None = None  # (when, all entities): seconds to read at 100k
         if domain is not None and not self.initialised:
             with self.writing():
                 self.graph.init(resolve_domain(domain))
@@ -136,38 +136,21 @@ class Agent:
 
     # ---- setting up ---------------------------------------------------------------------------
     def init(self, domain: str | Path, problem: Path | None = None, force: bool = False) -> Synthesis:
-        """Bind the store to a domain, with a PDDL problem as its first change (all or nothing); which
-        invariants were derived for it and which were dropped."""
+        """Bind the store to a domain, optionally loading a PDDL problem (all or nothing); which
+        invariants were derived for its initial state and which dropped."""
         dom = resolve_domain(domain)
         prob = Problem.parse(problem.read_text(), str(problem)) if problem else None
         with self.writing():
             return self.graph.init(dom, force=force, problem=prob)
-
-    def suggest_invariants(self) -> Mined:
-        """Invariants the graph satisfies for predicates no action changes, not yet enforced."""
-        with self.lock:
-            return self.graph.suggest_invariants()
-
-    def accept_invariants(self, groups: Iterable[MutexGroup]) -> None:
-        """Enforce these invariants from now on."""
-        with self.lock:
-            self.graph.accept_invariants(groups)
-
-    def check(self) -> list[Issue]:
-        """Every typing and invariant violation in the whole graph."""
-        from graph.check import check_graph
-
-        with self.lock:
-            return check_graph(self.graph)
 
     # ---- reading ------------------------------------------------------------------------------
     def entities(self, type: str | None = None, search: str | None = None) -> list[Entity]:
         """Entities, optionally of a type (subtypes included) and/or whose name, type or attributes
         contain `search` (case-insensitive)."""
         with self.lock:
-            n = self.graph.count()[0]  # another process may have written to the store
-            if self._entities is None or self._entities[0] != n:
-                self._entities = (n, self.graph.entities())
+            # this Agent's writes drop the cached list; another process's show within ENTITIES_TTL_S
+            if self._entities is None or time.monotonic() - self._entities[0] > ENTITIES_TTL_S:
+                self._entities = (time.monotonic(), self.graph.entities())
             ents = self._entities[1]
             dom = self.domain if type else None
         if dom is not None:
@@ -214,6 +197,29 @@ class Agent:
         with self.lock:
             return self.graph.to_problem()
 
+    # ---- rules ---------------------------------------------------------------------------------
+    def invariants(self) -> list[MutexGroup]:
+        """The invariants verification enforces (derived, declared or mined)."""
+        with self.lock:
+            return list(self.domain.invariants)
+
+    def suggest_invariants(self) -> Mined:
+        """Invariants the graph satisfies for predicates no action changes, not yet enforced."""
+        with self.lock:
+            return self.graph.suggest_invariants()
+
+    def accept_invariants(self, groups: Iterable[MutexGroup]) -> None:
+        """Enforce mined invariants from now on (ChangeRefused if the graph violates one)."""
+        with self.lock:
+            self.graph.accept_invariants(groups)
+
+    def check(self) -> list[Issue]:
+        """Every typing and invariant violation in the whole graph (an independent check)."""
+        from graph.check import check_graph
+
+        with self.lock:
+            return check_graph(self.graph)
+
     # ---- changing -----------------------------------------------------------------------------
     def change(self, add: Iterable[str | Fact] = (), remove: Iterable[str | Fact] = (), note: str = "",
                new_entities: Iterable[Entity] = (), dry_run: bool = False,
@@ -223,8 +229,8 @@ class Agent:
         Raises ChangeRefused with the issues (graph unchanged), PDDLError for a malformed fact.
         """
         delta = Delta(add=[_fact(f) for f in add], remove=[_fact(f) for f in remove],
-                      new_entities=list(new_entities), removed_entities=list(removed_entities), source="user",
-                      text=note)
+                      new_entities=list(new_entities), removed_entities=list(removed_entities),
+                      source="user", text=note)
         if delta.is_empty():
             raise GraphError("the change is empty: give facts to add or remove")
         with self.writing():

@@ -6,7 +6,7 @@ from all objects (K = 1 and 2; the page shows depth 2), timed at the client over
 ``--ops`` each after a warm-up. "page" is the requests the web page makes when it opens and when an entity
 is selected (the page, the entity list, the history, the entity's facts), each timed the same way over
 ``--ops``/10 rounds after 2 warm-up rounds (these are reported, not targets). The sqlite store is a
-file in a temporary folder; neo4j is a throwaway ArcadeDB server over Bolt (`graph.bolt_server`).
+file in a temporary folder; neo4j is a throwaway ArcadeDB server over Bolt (`benchmarks.arcadedb`).
 
 Target: neighbourhood p95 < 100 ms at both depths, on each backend.
 
@@ -108,7 +108,7 @@ def measure(backend: str, store: str, problem: Problem, ops: int, seed: int) -> 
 
 
 def run_neo4j(problem: Problem, ops: int, seed: int) -> dict[str, float]:
-    from graph.bolt_server import running_arcadedb
+    from benchmarks.arcadedb import running_arcadedb
 
     with tempfile.TemporaryDirectory(prefix="kgplan-bench-arcadedb-") as tmp, ExitStack() as stack:
         server = stack.enter_context(running_arcadedb(Path(tmp)))

@@ -41,10 +41,11 @@ async function job(op, body) {
   const progress = $("#progress");
   progress.replaceChildren();
   let j = await api("POST", `/api/jobs/${op}`, body);
-  while (j.status === "running") {
+  for (;;) {
+    progress.replaceChildren(...j.progress.map((p) => el("li", {}, p)));
+    if (j.status !== "running") break;
     await new Promise((r) => setTimeout(r, 250));
     j = await api("GET", `/api/jobs/${j.id}`);
-    progress.replaceChildren(...j.progress.map((p) => el("li", {}, p)));
   }
   if (j.status === "failed") throw Object.assign(new Error(j.error.detail.message), { detail: j.error.detail });
   return j.result;
