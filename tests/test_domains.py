@@ -19,11 +19,6 @@ from planners.state import State, Step, simulate
 
 DOMAINS = Path(__file__).parent / "domains"
 
-# Known failures, each naming the issue item whose fix turns it green (strict: a pass is reported).
-XFAIL: dict[str, str] = {
-}
-
-
 def problems() -> list[Path]:
     """Every problem file of the set, as tests/domains/NAME/pNN.pddl."""
     return sorted(DOMAINS.glob("*/p*.pddl"))
@@ -34,14 +29,8 @@ def load(path: Path) -> tuple[Domain, Problem]:
     return Domain.load(path.parent), Problem.parse(path.read_text(), str(path))
 
 
-def _cases(xfail: dict[str, str]) -> list:
-    out = []
-    for p in problems():
-        name = f"{p.parent.name}/{p.stem}"
-        reason = xfail.get(name) or xfail.get(p.parent.name)
-        marks = [pytest.mark.xfail(strict=True, reason=reason)] if reason else []
-        out.append(pytest.param(p, id=name, marks=marks))
-    return out
+def _cases() -> list:
+    return [pytest.param(p, id=f"{p.parent.name}/{p.stem}") for p in problems()]
 
 
 def test_the_set_is_broad() -> None:
@@ -54,7 +43,7 @@ def test_the_set_is_broad() -> None:
         assert word in every, word
 
 
-@pytest.mark.parametrize("path", _cases(XFAIL))
+@pytest.mark.parametrize("path", _cases())
 def test_load_round_trip_plan_validate(path: Path, empty_graph: WorldGraph) -> None:
     domain, problem = load(path)
     empty_graph.init(domain)
@@ -74,7 +63,7 @@ def test_load_round_trip_plan_validate(path: Path, empty_graph: WorldGraph) -> N
     assert simulate(state, steps, problem.goal) is None
 
 
-@pytest.mark.parametrize("path", _cases(XFAIL))
+@pytest.mark.parametrize("path", _cases())
 def test_pruned_task_is_solved_without_fallback(path: Path, tmp_path: Path) -> None:
     """Pruning keeps what plans need: the pruned task is solved (pruning is backend-independent)."""
     from graph.backends.sqlite import SqliteGraph
