@@ -18,7 +18,7 @@ from domains.verify import check_goal
 from graph.base import GraphError, WorldGraph, atom_of
 from planners.problem import Task
 from planners.relevance import Relevance
-from planners.solve import PlanResult, solve
+from planners.solve import OPTIMAL, PlanResult, solve
 from planners.state import State, Step, simulate
 
 LAST_PLAN = "last_plan"
@@ -81,6 +81,9 @@ def plan(graph: WorldGraph, goal_text: str, *, planner: str = "fd", timeout: flo
         report.status, report.message = "solved", "the goal already holds: nothing to do"
         return _remember(graph, report)
     notes: list[str] = []
+    if prune and planner in OPTIMAL:  # a pruned state may lack the objects of a cheaper plan
+        prune = False
+        notes.append(f"{planner} is optimal: it plans on the full state (pruning does not keep optimality)")
     if prune:
         t = time.perf_counter()
         for pruned in Relevance(domain).prunings(state, goal):

@@ -61,6 +61,7 @@ SEARCH = {"fd": ("up_fast_downward", "downward", LAMA_FIRST),
           "fd-opt": ("up_fast_downward", "downward", "astar(lmcut())"),
           "symk-opt": ("up_symk", "symk", "sym_bd()")}
 ENGINES = (*SEARCH, "lapkt")
+OPTIMAL = {"fd-opt", "symk-opt"}  # plans of least cost (or length): only on the full state
 EXPAND_QUANTIFIERS = {"fd-opt", "lapkt"}
 # Exit codes of Fast Downward's components (driver/returncodes.py); the child uses the translator's.
 EXIT_STATUS: dict[int, tuple[Status, str]] = {
