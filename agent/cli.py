@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from pydantic import ValidationError
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 from rich.tree import Tree
 
@@ -65,7 +66,7 @@ def report(e: Exception) -> bool:
     if isinstance(e, ChangeRefused):
         err.print("[red]Change refused[/red] (the graph is unchanged):")
         for issue in e.issues:
-            err.print(f"  [yellow]-[/yellow] [{issue.kind}] {issue.message}", highlight=False)
+            err.print(f"  [yellow]-[/yellow] {escape(f'[{issue.kind}]')} {escape(issue.message)}", highlight=False)
     elif isinstance(e, EXPECTED) or (llm and isinstance(e, llm.LLMError)):
         err.print(f"[red]error:[/red] {e}", highlight=False)
     else:

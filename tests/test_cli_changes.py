@@ -49,3 +49,9 @@ def test_observe_and_remove_entities(store: Path, tmp_path: Path) -> None:
     with SqliteGraph(store) as g:
         assert [e.type for e in g.entities(["red_mug"])] == ["cup"] and g.facts(entity="red_mug")
     assert CliRunner().invoke(app, ["remove"]).exit_code == 2  # nothing to remove: a usage error
+
+
+def test_a_refused_change_names_each_issue_kind(store: Path) -> None:
+    """Each issue is printed with its kind in brackets, as the README shows (not eaten as markup)."""
+    r = CliRunner().invoke(app, ["add", "(at robot kitchen)"])
+    assert r.exit_code == 1 and "[unknown_predicate] (at robot kitchen): unknown predicate 'at'" in r.output
