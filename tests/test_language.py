@@ -150,3 +150,16 @@ def test_chat_mixes_changes_and_tasks(tmp_path: Path, monkeypatch: pytest.Monkey
     assert "+ (on apple kitchen_table)" in res.output and "goal: (holding robot apple)" in res.output
     assert "2. (pick_up robot apple kitchen_table kitchen)" in res.output and "Executed 2 of 2 steps" in res.output
     assert "Could you bring me the apple?" in llm.prompts[3][-1]["content"]
+
+
+def test_a_sentence_can_remove_an_entity(world: SqliteGraph) -> None:
+    """"The mug broke": the reply lists the entity in removed_entities and its facts go with it;
+    undo brings both back."""
+    llm = ScriptedLLM([json.dumps({"add": [], "remove": [], "removed_entities": ["apple"]})])
+    before = sorted(map(str, world.facts()))
+    out = update(llm, world, "Omar ate the apple.", full_graph(world))
+    assert out.error is None and out.change is not None
+    assert world.entities(["apple"]) == [] and not world.facts(entity="apple")
+    assert "removed_entities" in llm.prompts[0][-1]["content"]
+    world.undo(out.change.id)
+    assert sorted(map(str, world.facts())) == before
