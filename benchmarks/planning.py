@@ -86,7 +86,8 @@ def measure(g: SqliteGraph, domain: Domain, problem: Problem, goal: Formula, nam
         row |= {"facts_full": r.facts_full, "facts_pruned": r.facts_pruned}
         m = {"status": r.status, "prune_s": r.prune_seconds, "plan_s": r.seconds,
              "pruned_s": r.prune_seconds + r.seconds, "call_s": wall, "call_cpu_s": cpu,
-             "used_full_state": r.used_full_state, "plan_length": len(r.plan), "message": r.message,
+             "used_full_state": r.used_full_state, "widenings": r.widenings, "fallback": r.fallback,
+             "plan_length": len(r.plan), "message": r.message,
              "planner_called": r.seconds > 0}  # not when the goal already holds
         steps = [Step.parse(s) for s in r.plan]
         m["valid_on_full"] = r.solved and simulate(State(domain, problem.objects, full_task.facts), steps, goal) is None
@@ -200,6 +201,8 @@ def summarise(rows: list[dict], planner: str) -> dict:
         "solved": sum(m["status"] == "solved" for m in ms),
         "valid_on_full": sum(m["valid_on_full"] for m in ms),
         "full_state_used": sum(m["used_full_state"] for m in ms),
+        "fallbacks": sum(m["fallback"] for m in ms),
+        "widenings": sum(m["widenings"] for m in ms),
         "median_facts_full": statistics.median(r["facts_full"] for r in rows),
         "median_facts_pruned": statistics.median(r["facts_pruned"] for r in rows),
         "median_pruned_s": statistics.median(m["pruned_s"] for m in called),
@@ -261,8 +264,9 @@ def print_tables(console: Console, rows: list[dict], scaling: list[dict], planne
                 m = r[p]
                 cells += [_f(m["pruned_s"], 3), _f(m["call_s"], 3), _full(m), _f(m.get("speedup"), 0),
                           str(m["plan_length"]), "yes" if m["valid_on_full"] else "NO"]
-                if m["used_full_state"] or m["status"] != "solved":
-                    notes.append(f"{p}: {m['status']}{' on the full state' if m['used_full_state'] else ''}")
+                if m["used_full_state"] or m["widenings"] or m["status"] != "solved":
+                    widened = f", {m['widenings']} widenings" if m["widenings"] else ""
+                    notes.append(f"{p}: {m['status']}{' on the full state' if m['used_full_state'] else ''}{widened}")
             t.add_row(*cells, f"{r['peak_rss_mb']:.0f}", "; ".join(notes))
         console.print(t)
     if summary:
@@ -274,7 +278,9 @@ def print_tables(console: Console, rows: list[dict], scaling: list[dict], planne
         line("goals solved", lambda s: f"{s['solved']}/{s['goals']}")
         line("goals already true (no planner call)", lambda s: str(s["goals_already_true"]))
         line("pruned plans valid on the full state", lambda s: f"{s['valid_on_full']}/{s['goals']}")
-        line("answered by the full state (fallback)", lambda s: str(s["full_state_used"]))
+        line("answered by the full state", lambda s: str(s["full_state_used"]))
+        line("fallbacks to the full state / widenings of the pruned state",
+             lambda s: f"{s['fallbacks']} / {s['widenings']}")
         line("median facts full / pruned", lambda s: f"{s['median_facts_full']} / {s['median_facts_pruned']}")
         line("median pruned end to end, pruning + planner (ms)", lambda s: _f(s["median_pruned_s"] * 1000, 1))
         line("median CPU of the whole plan call (ms)", lambda s: _f(s["median_pruned_cpu_s"] * 1000, 1))
