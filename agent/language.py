@@ -122,8 +122,9 @@ def update(llm: LLM, graph: WorldGraph, text: str, retrieval: Retrieval, *, veri
             else "no entity of the graph was retrieved for it")
         return out
     fact = enum_model("Fact", predicate=usable, args=(list[choice(names)], ...))
-    removable = {"removed_entities": (list[choice(list(retrieval.entities))], [])} if retrieval.entities else {}
-    schema = enum_model("StateChange", add=(list[fact], ...), remove=(list[fact], ...), **removable)
+    # removed entities are names, checked by verification: an enum would repeat the entity list in the schema
+    schema = enum_model("StateChange", add=(list[fact], ...), remove=(list[fact], ...),
+                        removed_entities=(list[str], []))
     messages = [{"role": "system", "content": f"{SYSTEM}\n\n{describe_domain(domain, usable)}"},
                 {"role": "user", "content": f"{describe_state(retrieval)}\n\nState change: {text}\n\nWhich facts "
                  "become true (add) and which stop being true (remove), including the old place or state of what "
@@ -144,7 +145,7 @@ def update(llm: LLM, graph: WorldGraph, text: str, retrieval: Retrieval, *, veri
         out.calls.append(record)
         delta = Delta(add=[Fact(predicate=f.predicate, args=tuple(f.args)) for f in reply.add],
                       remove=[Fact(predicate=f.predicate, args=tuple(f.args)) for f in reply.remove],
-                      removed_entities=list(getattr(reply, "removed_entities", [])),
+                      removed_entities=list(reply.removed_entities),
                       source="nl", text=text, model=record.model,
                       tokens={"prompt": out.prompt_tokens, "completion": sum(c.completion_tokens for c in out.calls)})
         out.delta = delta
