@@ -6,6 +6,7 @@ TextWorld-Express (`textworld-express` on PyPI) runs a jar and needs Java 17 on 
 
 from __future__ import annotations
 
+import heapq
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -42,8 +43,8 @@ class Environment(Protocol):
 
     def step(self, action: str) -> Observation: ...
 
-    def gold(self) -> list[str]:
-        """The environment's own omniscient solution for the current game."""
+    def optimum(self, seed: int) -> int:
+        """The length of an omniscient shortest solution for a seed (resets the environment)."""
         ...
 
 
@@ -76,8 +77,39 @@ class TextWorldExpress:
         _, _, _, infos = self.env.step(action)
         return self._observation(infos)
 
-    def gold(self) -> list[str]:
-        return [a for a in self.env.getGoldActionSequence() if a != "look around"]
+    def optimum(self, seed: int) -> int:
+        """Coin Collector: the shortest path on the whole map, found by walking all of it (TWX's gold
+        path for coin explores, so it is not the shortest); other games: the gold path's length."""
+        first = self.reset(seed)
+        if self.game != "coin":
+            return len([a for a in self.env.getGoldActionSequence() if a != "look around"])
+        exits: dict[tuple[int, int], dict[tuple[int, int], int]] = {}  # room -> neighbour -> steps to enter
+        coin: list[tuple[int, int]] = []
+
+        def walk(pos: tuple[int, int], obs: Observation) -> None:
+            exits[pos] = {}
+            coin.extend([pos] if "take coin" in obs.admissible else [])
+            for d, (dx, dy) in DIRECTIONS.items():
+                if f"move {d}" not in obs.admissible:
+                    continue
+                door = f"open door to {d}" in obs.admissible
+                nb = (pos[0] + dx, pos[1] + dy)
+                exits[pos][nb] = 1 + door  # doors start closed: open, then move
+                if nb not in exits:
+                    if door:
+                        self.step(f"open door to {d}")
+                    walk(nb, self.step(f"move {d}"))
+                    self.step(f"move {OPPOSITE[d]}")
+
+        walk((0, 0), first)
+        dist, todo = {(0, 0): 0}, [(0, (0, 0))]
+        while todo:
+            cost, pos = heapq.heappop(todo)
+            for nb, c in exits[pos].items():
+                if cost + c < dist.get(nb, 1 << 30):
+                    dist[nb] = cost + c
+                    heapq.heappush(todo, (cost + c, nb))
+        return dist[coin[0]] + 1  # + take coin
 
     def _observation(self, infos: dict) -> Observation:
         tree = self.env.getObjectTree() if self.game == "cookingworld" else {}

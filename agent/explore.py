@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import tempfile
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from agent.core import Agent
@@ -27,12 +27,11 @@ class Episode:
     seed: int
     success: bool = False
     steps: int = 0
-    optimal: int = 0  # length of the environment's own omniscient solution
+    optimal: int = 0  # length of an omniscient shortest solution
     invalid: int = 0  # actions that were not admissible when taken
     replans: int = 0
     planner_seconds: float = 0.0
     reason: str = ""
-    log: list[str] = field(default_factory=list)
 
 
 def action_text(step: str, templates: dict[str, str]) -> str:
@@ -52,8 +51,8 @@ def explore(env: Environment, game: str, seed: int, planner: str = "fd",
     with tempfile.TemporaryDirectory(prefix="kgplan-explore-") as tmp:
         agent = Agent(store or f"sqlite:{Path(tmp) / 'world.db'}")
         agent.graph.init(domain, problem=Problem.parse(sensor.initial, "start"))
+        ep.optimal = env.optimum(seed)
         obs = env.reset(seed)
-        ep.optimal = len(env.gold())
         action: str | None = None
         plan: list[str] = []
         expected: set = set()
@@ -91,7 +90,7 @@ def explore(env: Environment, game: str, seed: int, planner: str = "fd",
             ep.steps += 1
         agent.close()
     show(f"{'success' if ep.success else 'failure: ' + ep.reason} after {ep.steps} steps "
-         f"(omniscient gold path {ep.optimal})")
+         f"(omniscient optimum {ep.optimal})")
     return ep
 
 
