@@ -538,7 +538,7 @@ def explore(
     game: Annotated[str, typer.Option(help="TextWorld-Express game: coin (cooking-easy/-hard: no sensor yet).")]
         = "coin",
     seed: Annotated[int, typer.Option(help="Game seed (0-9 for development, 10-59 are the reported ones).")] = 0,
-    planner: Annotated[Planner, typer.Option(help="Planner for the goal and the sub-goals.")] = Planner.fd,
+    planner: Annotated[Planner, typer.Option(help="Planner for the goal and the sub-goals.")] = Planner("fd-opt"),
 ) -> None:
     """Play a partially observed game: plan for the goal or the domain's sub-goals, act, observe, replan.
 

@@ -40,7 +40,7 @@ def action_text(step: str, templates: dict[str, str]) -> str:
     return templates[s.action].format(*s.args)
 
 
-def explore(env: Environment, game: str, seed: int, planner: str = "fd",
+def explore(env: Environment, game: str, seed: int, planner: str = "fd-opt",
             show: Callable[[str], None] = lambda _: None, store: str | None = None) -> Episode:
     """Run the loop on one seed; a fresh sqlite graph per episode unless `store` is given."""
     domain_name, make_sensor = SENSORS[game]

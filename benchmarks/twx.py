@@ -97,7 +97,7 @@ def main(argv: list[str] | None = None) -> int:
                     help="sensor: structured outputs only (the LLM mode is not built yet)")
     ap.add_argument("--seeds", type=seed_range, default=seed_range("0-9"),
                     help="seeds, e.g. 10-59 (0-9 are for development)")
-    ap.add_argument("--planner", default="fd")
+    ap.add_argument("--planner", default="fd-opt", help="fd-opt: the nearest unknown room first")
     ap.add_argument("--json", type=Path, default=None, help="write the summary and episodes here")
     ap.add_argument("--plot", type=Path, default=None, help="PNG of steps per seed (default results/twx-GAME.png)")
     args = ap.parse_args(argv)
