@@ -11,13 +11,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from agent.core import Agent
-from agent.environments import CoinSensor, Environment
-from domains.model import Problem, resolve_domain
+from agent.environments import CoinSensor, CookingSensor, Environment, Observation
+from domains.model import Domain, Problem, resolve_domain
 from graph.base import ChangeRefused
 from planners.state import Step
 
 # game -> (domain, sensor factory)
-SENSORS: dict[str, tuple[str, Callable[[], CoinSensor]]] = {"coin": ("coin_collector", CoinSensor)}
+SENSORS: dict[str, tuple[str, Callable[[], CoinSensor | CookingSensor]]] = {
+    "coin": ("coin_collector", CoinSensor), "cooking-easy": ("cooking", CookingSensor),
+    "cooking-hard": ("cooking", CookingSensor)}
 
 
 @dataclass
@@ -37,7 +39,7 @@ class Episode:
 def action_text(step: str, templates: dict[str, str]) -> str:
     """The environment command of a plan step, from domain.toml's [explore.actions] templates."""
     s = Step.parse(step)
-    return templates[s.action].format(*s.args)
+    return templates[s.action].format(*(a.replace("_", " ") for a in s.args))
 
 
 def explore(env: Environment, game: str, seed: int, planner: str = "fd-opt",
@@ -50,9 +52,9 @@ def explore(env: Environment, game: str, seed: int, planner: str = "fd-opt",
     sensor = make_sensor()
     with tempfile.TemporaryDirectory(prefix="kgplan-explore-") as tmp:
         agent = Agent(store or f"sqlite:{Path(tmp) / 'world.db'}")
-        agent.graph.init(domain, problem=Problem.parse(sensor.initial, "start"))
         ep.optimal = env.optimum(seed)
         obs = env.reset(seed)
+        start(agent, domain, sensor, obs)
         action: str | None = None
         plan: list[str] = []
         expected: set = set()
@@ -92,6 +94,22 @@ def explore(env: Environment, game: str, seed: int, planner: str = "fd-opt",
     show(f"{'success' if ep.success else 'failure: ' + ep.reason} after {ep.steps} steps "
          f"(omniscient optimum {ep.optimal})")
     return ep
+
+
+def start(agent: Agent, domain: Domain, sensor: CoinSensor | CookingSensor, obs: Observation) -> None:
+    """Initialise the graph with what the sensor knows beforehand and sees first (the invariants are
+    derived for that state)."""
+    delta = sensor.delta(set(sensor.facts), set(sensor.objects), None, obs)
+    objects = {**sensor.objects, **{e.name: e.type for e in delta.new_entities}}
+    init = (set(sensor.facts) | set(delta.add)) - set(delta.remove)
+    text = (f"(define (problem start) (:domain {domain.name}) (:objects "
+            f"{' '.join(f'{n} - {t}' for n, t in objects.items())}) (:init {' '.join(sorted(map(str, init)))}))")
+    agent.graph.init(domain, problem=Problem.parse(text, "first observation"))
+    # New entities keep arriving in an open world, so a bound on how many objects hold a predicate,
+    # derived from how many happened to hold it in the first observation, is no rule: keep the groups
+    # that bound one object's facts (a key), and exactly-one groups (one player position).
+    kept = [g for g in agent.invariants() if g.exactly_one or any(p.key_positions for p in g.parts)]
+    agent.graph._set_invariants(kept)  # no public setter yet: told the lead
 
 
 def _plan(agent: Agent, cfg: dict, planner: str, ep: Episode, show: Callable[[str], None]) -> list[str]:

@@ -10,8 +10,9 @@ import pytest
 
 from agent.core import Agent
 from agent.environments import CoinSensor, Observation
+from agent.explore import start
 from benchmarks.twx import seed_range, wilson
-from domains.model import Problem, resolve_domain
+from domains.model import resolve_domain
 from graph.base import ChangeRefused
 from graph.model import Fact
 
@@ -23,7 +24,7 @@ needs_twx = pytest.mark.skipif(
 @pytest.fixture
 def coin_world(tmp_path):
     agent = Agent(f"sqlite:{tmp_path / 'w.db'}")
-    agent.graph.init(resolve_domain("coin_collector"), problem=Problem.parse(CoinSensor.initial, "start"))
+    start(agent, resolve_domain("coin_collector"), CoinSensor(), Observation("", []))
     yield agent
     agent.close()
 
