@@ -535,10 +535,10 @@ def mcp() -> None:
 
 @app.command()
 def explore(
-    game: Annotated[str, typer.Option(help="TextWorld-Express game: coin (cooking-easy/-hard: no sensor yet).")]
-        = "coin",
+    game: Annotated[str, typer.Option(help="TextWorld-Express game: coin, cooking-easy or cooking-hard.")] = "coin",
     seed: Annotated[int, typer.Option(help="Game seed (0-9 for development, 10-59 are the reported ones).")] = 0,
-    planner: Annotated[Planner, typer.Option(help="Planner for the goal and the sub-goals.")] = Planner("fd-opt"),
+    planner: Annotated[Planner | None, typer.Option(
+        help="Planner for the goal and the sub-goals (default: the domain's, see its domain.toml).")] = None,
 ) -> None:
     """Play a partially observed game: plan for the goal or the domain's sub-goals, act, observe, replan.
 
@@ -558,7 +558,8 @@ def explore(
         err.print(f"[red]error:[/red] {e}")
         raise typer.Exit(2) from None
     try:
-        ep = play(env, game, seed, planner=planner.value, show=lambda line: out.print(line, highlight=False))
+        ep = play(env, game, seed, planner=planner and planner.value,
+                  show=lambda line: out.print(line, highlight=False))
     finally:
         env.close()
     raise typer.Exit(0 if ep.success else 1)

@@ -42,12 +42,14 @@ def action_text(step: str, templates: dict[str, str]) -> str:
     return templates[s.action].format(*(a.replace("_", " ") for a in s.args))
 
 
-def explore(env: Environment, game: str, seed: int, planner: str = "fd-opt",
+def explore(env: Environment, game: str, seed: int, planner: str | None = None,
             show: Callable[[str], None] = lambda _: None, store: str | None = None) -> Episode:
-    """Run the loop on one seed; a fresh sqlite graph per episode unless `store` is given."""
+    """Run the loop on one seed; a fresh sqlite graph per episode unless `store` is given; the planner
+    is domain.toml's [explore] planner unless given."""
     domain_name, make_sensor = SENSORS[game]
     domain = resolve_domain(domain_name)
     cfg = domain.meta["explore"]
+    planner = planner or cfg.get("planner", "fd")
     ep = Episode(seed)
     sensor = make_sensor()
     with tempfile.TemporaryDirectory(prefix="kgplan-explore-") as tmp:
