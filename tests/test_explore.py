@@ -95,3 +95,22 @@ def test_budget_exhaustion_is_a_failure(coin_env, monkeypatch):
     monkeypatch.setattr(coin_env, "budget", 3)
     ep = explore(coin_env, "coin", 0)  # the coin is 7 steps away at best
     assert not ep.success and ep.steps == 3 and ep.reason == "budget spent"
+
+
+@needs_twx
+def test_cooking_placeholder_room_is_merged_when_entered(tmp_path):
+    from agent.environments import TextWorldExpress
+    from agent.explore import explore
+
+    env = TextWorldExpress("cooking-easy")
+    try:
+        ep = explore(env, "cooking-easy", 0, store=f"sqlite:{tmp_path / 'c.db'}")
+    finally:
+        env.close()
+    assert ep.success, ep.reason
+    with Agent(f"sqlite:{tmp_path / 'c.db'}") as agent:
+        merged = [e for c in agent.history() for e in c.delta.removed_entities]
+        names = {e.name for e in agent.entities()}
+        assert merged and all(e.name.startswith("unseen_") and e.name not in names for e in merged)
+        assert not any(f.args[0].startswith("unseen_") for f in agent.facts("unknown")), "entered rooms stay unknown"
+        assert agent.check() == []
