@@ -33,7 +33,7 @@ app = typer.Typer(help=__doc__, no_args_is_help=True, pretty_exceptions_enable=F
 out = Console()
 err = Console(stderr=True)
 STATE: dict[str, Any] = {"store": None, "llm": {}}
-BENCHMARKS = ("graph_ops", "planning", "l3mp", "api")  # modules of benchmarks/ with a main(argv)
+BENCHMARKS = ("graph_ops", "planning", "l3mp", "api", "twx")  # modules of benchmarks/ with a main(argv)
 EXPECTED = (GraphError, PDDLError, FileNotFoundError, ValidationError, json.JSONDecodeError)
 
 
@@ -539,6 +539,38 @@ def mcp() -> None:
             run_server(a)
 
     run_guarded(go)
+
+
+@app.command()
+def explore(
+    game: Annotated[str, typer.Option(help="TextWorld-Express game: coin, cooking-easy or cooking-hard.")] = "coin",
+    seed: Annotated[int, typer.Option(help="Game seed (0-9 for development, 10-59 are the reported ones).")] = 0,
+    planner: Annotated[Planner | None, typer.Option(
+        help="Planner for the goal and the sub-goals (default: the domain's, see its domain.toml).")] = None,
+) -> None:
+    """Play a partially observed game: plan for the goal or the domain's sub-goals, act, observe, replan.
+
+    Each step shows the observation, the verified graph change, the goal tried, the plan and the action.
+    The graph is a fresh one per game (the --store option is not used). Needs textworld-express and Java 17.
+    """
+    from agent.environments import TextWorldExpress, TWXUnavailable
+    from agent.explore import SENSORS
+    from agent.explore import explore as play
+
+    if game not in SENSORS:
+        err.print(f"[red]error:[/red] no sensor for game {game!r}: choose {', '.join(SENSORS)}")
+        raise typer.Exit(2)
+    try:
+        env = TextWorldExpress(game)
+    except TWXUnavailable as e:
+        err.print(f"[red]error:[/red] {e}")
+        raise typer.Exit(2) from None
+    try:
+        ep = play(env, game, seed, planner=planner and planner.value,
+                  show=lambda line: out.print(line, highlight=False))
+    finally:
+        env.close()
+    raise typer.Exit(0 if ep.success else 1)
 
 
 @app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True, "help_option_names": []})

@@ -1,0 +1,127 @@
+"""Iterative planning in a partially observed world (PDDLEGO): plan for the end goal when the graph
+allows it, else for the domain's sub-goals in order; act one step, observe, apply the verified change,
+replan when the observation brought anything the plan did not expect; stop on success or budget.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from agent.core import Agent
+from agent.environments import CoinSensor, CookingSensor, Environment, Observation
+from domains.model import Domain, Problem, resolve_domain
+from graph.base import ChangeRefused
+from planners.state import Step
+
+# game -> (domain, sensor factory)
+SENSORS: dict[str, tuple[str, Callable[[], CoinSensor | CookingSensor]]] = {
+    "coin": ("coin_collector", CoinSensor), "cooking-easy": ("cooking", CookingSensor),
+    "cooking-hard": ("cooking", CookingSensor)}
+
+
+@dataclass
+class Episode:
+    """One run of the loop on one seed, with the benchmark's measurements."""
+
+    seed: int
+    success: bool = False
+    steps: int = 0
+    optimal: int = 0  # length of an omniscient shortest solution
+    invalid: int = 0  # actions that were not admissible when taken
+    replans: int = 0
+    planner_seconds: float = 0.0
+    reason: str = ""
+
+
+def action_text(step: str, templates: dict[str, str]) -> str:
+    """The environment command of a plan step, from domain.toml's [explore.actions] templates."""
+    s = Step.parse(step)
+    return templates[s.action].format(*(a.replace("_", " ") for a in s.args))
+
+
+def explore(env: Environment, game: str, seed: int, planner: str | None = None,
+            show: Callable[[str], None] = lambda _: None, store: str | None = None) -> Episode:
+    """Run the loop on one seed; a fresh sqlite graph per episode unless `store` is given; the planner
+    is domain.toml's [explore] planner unless given."""
+    domain_name, make_sensor = SENSORS[game]
+    domain = resolve_domain(domain_name)
+    cfg = domain.meta["explore"]
+    planner = planner or cfg.get("planner", "fd")
+    ep = Episode(seed)
+    sensor = make_sensor()
+    with tempfile.TemporaryDirectory(prefix="kgplan-explore-") as tmp:
+        agent = Agent(store or f"sqlite:{Path(tmp) / 'world.db'}")
+        ep.optimal = env.optimum(seed)
+        obs = env.reset(seed)
+        start(agent, domain, sensor, obs)
+        action: str | None = None
+        plan: list[str] = []
+        expected: set = set()
+        while True:
+            facts = set(agent.facts())
+            delta = sensor.delta(facts, {e.name for e in agent.entities()}, action, obs)
+            show(f"observation: {obs.text.strip()}")
+            try:
+                if not delta.is_empty():
+                    change = agent.observe([delta])[0]
+                    show(f"graph change {change.id}: +{[str(f) for f in delta.add]} -{[str(f) for f in delta.remove]}")
+            except ChangeRefused as e:
+                ep.reason = f"observation refused: {e}"
+                break
+            if obs.won:
+                ep.success = True
+                break
+            if obs.done or ep.steps >= env.budget:
+                ep.reason = "budget spent" if ep.steps >= env.budget else "the game ended in failure"
+                break
+            surprise = bool(delta.new_entities) or set(delta.add) | set(delta.remove) != expected
+            if surprise or not plan:
+                plan = _plan(agent, cfg, planner, ep, show)
+                if not plan:
+                    ep.reason = "no plan for the goal or any sub-goal"
+                    break
+            step = plan.pop(0)
+            added, removed = agent.effects([step])[0]
+            expected = set(added) | set(removed)
+            action = action_text(step, cfg["actions"])
+            if action not in obs.admissible:
+                ep.invalid += 1
+            show(f"action {ep.steps + 1}: {action}")
+            obs = env.step(action)
+            ep.steps += 1
+        agent.close()
+    show(f"{'success' if ep.success else 'failure: ' + ep.reason} after {ep.steps} steps "
+         f"(omniscient optimum {ep.optimal})")
+    return ep
+
+
+def start(agent: Agent, domain: Domain, sensor: CoinSensor | CookingSensor, obs: Observation) -> None:
+    """Initialise the graph with what the sensor knows beforehand and sees first (the invariants are
+    derived for that state)."""
+    delta = sensor.delta(set(sensor.facts), set(sensor.objects), None, obs)
+    objects = {**sensor.objects, **{e.name: e.type for e in delta.new_entities}}
+    init = (set(sensor.facts) | set(delta.add)) - set(delta.remove)
+    text = (f"(define (problem start) (:domain {domain.name}) (:objects "
+            f"{' '.join(f'{n} - {t}' for n, t in objects.items())}) (:init {' '.join(sorted(map(str, init)))}))")
+    agent.graph.init(domain, problem=Problem.parse(text, "first observation"))
+    # New entities keep arriving in an open world, so a bound on how many objects hold a predicate,
+    # derived from how many happened to hold it in the first observation, is no rule: keep the groups
+    # that bound one object's facts (a key), and exactly-one groups (one player position).
+    kept = [g for g in agent.invariants() if g.exactly_one or any(p.key_positions for p in g.parts)]
+    agent.graph._set_invariants(kept)  # no public setter yet: told the lead
+
+
+def _plan(agent: Agent, cfg: dict, planner: str, ep: Episode, show: Callable[[str], None]) -> list[str]:
+    """A plan for the end goal, else for the first sub-goal that has one (empty if none)."""
+    ep.replans += 1
+    for goal in [cfg["goal"], *cfg.get("subgoals", [])]:
+        report = agent.plan(goal=goal, planner=planner, prune=False)
+        ep.planner_seconds += report.seconds
+        if report.solved and report.plan:
+            show(f"goal {goal}: plan {report.plan}")
+            return list(report.plan)
+        show(f"goal {goal}: {report.status}")
+    return []
