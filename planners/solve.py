@@ -39,7 +39,7 @@ from importlib.util import find_spec
 from pathlib import Path
 from typing import Literal
 
-from domains.formula import TRUE, And, Effect, Equals, Formula, Imply, Not, Or, Quantified
+from domains.formula import TRUE, And, Atom, Effect, Equals, Formula, Imply, Not, Or, Quantified, scoped, to_pddl
 from domains.model import Domain
 from planners.problem import Task
 from planners.state import State, Step, substitute
@@ -62,6 +62,7 @@ SEARCH = {"fd": ("up_fast_downward", "downward", LAMA_FIRST),
           "symk-opt": ("up_symk", "symk", "sym_bd()")}
 ENGINES = (*SEARCH, "lapkt")
 OPTIMAL = {"fd-opt", "symk-opt"}  # plans of least cost (or length): only on the full state
+GOAL_ACTION, GOAL_ATOM = "kgplan-reach-goal", "kgplan-goal-reached"  # see _goal_as_action
 EXPAND_QUANTIFIERS = {"fd-opt", "lapkt"}
 # Exit codes of Fast Downward's components (driver/returncodes.py); the child uses the translator's.
 EXIT_STATUS: dict[int, tuple[Status, str]] = {
@@ -102,13 +103,17 @@ def solve(task: Task, planner: str = "fd", timeout: float = 60.0, memory_mb: int
     else:
         import fast_downward.translate.main  # noqa: F401
     invariants = None if planner == "lapkt" else domain_invariants(task.domain.compiled_pddl())
-    if planner in EXPAND_QUANTIFIERS:
+    goal_action = planner == "fd-opt" and not _literals_only(task.goal) and _existential(task.goal)
+    if planner in EXPAND_QUANTIFIERS and not goal_action:
         state = State(task.domain, task.objects, ())
         domain = _live_effects(task.domain, state) if planner == "lapkt" else task.domain
         task = Task(domain, task.objects, task.facts, expand_quantifiers(task.goal, state), task.numbers)
+    domain_pddl = task.domain.compiled_pddl()
+    if goal_action:
+        domain_pddl, task = _goal_as_action(domain_pddl, task)
     workdir = Path(tempfile.mkdtemp(prefix="kgplan-plan-"))
     try:
-        (workdir / "domain.pddl").write_text(task.domain.compiled_pddl())
+        (workdir / "domain.pddl").write_text(domain_pddl)
         (workdir / "problem.pddl").write_text(task.to_pddl())
         sys.stdout.flush()
         sys.stderr.flush()
@@ -124,7 +129,7 @@ def solve(task: Task, planner: str = "fd", timeout: float = 60.0, memory_mb: int
             message = f"no plan within {timeout:g} s"
         elif status == "memout":
             message += f" (cap {memory_mb} MB)"
-        plan = _read_plan(workdir / PLAN_FILE) if status == "solved" else []
+        plan = [s for s in _read_plan(workdir / PLAN_FILE) if s.action != GOAL_ACTION] if status == "solved" else []
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
     return PlanResult(status, planner, time.perf_counter() - start, plan, message)
@@ -162,6 +167,50 @@ def _wait(pid: int, deadline: float, limit: int, workdir: Path) -> tuple[Status,
 def _log_tail(workdir: Path) -> str:
     log = workdir / "log"
     return log.read_text(errors="replace")[-2000:].strip() if log.is_file() else ""
+
+
+def _literals_only(goal: Formula) -> bool:
+    """Whether a goal is a conjunction of literals (what Fast Downward's LM-cut accepts as a goal)."""
+    parts = goal.args if isinstance(goal, And) else (goal,)
+    return all(isinstance(p.arg if isinstance(p, Not) else p, Atom) for p in parts)
+
+
+def _existential(f: Formula, positive: bool = True) -> bool:
+    """Whether a formula has no universal quantifier once negations are pushed inward (Fast Downward
+    turns `exists` and `or` in a precondition into parameters and split actions, `forall` into axioms)."""
+    if isinstance(f, Not):
+        return _existential(f.arg, not positive)
+    if isinstance(f, And | Or):
+        return all(_existential(a, positive) for a in f.args)
+    if isinstance(f, Imply):
+        return _existential(f.left, not positive) and _existential(f.right, positive)
+    if isinstance(f, Quantified):
+        return (f.kind == "exists") == positive and _existential(f.body, positive)
+    return True
+
+
+def _goal_as_action(domain_pddl: str, task: Task) -> tuple[str, Task]:
+    """The usual compilation of an existential goal that is not a conjunction of literals (Fast Downward
+    would make it an axiom, which LM-cut rejects): an action whose precondition is the goal achieves a
+    new atom, the new goal. The goal's objects become the action's parameters, each pinned by a
+    one-object predicate set in the problem (a domain cannot name a problem's objects). The action costs
+    nothing under action costs and one step otherwise, so optimal plans stay optimal; its step is
+    dropped from the plan."""
+    d = task.domain
+    names = sorted({a for f, _ in scoped(task.goal) for a in (f.args if isinstance(f, Atom) else (f.left, f.right))
+                    if not a.startswith("?") and a not in d.constants})
+    var = {o: f"?kgplan-o{i}" for i, o in enumerate(names)}
+    pin = {o: f"kgplan-is-o{i}" for i, o in enumerate(names)}
+    pre = And((*(Atom(pin[o], (var[o],)) for o in names), substitute(task.goal, var)))
+    params = " ".join(f"{var[o]} - {d.type_text((task.objects[o],))}" for o in names)
+    action = (f"  (:action {GOAL_ACTION}\n    :parameters ({params})\n    :precondition "
+              f"{to_pddl(d.compile_formula(pre), d.type_text)}\n    :effect ({GOAL_ATOM}))\n")
+    preds = "".join(f"    ({p} ?x)\n" for p in pin.values())
+    head, tail = domain_pddl.rsplit(")", 1)
+    head = head.replace("  (:predicates\n", f"  (:predicates\n    ({GOAL_ATOM})\n{preds}", 1)
+    domain_pddl = head + action + ")" + tail
+    facts = set(task.facts) | {(pin[o], (o,)) for o in names}
+    return domain_pddl, dataclasses.replace(task, facts=facts, goal=Atom(GOAL_ATOM, ()))
 
 
 def _read_plan(path: Path) -> list[Step]:
