@@ -15,7 +15,7 @@ from dataclasses import dataclass, field, fields
 from domains.formula import Formula, parse_formula
 from domains.sexpr import PDDLError, read
 from domains.verify import check_goal
-from graph.base import GraphError, WorldGraph, atom_of
+from graph.base import GraphError, WorldGraph
 from planners.problem import Task
 from planners.relevance import Relevance
 from planners.solve import OPTIMAL, PlanResult, solve
@@ -71,11 +71,9 @@ def plan(graph: WorldGraph, goal_text: str, *, planner: str = "fd", timeout: flo
          prune: bool = True, memory_mb: int = 4096) -> PlanReport:
     """Plan for a PDDL goal on the graph's current state; the plan is remembered for `run`."""
     domain = graph.domain
-    objects = {e.name: e.type for e in graph.entities()}
+    objects, atoms, numbers = graph.snapshot()
     goal = parse_goal(goal_text, graph, objects)
-    facts = graph.facts()
-    numbers = {atom_of(f): f.value for f in facts if f.value is not None}
-    state = State(domain, objects, [atom_of(f) for f in facts if f.value is None], numbers)
+    state = State(domain, objects, atoms, numbers)
     report = PlanReport(goal=goal_text, status="error", planner=planner, facts_full=len(state.facts))
     if state.holds(goal):
         report.status, report.message = "solved", "the goal already holds: nothing to do"
