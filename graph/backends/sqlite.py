@@ -202,7 +202,7 @@ class SqliteGraph(WorldGraph):
     def snapshot(self) -> tuple[dict[str, str], list[GroundAtom], dict[GroundAtom, float]]:
         with self._tx("DEFERRED") as db:  # one read snapshot for both tables
             types = dict(db.execute("SELECT name, type FROM entities ORDER BY name"))
-            rows = db.execute("SELECT predicate, args, value FROM facts ORDER BY predicate, args").fetchall()
+            rows = db.execute("SELECT predicate, args, value FROM facts").fetchall()  # in no order
         args = json.loads(f"[{','.join(a for _, a, _ in rows)}]")  # one parse for all the arguments
         atoms, values = [], {}
         for (p, _, v), a in zip(rows, args, strict=True):
