@@ -8,14 +8,17 @@ no valid plan is widened too (`Relevance.prunings`), and the full state is tried
 
 from __future__ import annotations
 
+import gc
 import json
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field, fields
 
 from domains.formula import Formula, parse_formula
 from domains.sexpr import PDDLError, read
 from domains.verify import check_goal
-from graph.base import GraphError, WorldGraph, atom_of
+from graph.base import GraphError, WorldGraph
 from planners.problem import Task
 from planners.relevance import Relevance
 from planners.solve import OPTIMAL, PlanResult, solve
@@ -71,11 +74,10 @@ def plan(graph: WorldGraph, goal_text: str, *, planner: str = "fd", timeout: flo
          prune: bool = True, memory_mb: int = 4096) -> PlanReport:
     """Plan for a PDDL goal on the graph's current state; the plan is remembered for `run`."""
     domain = graph.domain
-    objects = {e.name: e.type for e in graph.entities()}
+    with _gc_paused():
+        objects, atoms, numbers = graph.snapshot()
+        state = State(domain, objects, atoms, numbers)
     goal = parse_goal(goal_text, graph, objects)
-    facts = graph.facts()
-    numbers = {atom_of(f): f.value for f in facts if f.value is not None}
-    state = State(domain, objects, [atom_of(f) for f in facts if f.value is None], numbers)
     report = PlanReport(goal=goal_text, status="error", planner=planner, facts_full=len(state.facts))
     if state.holds(goal):
         report.status, report.message = "solved", "the goal already holds: nothing to do"
@@ -105,6 +107,19 @@ def plan(graph: WorldGraph, goal_text: str, *, planner: str = "fd", timeout: flo
                  "full", notes)
     report.message = "; ".join(notes)
     return _remember(graph, report)
+
+
+@contextmanager
+def _gc_paused() -> Iterator[None]:
+    """The cyclic garbage collector paused while a large state is read and indexed: it would
+    rescan its hundreds of thousands of new containers (none in a cycle) again and again."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 def _attempt(report: PlanReport, state: State, task: Task, planner: str, timeout: float, memory_mb: int,

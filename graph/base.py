@@ -109,6 +109,14 @@ class WorldGraph(ABC):
     def facts_about(self, names: Collection[str]) -> list[Fact]:
         """Every fact with one of `names` among its arguments."""
 
+    def snapshot(self) -> tuple[dict[str, str], list[GroundAtom], dict[GroundAtom, float]]:
+        """The whole state as plain data for planning: entity types by name, the true atoms (in no
+        particular order), and the values of numeric functions' facts. Backends may read it faster
+        than this default."""
+        facts = self.facts()
+        return ({e.name: e.type for e in self.entities()}, [atom_of(f) for f in facts if f.value is None],
+                {atom_of(f): f.value for f in facts if f.value is not None})
+
     @abstractmethod
     def history(self, limit: int | None = None) -> list[Change]:
         """Applied changes, oldest first (the newest `limit` if given)."""

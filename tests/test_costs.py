@@ -33,6 +33,10 @@ def test_numeric_facts_are_stored_and_returned(travel: WorldGraph) -> None:
     assert F("(= (travel-cost a b) 1)") in travel.facts(entity="a")
     assert F("(= (travel-cost c office) 1)") in travel.facts_about(["c"])
     assert str(F("(= (travel-cost home a) 1.5)")) == "(= (travel-cost home a) 1.5)"
+    types, atoms, values = travel.snapshot()
+    assert values[("travel-cost", ("home", "office"))] == 10 and ("travel-cost", ("home", "office")) not in atoms
+    generic = WorldGraph.snapshot(travel)
+    assert (types, sorted(atoms), values) == (generic[0], sorted(generic[1]), generic[2])
     # one change replaces a value (removing the old one, adding the new one); undo restores it
     change = travel.apply(Delta(remove=[F("(= (travel-cost home a) 1)")], add=[F("(= (travel-cost home a) 7)")]))
     values = {f for f in travel.facts("travel-cost") if f.args == ("home", "a")}

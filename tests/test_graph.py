@@ -26,6 +26,17 @@ def test_load_and_export_round_trip(graph: WorldGraph, world_problem: Problem) -
     assert set(again.init) == set(world_problem.init) and again.objects == world_problem.objects
 
 
+def test_snapshot_is_the_state_as_plain_data(graph: WorldGraph, world_problem: Problem) -> None:
+    types, atoms, values = graph.snapshot()
+    assert types == world_problem.objects and values == {}
+    assert sorted(atoms) == sorted((a.predicate, a.args) for a in world_problem.init) and len(set(atoms)) == len(atoms)
+    graph.apply(Delta(remove=[F("(on apple kitchen_counter)")], add=[F("(on apple kitchen_table)")]))
+    types, atoms, values = graph.snapshot()
+    generic = WorldGraph.snapshot(graph)  # the backend's reading agrees with the generic one
+    assert (types, sorted(atoms), values) == (generic[0], sorted(generic[1]), generic[2])
+    assert ("on", ("apple", "kitchen_table")) in atoms and ("on", ("apple", "kitchen_counter")) not in atoms
+
+
 def test_uninitialised_store_says_so(empty_graph: WorldGraph) -> None:
     with pytest.raises(GraphError, match="not initialised"):
         _ = empty_graph.domain

@@ -157,8 +157,8 @@ class SqliteGraph(WorldGraph):
             raise GraphError(f"cannot open {self.path} as a kgplan store: {e}") from e
 
     @contextmanager
-    def _tx(self) -> Iterator[sqlite3.Connection]:
-        self.db.execute("BEGIN IMMEDIATE")
+    def _tx(self, mode: str = "IMMEDIATE") -> Iterator[sqlite3.Connection]:
+        self.db.execute(f"BEGIN {mode}")
         try:
             yield self.db
         except BaseException:
@@ -198,6 +198,19 @@ class SqliteGraph(WorldGraph):
 
     def facts_about(self, names: Collection[str]) -> list[Fact]:
         return _facts_about(self.db, names)
+
+    def snapshot(self) -> tuple[dict[str, str], list[GroundAtom], dict[GroundAtom, float]]:
+        with self._tx("DEFERRED") as db:  # one read snapshot for both tables
+            types = dict(db.execute("SELECT name, type FROM entities ORDER BY name"))
+            rows = db.execute("SELECT predicate, args, value FROM facts").fetchall()  # in no order
+        args = json.loads(f"[{','.join(a for _, a, _ in rows)}]")  # one parse for all the arguments
+        atoms, values = [], {}
+        for (p, _, v), a in zip(rows, args, strict=True):
+            if v is None:
+                atoms.append((p, tuple(a)))
+            else:
+                values[p, tuple(a)] = v
+        return types, atoms, values
 
     def history(self, limit: int | None = None) -> list[Change]:
         q = "SELECT id, time, undo_of, delta FROM changes ORDER BY id DESC"
