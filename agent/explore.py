@@ -111,7 +111,7 @@ def start(agent: Agent, domain: Domain, sensor: CoinSensor | CookingSensor, obs:
     # derived from how many happened to hold it in the first observation, is no rule: keep the groups
     # that bound one object's facts (a key), and exactly-one groups (one player position).
     kept = [g for g in agent.invariants() if g.exactly_one or any(p.key_positions for p in g.parts)]
-    agent.graph._set_invariants(kept)  # no public setter yet: told the lead
+    agent.graph.set_invariants(kept)
 
 
 def _plan(agent: Agent, cfg: dict, planner: str, ep: Episode, show: Callable[[str], None]) -> list[str]:

@@ -189,9 +189,11 @@ class WorldGraph(ABC):
                   for g in groups if (w := g.overcrowded(facts)) is not None]
         if issues:
             raise ChangeRefused(issues)
-        self._set_invariants([*self.domain.invariants, *groups])
+        self.set_invariants([*self.domain.invariants, *groups])
 
-    def _set_invariants(self, groups: list[MutexGroup]) -> None:
+    def set_invariants(self, groups: list[MutexGroup]) -> None:
+        """Store the groups verification enforces from now on (not checked against the graph: for a
+        subset of the stored ones, or groups already checked, as `accept_invariants` does)."""
         self.set_meta({"invariants": dump_groups(groups)})
         self.__dict__.pop("domain", None)
 
@@ -254,12 +256,12 @@ class WorldGraph(ABC):
         mined = [g for g in self.domain.invariants if g.origin == "mined"]
         synthesis, delta = _start(self.domain, problem, verified=False)  # verified as it is applied
         before = self.get_meta("invariants")
-        self._set_invariants(synthesis.kept + mined)
+        self.set_invariants(synthesis.kept + mined)
         try:
             return self.apply(delta, verified=verified)
         except BaseException:
             if before is not None:  # the graph stays empty, so a crash here needs no restore
-                self._set_invariants(load_groups(before))
+                self.set_invariants(load_groups(before))
             raise
 
     def to_problem(self, goal: Formula | str | None = None, facts: Iterable[Fact] | None = None,
