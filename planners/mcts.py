@@ -1,0 +1,596 @@
+"""Monte Carlo tree search over a belief (LLM-MCTS, MC-DML, DR-MCTS), for goals that no symbolic plan
+reaches because facts are unknown.
+
+Each simulation samples a world from the belief (planners/belief.py) and simulates it with the
+domain's own actions, grounded once into precondition/effect sets. The tree is over histories of
+actions and what they showed (POMCP), so a node's actions are chosen on what the agent would know.
+Selection is PUCT, ``Q + c*P(a)*sqrt(N)/(1+N(a))``, with a prior policy P that is uniform (UCT), from
+text similarity (embeddings) or from an LLM with MC-DML's memories. Leaf values are rollout returns
+or DR-MCTS's hybrid ``beta*V_MC + (1-beta)*V_DR``.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import time
+from collections import deque
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+import numpy as np
+from pydantic import BaseModel
+
+from domains.formula import TRUE, And, Atom, Equals, Formula, Not, atoms, parse_formula
+from domains.model import Domain
+from domains.sexpr import read
+from domains.verify import GroundAtom
+from graph.base import WorldGraph
+from planners import belief as bl
+from planners.state import State, Step, ground
+
+World = frozenset[GroundAtom]
+TextScorer = Callable[[Sequence[str], Sequence[str]], np.ndarray]
+
+
+# ---- the domain's transition model, grounded once --------------------------------------------------
+@dataclass(frozen=True)
+class GroundAction:
+    step: Step
+    pre: frozenset[GroundAtom]
+    pre_not: frozenset[GroundAtom]
+    add: frozenset[GroundAtom]
+    delete: frozenset[GroundAtom]
+
+
+def _literals(f: Formula) -> list[Formula] | None:
+    """The conjuncts of a conjunction of literals, or None for anything richer."""
+    parts = list(f.args) if isinstance(f, And) else [f]
+    ok = all(isinstance(p, Atom | Equals) or (isinstance(p, Not) and isinstance(p.arg, Atom | Equals))
+             for p in parts)
+    return parts if ok else None
+
+
+class Model:
+    """The ground actions of `domain` over `objects`, for STRIPS actions with negative preconditions
+    (static preconditions evaluated once); other actions are evaluated on a `State` when used."""
+
+    def __init__(self, domain: Domain, objects: Mapping[str, str], facts: set[GroundAtom]) -> None:
+        self.domain, self.objects = domain, dict(objects)
+        static = domain.static_predicates()
+        self.static = {a for a in facts if a[0] in static}
+        probe = State(domain, self.objects, self.static)
+        self.actions: list[GroundAction] = []
+        self.general: list[Step] = []  # actions outside the fast fragment
+        for act in domain.actions.values():
+            lits = _literals(act.precondition)
+            simple = lits is not None and all(e.condition == TRUE and not e.params for e in act.effects)
+            for b in probe.bindings(act.params):
+                step = Step(act.name, tuple(b[p.name] for p in act.params))
+                if not simple:
+                    self.general.append(step)
+                    continue
+                pre, pre_not, fine = set(), set(), True
+                for lit in lits or ():
+                    positive = not isinstance(lit, Not)
+                    inner = lit if positive else lit.arg
+                    if isinstance(inner, Equals):
+                        fine = (b.get(inner.left, inner.left) == b.get(inner.right, inner.right)) == positive
+                    else:
+                        atom = ground(inner, b)
+                        if atom[0] in static:
+                            fine = (atom in self.static) == positive
+                        else:
+                            (pre if positive else pre_not).add(atom)
+                    if not fine:
+                        break
+                if fine:
+                    self.actions.append(GroundAction(
+                        step, frozenset(pre), frozenset(pre_not),
+                        frozenset(ground(e.atom, b) for e in act.effects if e.add),
+                        frozenset(ground(e.atom, b) for e in act.effects if not e.add)))
+        self.index: dict[GroundAtom, list[int]] = {}
+        self.always: list[int] = []
+        for i, a in enumerate(self.actions):
+            if a.pre:
+                self.index.setdefault(min(a.pre), []).append(i)
+            else:
+                self.always.append(i)
+        self.by_step = {a.step: i for i, a in enumerate(self.actions)}
+
+    def ok(self, i: int, s: World) -> bool:
+        a = self.actions[i]
+        return a.pre <= s and not (a.pre_not & s)
+
+    def applicable(self, s: World) -> list[int]:
+        """Indexes of the ground actions (fast fragment) applicable in `s`."""
+        out = [i for i in self.always if self.ok(i, s)]
+        for atom in s:
+            out += [i for i in self.index.get(atom, ()) if self.ok(i, s)]
+        return out
+
+    def apply(self, i: int, s: World) -> World:
+        a = self.actions[i]
+        return (s - a.delete) | a.add
+
+    def general_applicable(self, s: World) -> list[Step]:
+        """Actions outside the fast fragment that apply in `s` (evaluated on a State: slow)."""
+        if not self.general:
+            return []
+        st = State(self.domain, self.objects, s)
+        out = []
+        for step in self.general:
+            act, b = st.bind(step)
+            if st.holds(act.precondition, b):
+                out.append(step)
+        return out
+
+    def apply_general(self, step: Step, s: World) -> World:
+        st = State(self.domain, self.objects, s)
+        st.apply(step)
+        return frozenset(st.facts)
+
+
+class Goal:
+    """A goal test, and the value heuristic of the DR estimator: V(s) = gamma**h(s), where h is an additive
+    regression two levels deep: an unmet goal literal costs 1 plus the cheapest achiever's unmet
+    preconditions, each costing 1 plus the fewest unmet preconditions of one of its own achievers."""
+
+    def __init__(self, goal: Formula, model: Model) -> None:
+        self.formula, self.model = goal, model
+        lits = _literals(goal)
+        self.pos = frozenset(ground(a, {}) for a in (lits or ()) if isinstance(a, Atom))
+        self.neg = frozenset(ground(a.arg, {}) for a in (lits or ()) if isinstance(a, Not) and isinstance(a.arg, Atom))
+        self.literal = lits is not None and len(self.pos) + len(self.neg) == len(lits)
+        self.adders: dict[GroundAtom, list[GroundAction]] = {}
+        self.deleters: dict[GroundAtom, list[GroundAction]] = {}
+        for a in model.actions:
+            for q in a.add:
+                self.adders.setdefault(q, []).append(a)
+            for q in a.delete:
+                self.deleters.setdefault(q, []).append(a)
+
+    def holds(self, s: World) -> bool:
+        if self.literal:
+            return self.pos <= s and not (self.neg & s)
+        return State(self.model.domain, self.model.objects, s).holds(self.formula)
+
+    def distance(self, s: World) -> int:
+        if not self.literal:
+            return 0 if self.holds(s) else 1
+        memo: dict[tuple[GroundAtom, bool], int] = {}
+
+        def unmet(a: GroundAction) -> list[tuple[GroundAtom, bool]]:
+            return [(q, True) for q in a.pre if q not in s] + [(q, False) for q in a.pre_not & s]
+
+        def cost1(key: tuple[GroundAtom, bool]) -> int:
+            if key not in memo:
+                best = 99
+                for a in (self.adders if key[1] else self.deleters).get(key[0], ()):
+                    best = min(best, len(unmet(a)))
+                    if best == 0:
+                        break
+                memo[key] = 1 + best
+            return memo[key]
+
+        def cost2(key: tuple[GroundAtom, bool]) -> int:
+            return 1 + min((sum(cost1(q) for q in unmet(a)) for a in (self.adders if key[1] else self.deleters)
+                            .get(key[0], ())), default=99)
+
+        return sum(cost2((g, True)) for g in self.pos - s) + sum(cost2((g, False)) for g in self.neg & s)
+
+
+class Observer:
+    """What the agent sees after an action: the `located` facts at every place where `visible` holds."""
+
+    def __init__(self, spec: bl.BeliefSpec, model: Model, items: Sequence[str]) -> None:
+        self.located, self.items = spec.located, set(items)
+        self.checks: list[tuple[frozenset[GroundAtom], frozenset[GroundAtom], list[GroundAtom]]] = []
+        if spec.visible is None:
+            return
+        f = parse_formula(read(spec.visible, "[belief] visible")[0], "[belief] visible")
+        lits = _literals(f) or []
+        for p in bl.places(spec, model.domain, model.objects):
+            b = {"?p": p}
+            pos = frozenset(ground(a, b) for a in lits if isinstance(a, Atom))
+            neg = frozenset(ground(a.arg, b) for a in lits if isinstance(a, Not) and isinstance(a.arg, Atom))
+            self.checks.append((pos, neg, [(spec.located, (i, p)) for i in items]))
+
+    def __call__(self, s: World) -> frozenset[GroundAtom]:
+        out: list[GroundAtom] = []
+        for pos, neg, located in self.checks:
+            if pos <= s and not (neg & s):
+                out += [a for a in located if a in s]
+        return frozenset(out)
+
+
+# ---- prior policies ---------------------------------------------------------------------------------
+Beliefs = Mapping[str, Mapping[str, float]]
+
+
+class Prior(Protocol):
+    """P(a | history, belief) over the given actions (summing to 1); `llm_calls` counts its LLM calls."""
+
+    llm_calls: int
+
+    def __call__(self, history: tuple[str, ...], actions: Sequence[Step], beliefs: Beliefs) -> list[float]: ...
+
+
+def action_text(step: Step, templates: Mapping[str, str]) -> str:
+    """A step in words, from domain.toml's [explore.actions] templates where the action has one."""
+    words = [a.replace("_", " ") for a in step.args]
+    t = templates.get(step.action)
+    return t.format(*words) if t else " ".join([step.action.replace("_", " "), *words])
+
+
+class UniformPrior:
+    llm_calls = 0
+
+    def __call__(self, history: tuple[str, ...], actions: Sequence[Step], beliefs: Beliefs) -> list[float]:
+        return [1 / len(actions)] * len(actions)
+
+
+class TextPrior:
+    """P(a): half the softmax of the similarity of the action's text to the goal's text (each text scored
+    once), half the belief's probability that an unknown item is at a place the action names; floored."""
+
+    llm_calls = 0
+
+    def __init__(self, score: TextScorer, goal_text: str, templates: Mapping[str, str],
+                 temperature: float = 0.05, floor: float = 0.01) -> None:
+        self.score, self.goal, self.templates = score, goal_text, templates
+        self.temperature, self.floor = temperature, floor
+        self.cache: dict[Step, float] = {}
+
+    def __call__(self, history: tuple[str, ...], actions: Sequence[Step], beliefs: Beliefs) -> list[float]:
+        new = [a for a in dict.fromkeys(actions) if a not in self.cache]
+        if new:
+            sims = np.asarray(self.score([action_text(a, self.templates) for a in new], [self.goal]))[:, 0]
+            self.cache.update(zip(new, np.exp(sims / self.temperature).tolist(), strict=True))
+        w = np.array([self.cache[a] for a in actions])
+        w = w / w.sum()
+        mass = np.array([sum(d.get(x, 0.0) for d in beliefs.values() for x in a.args) for a in actions])
+        if mass.sum() > 0:
+            w = 0.5 * w + 0.5 * mass / mass.sum()
+        w = np.maximum(w, self.floor)
+        return (w / w.sum()).tolist()
+
+
+class ActionScore(BaseModel):
+    action: str
+    probability: float
+
+
+class ActionScores(BaseModel):
+    scores: list[ActionScore]
+
+
+class Reflection(BaseModel):
+    reflection: str
+
+
+class LLMClient(Protocol):
+    """agent.llm.LLM's interface: a structured completion."""
+
+    def complete(self, messages: list[dict], schema: type) -> tuple: ...
+
+
+@dataclass
+class Memory:
+    """MC-DML's memories: in-trial, the trajectory of this episode so far (the last `steps`); cross-trial,
+    reflections written after failed simulations (at most `k`, the newest kept)."""
+
+    k: int = 3
+    steps: int = 10
+    trajectory: deque[str] = field(default_factory=deque)
+    reflections: deque[str] = field(default_factory=deque)
+
+    def __post_init__(self) -> None:
+        self.trajectory = deque(self.trajectory, maxlen=self.steps)
+        self.reflections = deque(self.reflections, maxlen=self.k)
+
+    def prompt(self) -> str:
+        lines = ["Your trajectory so far: " + ("; ".join(self.trajectory) or "(none)")]
+        if self.reflections:
+            lines += ["Lessons from earlier failed attempts:", *(f"- {r}" for r in self.reflections)]
+        return "\n".join(lines)
+
+
+class LLMPrior:
+    """P(a | history) from an LLM that sees the goal, the memories and the actions (MC-DML); cached per
+    history (the episode's trajectory and the node's path); after `max_calls` calls, `fallback`."""
+
+    def __init__(self, llm: LLMClient, goal_text: str, memory: Memory, fallback: Prior,
+                 templates: Mapping[str, str], max_calls: int = 20, floor: float = 0.01) -> None:
+        self.llm, self.goal, self.memory, self.fallback = llm, goal_text, memory, fallback
+        self.templates, self.max_calls, self.floor = templates, max_calls, floor
+        self.cache: dict[tuple, list[float]] = {}
+        self.llm_calls = 0
+
+    def __call__(self, history: tuple[str, ...], actions: Sequence[Step], beliefs: Beliefs) -> list[float]:
+        key = (tuple(self.memory.trajectory), history, tuple(actions))
+        if key in self.cache:
+            return self.cache[key]
+        if self.llm_calls >= self.max_calls:
+            return self.fallback(history, actions, beliefs)
+        texts = [action_text(a, self.templates) for a in actions]
+        likely = "; ".join(f"{i}: " + ", ".join(f"{p} {q:.0%}" for p, q in sorted(d.items(), key=lambda x: -x[1])[:3])
+                           for i, d in beliefs.items())
+        prompt = (f"Goal: {self.goal}\n{self.memory.prompt()}\n"
+                  f"Where the items not yet seen probably are: {likely or '(all seen)'}\n"
+                  f"Imagined steps since then: {'; '.join(history) or '(none)'}\n"
+                  "Give each possible next action the probability that it is the best next step:\n"
+                  + "\n".join(f"- {t}" for t in texts))
+        self.llm_calls += 1
+        reply, _ = self.llm.complete([{"role": "user", "content": prompt}], ActionScores)
+        given = {s.action.strip().lower(): max(s.probability, 0.0) for s in reply.scores}
+        w = np.maximum(np.array([given.get(t.lower(), 0.0) for t in texts]), 0.0)
+        w = w / w.sum() if w.sum() > 0 else np.full(len(texts), 1 / len(texts))
+        w = np.maximum(w, self.floor)
+        self.cache[key] = (w / w.sum()).tolist()
+        return self.cache[key]
+
+    def reflect(self, trajectory: Sequence[str]) -> None:
+        """After a failed simulation: the LLM writes a lesson, kept in the cross-trial memory."""
+        if self.llm_calls >= self.max_calls:
+            return
+        self.llm_calls += 1
+        reply, _ = self.llm.complete([{"role": "user", "content":
+                                       f"Goal: {self.goal}\nThis attempt failed: {'; '.join(trajectory)}\n"
+                                       "In one sentence, what should be done differently?"}], Reflection)
+        self.memory.reflections.append(reply.reflection.strip())
+
+
+# ---- the DR-MCTS hybrid estimator -----------------------------------------------------------------------
+@dataclass
+class Hybrid:
+    """Online statistics of paired (V_MC, V_DR) samples and the weight beta of V_MC that minimises the
+    variance of ``beta*V_MC + (1-beta)*V_DR``; with too few samples (or no variance) the schedule
+    ``beta_base*exp(-lam*N)``. Samples that never vary (every rollout failed) say nothing of a variance,
+    so they count as too few."""
+
+    beta_base: float = 0.5
+    lam: float = 0.01
+    min_samples: int = 10
+    n: int = 0
+    mean_mc: float = 0.0
+    mean_dr: float = 0.0
+    m2_mc: float = 0.0
+    m2_dr: float = 0.0
+    c: float = 0.0
+
+    def add(self, mc: float, dr: float) -> None:
+        self.n += 1
+        d_mc = mc - self.mean_mc
+        self.mean_mc += d_mc / self.n
+        d_dr = dr - self.mean_dr
+        self.mean_dr += d_dr / self.n
+        self.m2_mc += d_mc * (mc - self.mean_mc)
+        self.m2_dr += d_dr * (dr - self.mean_dr)
+        self.c += d_mc * (dr - self.mean_dr)
+
+    def beta(self, visits: int) -> float:
+        if self.n >= max(self.min_samples, 2):
+            v_mc, v_dr, cov = self.m2_mc / (self.n - 1), self.m2_dr / (self.n - 1), self.c / (self.n - 1)
+            denom = v_mc + v_dr - 2 * cov
+            if min(v_mc, v_dr) > 1e-12 and denom > 1e-12:
+                return min(1.0, max(0.0, (v_dr - cov) / denom))
+        return self.beta_base * math.exp(-self.lam * visits)
+
+
+def doubly_robust(v: Sequence[float], rewards: Sequence[float], rho: Sequence[float], gamma: float) -> float:
+    """V_DR of one trajectory s_0 a_0 r_0 s_1 ... s_T: ``V(s_0) + sum_t gamma^t rho_{0:t} (r_t + gamma V(s_{t+1})
+    - Q(s_t, a_t))`` with Q(s, a) = V(s); `v` has T+1 values (0 for a terminal state), `rho` the T
+    cumulative importance weights prod pi/mu."""
+    out = v[0]
+    for t, (r, w) in enumerate(zip(rewards, rho, strict=True)):
+        out += gamma ** t * w * (r + gamma * v[t + 1] - v[t])
+    return out
+
+
+# ---- the search -----------------------------------------------------------------------------------------
+@dataclass
+class Settings:
+    """How to search: `estimator` "mc" (rollout returns) or "dr" (the hybrid)."""
+
+    c: float = 1.0
+    gamma: float = 0.95
+    horizon: int = 15
+    estimator: str = "mc"
+    rollout_depth: int = 5
+    rollout_mix: float = 0.5  # rollout policy: this share of the prior, the rest uniform
+    rho_max: float = 10.0
+    beta_base: float = 0.5
+    lam: float = 0.01
+
+
+@dataclass
+class Budget:
+    """Limits on one decision: simulations, wall-clock seconds, LLM calls (None: no limit)."""
+
+    simulations: int = 100
+    seconds: float | None = None
+    llm_calls: int | None = None
+
+
+@dataclass
+class Decision:
+    step: Step | None
+    simulations: int
+    llm_calls: int
+    seconds: float
+    value: float
+    visits: dict[str, int]
+    beta: float | None = None
+
+
+class _Node:
+    __slots__ = ("actions", "kids", "n", "na", "prior", "q")
+
+    def __init__(self) -> None:
+        self.n = 0
+        self.actions: list[int] | None = None
+        self.prior: list[float] = []
+        self.na: list[int] = []
+        self.q: list[float] = []
+        self.kids: dict[tuple[int, frozenset], _Node] = {}
+
+
+class Search:
+    """One episode's searcher: the model grounded once, the goal, the observer and the priors."""
+
+    def __init__(self, model: Model, goal: Goal, observer: Observer, prior: Prior, rollout_prior: Prior,
+                 settings: Settings | None = None, rng: random.Random | None = None) -> None:
+        self.model, self.goal, self.observe, self.prior = model, goal, observer, prior
+        self.rollout_prior = rollout_prior
+        self.settings = settings or Settings()
+        self.rng = rng or random.Random(0)
+
+    def decide(self, known: World, beliefs: Mapping[str, Mapping[str, float]], budget: Budget,
+               history: tuple[str, ...] = ()) -> Decision:
+        """The most visited first action after simulations from `known` facts plus worlds sampled from
+        `beliefs` (about the items whose place is unknown), within `budget`."""
+        start, calls0 = time.perf_counter(), self.prior.llm_calls
+        hybrid = Hybrid(self.settings.beta_base, self.settings.lam)
+        root, sims = _Node(), 0
+        while sims < budget.simulations:
+            if budget.seconds is not None and time.perf_counter() - start >= budget.seconds:
+                break
+            if budget.llm_calls is not None and self.prior.llm_calls - calls0 >= budget.llm_calls:
+                break
+            world = {(self.observe.located, (i, p)) for i, p in bl.sample(beliefs, self.rng).items()
+                     if i in self.observe.items}
+            self._simulate(root, known | world, 0, history, beliefs, hybrid, sims)
+            sims += 1
+        best = max(range(len(root.na)), key=lambda j: (root.na[j], root.q[j])) if root.na else None
+        return Decision(
+            None if best is None else self.model.actions[root.actions[best]].step, sims,
+            self.prior.llm_calls - calls0, time.perf_counter() - start,
+            root.q[best] if best is not None else 0.0,
+            {str(self.model.actions[a].step): n for a, n in zip(root.actions or [], root.na, strict=False) if n},
+            hybrid.beta(sims) if self.settings.estimator == "dr" else None)
+
+    def _simulate(self, node: _Node, s: World, depth: int, history: tuple[str, ...], beliefs: Beliefs,
+                  hybrid: Hybrid, sims: int) -> float:
+        st = self.settings
+        if self.goal.holds(s) or depth >= st.horizon:
+            return 0.0
+        if node.actions is None:  # expand, then evaluate by a rollout
+            node.actions = self.model.applicable(s)
+            if not node.actions:
+                return 0.0
+            node.prior = self.prior(history, [self.model.actions[i].step for i in node.actions], beliefs)
+            node.na, node.q = [0] * len(node.actions), [0.0] * len(node.actions)
+            mc, dr = self._rollout(s, depth, beliefs)
+            if st.estimator == "mc":
+                return mc
+            beta = hybrid.beta(sims)
+            hybrid.add(mc, dr)
+            return beta * mc + (1 - beta) * dr
+        sqrt_n = math.sqrt(node.n + 1)
+        best, best_u = -1, -math.inf
+        for j, i in enumerate(node.actions):
+            u = node.q[j] + st.c * node.prior[j] * sqrt_n / (1 + node.na[j]) + 1e-9 * self.rng.random()
+            if u > best_u and self.model.ok(i, s):
+                best, best_u = j, u
+        if best < 0:
+            return 0.0
+        i = node.actions[best]
+        s2 = self.model.apply(i, s)
+        done = self.goal.holds(s2)
+        key = (i, self.observe(s2))
+        child = node.kids.get(key)
+        if child is None:
+            child = node.kids[key] = _Node()
+        step = str(self.model.actions[i].step)
+        g = 1.0 if done else st.gamma * self._simulate(child, s2, depth + 1, (*history, step), beliefs,
+                                                               hybrid, sims)
+        if done:
+            child.n += 1
+        node.n += 1
+        node.na[best] += 1
+        node.q[best] += (g - node.q[best]) / node.na[best]
+        return g
+
+    def _rollout(self, s: World, depth: int, beliefs: Beliefs) -> tuple[float, float]:
+        """(V_MC, V_DR) of a rollout from `s` with the mixed behaviour policy mu and target policy pi =
+        the rollout prior."""
+        st, gamma = self.settings, self.settings.gamma
+        h = self.goal.distance
+        values, rewards, rhos = [gamma ** h(s)], [], []
+        rho, ret, disc = 1.0, 0.0, 1.0
+        for _ in range(min(st.rollout_depth, st.horizon - depth)):
+            acts = self.model.applicable(s)
+            if not acts:
+                break
+            pi = self.rollout_prior((), [self.model.actions[i].step for i in acts], beliefs)
+            mix = st.rollout_mix if not isinstance(self.rollout_prior, UniformPrior) else 0.0
+            mu = [mix * p + (1 - mix) / len(acts) for p in pi]
+            j = self.rng.choices(range(len(acts)), weights=mu)[0]
+            rho = min(rho * pi[j] / mu[j], st.rho_max)
+            s = self.model.apply(acts[j], s)
+            done = self.goal.holds(s)
+            rewards.append(1.0 if done else 0.0)
+            rhos.append(rho)
+            values.append(0.0 if done else gamma ** h(s))
+            if done:
+                ret = disc
+                break
+            disc *= gamma
+        return ret, doubly_robust(values, rewards, rhos, gamma)
+
+
+# ---- from the graph ------------------------------------------------------------------------------------
+def relevant(domain: Domain, spec: bl.BeliefSpec, objects: Mapping[str, str], goal: Formula) -> dict[str, str]:
+    """The objects to ground: everything but the items (of the belief's item type) the goal does not name."""
+    named = {a for at in atoms(goal) for a in at.args}
+    return {o: t for o, t in objects.items() if o in named or not domain.is_subtype(t, spec.item)}
+
+
+def beliefs_for(graph: WorldGraph, spec: bl.BeliefSpec, items: Sequence[str], score: TextScorer | None,
+                facts: set[GroundAtom], objects: Mapping[str, str]) -> dict[str, bl.Dist]:
+    """The stored beliefs about `items` (a prior for those without one: commonsense from `score`, else
+    uniform), updated with what the graph knows, written back."""
+    domain = graph.domain
+    stored = bl.read_beliefs(graph)
+    missing = [i for i in items if i not in stored]
+    if missing:
+        places = bl.places(spec, domain, objects)
+        stored |= (bl.prior({i: objects[i] for i in missing}, places, score) if score
+                   else bl.uniform(missing, list(places)))
+    beliefs = bl.update(spec, {i: stored[i] for i in items}, facts)
+    bl.write_beliefs(graph, beliefs)
+    return beliefs
+
+
+def unknown_in_goal(graph: WorldGraph, goal: Formula) -> list[str]:
+    """The goal's items whose place the graph does not know (empty: the symbolic planner can take over)."""
+    domain = graph.domain
+    spec = bl.BeliefSpec.of(domain)
+    objects, facts, _ = graph.snapshot()
+    named = {a for at in atoms(goal) for a in at.args}
+    return [i for i in bl.unknown_items(spec, domain, objects, set(facts)) if i in named]
+
+
+def searcher(graph: WorldGraph, goal: Formula, prior: Prior, rollout_prior: Prior, settings: Settings | None = None,
+             rng: random.Random | None = None) -> Search:
+    """A searcher for `goal` on the graph's objects (grounded once: reuse it for the episode)."""
+    domain = graph.domain
+    spec = bl.BeliefSpec.of(domain)
+    objects, facts, _ = graph.snapshot()
+    model = Model(domain, relevant(domain, spec, objects, goal), set(facts))
+    items = [o for o, t in model.objects.items() if domain.is_subtype(t, spec.item)]
+    return Search(model, Goal(goal, model), Observer(spec, model, items), prior, rollout_prior, settings, rng)
+
+
+def decide(graph: WorldGraph, search: Search, budget: Budget, score: TextScorer | None = None,
+           history: tuple[str, ...] = ()) -> Decision:
+    """One decision on the graph's current state and belief (initialised with `score`'s commonsense prior,
+    or uniform, for unknown items that have none yet; updated with what the graph knows; stored)."""
+    spec = bl.BeliefSpec.of(graph.domain)
+    objects, facts, _ = graph.snapshot()
+    unknown = [i for i in bl.unknown_items(spec, graph.domain, objects, set(facts)) if i in search.observe.items]
+    beliefs = beliefs_for(graph, spec, unknown, score, set(facts), objects)
+    known = frozenset(a for a in facts if all(x in search.model.objects for x in a[1]))
+    return search.decide(known, beliefs, budget, history)
