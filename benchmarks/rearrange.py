@@ -275,7 +275,7 @@ def episode(scene: Scene, task: Task, method: str, seed: int, simulations: int, 
             score = None if method == "uct" else similarity
             text = " and ".join(domain.gloss("in").format(*(a.replace("_", " ") for a in (i, task.target)))
                                 for i in task.items)
-            cheap = mcts.UniformPrior() if method == "uct" else mcts.TextPrior(similarity, text, cfg["actions"])
+            cheap = mcts.UniformPrior() if method == "uct" else mcts.TextPrior(domain, similarity, text, cfg["actions"])
             prior = cheap if method != "puct_llm" else mcts.LLMPrior(llm, text, mcts.Memory(), cheap,
                                                                      cfg["actions"])
             settings = mcts.Settings(estimator="dr" if method == "puct_dr" else "mc")

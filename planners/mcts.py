@@ -133,9 +133,9 @@ class Model:
 
 
 class Goal:
-    """A goal test, and the value heuristic of the DR estimator: V(s) = gamma**h(s), where h is an additive
-    regression two levels deep: an unmet goal literal costs 1 plus the cheapest achiever's unmet
-    preconditions, each costing 1 plus the fewest unmet preconditions of one of its own achievers."""
+    """A goal test, and the value heuristic of the DR estimator: V(s) = gamma**h(s), where h is the additive
+    heuristic (h_add) computed backwards from the goal on demand (an atom costs 0 if it holds, else 1
+    plus its cheapest achiever's precondition costs; a cycle counts as unreachable)."""
 
     def __init__(self, goal: Formula, model: Model) -> None:
         self.formula, self.model = goal, model
@@ -156,29 +156,28 @@ class Goal:
             return self.pos <= s and not (self.neg & s)
         return State(self.model.domain, self.model.objects, s).holds(self.formula)
 
-    def distance(self, s: World) -> int:
+    def distance(self, s: World) -> float:
         if not self.literal:
             return 0 if self.holds(s) else 1
-        memo: dict[tuple[GroundAtom, bool], int] = {}
+        memo: dict[tuple[GroundAtom, bool], float] = {}
 
-        def unmet(a: GroundAction) -> list[tuple[GroundAtom, bool]]:
-            return [(q, True) for q in a.pre if q not in s] + [(q, False) for q in a.pre_not & s]
-
-        def cost1(key: tuple[GroundAtom, bool]) -> int:
+        def cost(q: GroundAtom, positive: bool) -> float:
+            if (q in s) == positive:
+                return 0
+            key = (q, positive)
             if key not in memo:
-                best = 99
-                for a in (self.adders if key[1] else self.deleters).get(key[0], ()):
-                    best = min(best, len(unmet(a)))
-                    if best == 0:
+                memo[key] = math.inf  # in progress: a cycle back here is no way to reach it
+                best = math.inf
+                for a in (self.adders if positive else self.deleters).get(q, ()):
+                    c = 1 + sum(cost(p, True) for p in a.pre) + sum(cost(p, False) for p in a.pre_not)
+                    best = min(best, c)
+                    if best <= 1:
                         break
-                memo[key] = 1 + best
+                memo[key] = best
             return memo[key]
 
-        def cost2(key: tuple[GroundAtom, bool]) -> int:
-            return 1 + min((sum(cost1(q) for q in unmet(a)) for a in (self.adders if key[1] else self.deleters)
-                            .get(key[0], ())), default=99)
-
-        return sum(cost2((g, True)) for g in self.pos - s) + sum(cost2((g, False)) for g in self.neg & s)
+        h = sum(cost(g, True) for g in self.pos) + sum(cost(g, False) for g in self.neg)
+        return min(h, 99)
 
 
 class Observer:
@@ -233,13 +232,20 @@ class UniformPrior:
 
 class TextPrior:
     """P(a): half the softmax of the similarity of the action's text to the goal's text (each text scored
-    once), half the belief's probability that an unknown item is at a place the action names; floored."""
+    once), half the belief's probability that an unknown item is at a place the action leads to (an
+    argument of an atom it adds, or deletes without requiring it); floored."""
 
     llm_calls = 0
 
-    def __init__(self, score: TextScorer, goal_text: str, templates: Mapping[str, str],
-                 temperature: float = 0.05, floor: float = 0.01) -> None:
+    def __init__(self, domain: Domain, score: TextScorer, goal_text: str, templates: Mapping[str, str],
+                 temperature: float = 0.2, floor: float = 0.01) -> None:
         self.score, self.goal, self.templates = score, goal_text, templates
+        self.leads_to: dict[str, list[int]] = {}
+        for act in domain.actions.values():
+            required = {a for a in atoms(act.precondition)}
+            names = {x for e in act.effects if e.add or Atom(e.atom.predicate, e.atom.args) not in required
+                     for x in e.atom.args}
+            self.leads_to[act.name] = [i for i, p in enumerate(act.params) if p.name in names]
         self.temperature, self.floor = temperature, floor
         self.cache: dict[Step, float] = {}
 
@@ -250,7 +256,8 @@ class TextPrior:
             self.cache.update(zip(new, np.exp(sims / self.temperature).tolist(), strict=True))
         w = np.array([self.cache[a] for a in actions])
         w = w / w.sum()
-        mass = np.array([sum(d.get(x, 0.0) for d in beliefs.values() for x in a.args) for a in actions])
+        mass = np.array([sum(d.get(a.args[i], 0.0) for d in beliefs.values() for i in self.leads_to[a.action])
+                         for a in actions])
         if mass.sum() > 0:
             w = 0.5 * w + 0.5 * mass / mass.sum()
         w = np.maximum(w, self.floor)

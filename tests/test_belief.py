@@ -1,0 +1,74 @@
+"""The belief over unknown places: prior, observation updates, storage beside the graph (both backends)."""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+
+from domains.model import Problem, resolve_domain
+from graph.base import GraphError, WorldGraph
+from planners import belief as bl
+
+PLACES = {"fridge": "container", "bed": "surface", "sink": "surface"}
+
+
+def table_scorer(items: list[str], places: list[str]) -> np.ndarray:
+    """Similarity 1 for the pairs named below, 0 otherwise (a stand-in for embeddings)."""
+    pairs = {("milk", "fridge"), ("pillow", "bed")}
+    return np.array([[1.0 if (i.split()[0], p.split()[0]) in pairs else 0.0 for p in places] for i in items])
+
+
+def test_prior_follows_the_scores_and_is_floored() -> None:
+    b = bl.prior({"milk": "item", "pillow": "item"}, PLACES, table_scorer, floor=0.05)
+    assert max(b["milk"], key=b["milk"].get) == "fridge"
+    assert max(b["pillow"], key=b["pillow"].get) == "bed"
+    for dist in b.values():
+        assert sum(dist.values()) == pytest.approx(1.0)
+        assert min(dist.values()) >= 0.05 / (1 + 0.05 * len(PLACES))  # floored, then renormalised
+        assert set(dist) == set(PLACES)
+
+
+def test_seen_is_certain_and_absent_renormalises() -> None:
+    d = {"fridge": 0.5, "bed": 0.3, "sink": 0.2}
+    assert bl.seen(d, "bed") == {"bed": 1.0}
+    after = bl.absent(d, "fridge")
+    assert after == pytest.approx({"bed": 0.6, "sink": 0.4})
+    assert bl.absent(bl.absent(after, "bed"), "sink") == {}  # nowhere left
+
+
+def test_update_from_what_the_graph_knows() -> None:
+    spec = bl.BeliefSpec.of(resolve_domain("rearrange"))
+    beliefs = {"milk": {"fridge": 0.5, "bed": 0.3, "sink": 0.2}, "pillow": {"fridge": 0.5, "bed": 0.5}}
+    facts = {("looked", ("fridge",)), ("in", ("pillow", "bed"))}
+    out = bl.update(spec, beliefs, facts)
+    assert out["milk"] == pytest.approx({"bed": 0.6, "sink": 0.4})
+    assert out["pillow"] == {"bed": 1.0}
+
+
+def test_sample_draws_by_probability() -> None:
+    rng = random.Random(1)
+    draws = [bl.sample({"milk": {"fridge": 0.9, "bed": 0.1}}, rng)["milk"] for _ in range(2000)]
+    assert 0.85 < draws.count("fridge") / len(draws) < 0.95
+    assert bl.sample({"milk": {}}, rng) == {}
+
+
+def test_a_domain_without_a_belief_table_is_refused() -> None:
+    with pytest.raises(GraphError, match=r"\[belief\]"):
+        bl.BeliefSpec.of(resolve_domain("household"))
+
+
+def test_unknown_items_and_storage_on_each_backend(empty_graph: WorldGraph) -> None:
+    domain = resolve_domain("rearrange")
+    empty_graph.init(domain, problem=Problem.parse(
+        "(define (problem p) (:domain rearrange) (:objects kitchen - room fridge - container bed - surface "
+        "milk pillow - item) (:init (in_room fridge kitchen) (in_room bed kitchen) (agent_at bed) (in pillow bed)))"))
+    spec = bl.BeliefSpec.of(domain)
+    objects, facts, _ = empty_graph.snapshot()
+    assert bl.unknown_items(spec, domain, objects, set(facts)) == ["milk"]
+    assert bl.read_belief(empty_graph, "milk") is None
+    bl.write_beliefs(empty_graph, {"milk": {"fridge": 0.75, "bed": 0.25}})
+    bl.write_beliefs(empty_graph, {"pillow": {"bed": 1.0}})
+    assert bl.read_belief(empty_graph, "milk") == {"fridge": 0.75, "bed": 0.25}
+    assert set(bl.read_beliefs(empty_graph)) == {"milk", "pillow"}

@@ -1,0 +1,194 @@
+"""MCTS over a belief: the grounded model against the domain's own semantics, the DR-MCTS estimator on
+hand-computed numbers, MC-DML memories with a scripted LLM, budgets, and a decision on a graph."""
+
+from __future__ import annotations
+
+import itertools
+import math
+import random
+
+import pytest
+
+from agent.llm import ScriptedLLM
+from domains.formula import parse_formula
+from domains.model import Problem, resolve_domain
+from domains.sexpr import read
+from graph.backends.sqlite import SqliteGraph
+from planners import belief as bl
+from planners import mcts
+from planners.state import State
+
+DOMAIN = resolve_domain("rearrange")
+OBJECTS = {"kitchen": "room", "fridge": "container", "counter": "surface", "bed": "surface", "milk": "item"}
+STATIC = {("in_room", (p, "kitchen")) for p in ("fridge", "counter", "bed")}
+START = frozenset(STATIC | {("closed", ("fridge",)), ("agent_at", ("bed",))})
+
+
+def goal(text: str = "(in milk fridge)"):
+    return parse_formula(read(text, "goal")[0], "goal")
+
+
+def searcher(prior=None, settings=None) -> mcts.Search:
+    model = mcts.Model(DOMAIN, OBJECTS, set(START))
+    prior = prior or mcts.UniformPrior()
+    return mcts.Search(model, mcts.Goal(goal(), model), mcts.Observer(bl.BeliefSpec.of(DOMAIN), model, ["milk"]),
+                       prior, mcts.UniformPrior(), settings, random.Random(0))
+
+
+def test_grounded_model_agrees_with_the_domain_semantics() -> None:
+    model = mcts.Model(DOMAIN, OBJECTS, set(START))
+    places = ("fridge", "counter", "bed")
+    for at, where, closed in itertools.product(places, (*places, None), (True, False)):
+        s = set(STATIC) | {("agent_at", (at,))}
+        s |= {("in", ("milk", where))} if where else {("holding", ("milk",))}
+        s |= {("closed", ("fridge",))} if closed else set()
+        state = State(DOMAIN, OBJECTS, s)
+        fast = {model.actions[i].step for i in model.applicable(frozenset(s))}
+        slow = {step for step in model.by_step if state.holds(*_pre(state, step))}
+        assert fast == slow
+        for step in fast:
+            after = state.copy()
+            after.apply(step)
+            assert model.apply(model.by_step[step], frozenset(s)) == frozenset(after.facts)
+
+
+def _pre(state: State, step):
+    act, b = state.bind(step)
+    return act.precondition, b
+
+
+def test_goal_distance_is_the_additive_heuristic() -> None:
+    model = mcts.Model(DOMAIN, OBJECTS, set(START))
+    g = mcts.Goal(goal(), model)
+    s = START | {("in", ("milk", "counter"))}
+    # walk to the counter, pick; walk to the fridge, open (costs its walk again: additive), put
+    assert g.distance(s) == 1 + (1 + 1) + 1 + (1 + 1)
+    assert g.distance(frozenset({*STATIC, ("in", ("milk", "fridge"))})) == 0
+
+
+def test_doubly_robust_on_a_hand_computed_trajectory() -> None:
+    # V(s0)=.5, V(s1)=.6, s2 terminal; r = 0, 1; cumulative weights 2, 1; gamma .9
+    v = mcts.doubly_robust([0.5, 0.6, 0.0], [0.0, 1.0], [2.0, 1.0], 0.9)
+    assert v == pytest.approx(0.5 + 2 * (0 + 0.9 * 0.6 - 0.5) + 0.9 * 1 * (1 + 0 - 0.6))
+    # with weights 1 the corrections telescope into the discounted return plus the bootstrap
+    assert mcts.doubly_robust([0.3, 0.2, 0.7], [0.0, 0.0], [1.0, 1.0], 0.9) == pytest.approx(0.81 * 0.7)
+
+
+def test_rollout_importance_weights_are_pi_over_mu_and_clipped() -> None:
+    class Fixed:
+        llm_calls = 0
+
+        def __call__(self, history, actions, beliefs):
+            return [1.0] + [0.0] * (len(actions) - 1) if len(actions) > 1 else [1.0]
+
+    search = searcher(settings=mcts.Settings(estimator="dr", rollout_mix=0.5, rho_max=3.0, rollout_depth=3))
+    search.rollout_prior = Fixed()
+    seen = []
+    real = mcts.doubly_robust
+    mcts.doubly_robust = lambda v, r, rho, gamma: seen.append(rho) or real(v, r, rho, gamma)
+    try:
+        for _ in range(20):
+            search._rollout(START | {("in", ("milk", "counter"))}, 0, {})
+    finally:
+        mcts.doubly_robust = real
+    # each step multiplies by pi/mu: 0 off the prior's choice, 1/(.5 + .5/n) > 1 on it; clipped at 3
+    assert all(0.0 <= w <= 3.0 for rho in seen for w in rho)
+    assert any(w > 1.0 for rho in seen for w in rho) and any(w == 0.0 for rho in seen for w in rho)
+
+
+def test_variance_minimising_beta() -> None:
+    h = mcts.Hybrid(min_samples=2)
+    for mc, dr in [(0, 0), (2, 1), (0, 1), (2, 0)]:
+        h.add(mc, dr)
+    # var(MC) = 4/3, var(DR) = 1/3, cov = 0: beta = (1/3) / (5/3)
+    assert h.beta(visits=4) == pytest.approx(0.2)
+    h2 = mcts.Hybrid(min_samples=2)
+    for mc, dr in [(0, 0), (1, 1), (0, 1), (1, 0)]:
+        h2.add(mc, dr)
+    assert h2.beta(visits=4) == pytest.approx(0.5)
+
+
+def test_beta_falls_back_to_the_schedule() -> None:
+    h = mcts.Hybrid(beta_base=0.5, lam=0.1, min_samples=10)
+    h.add(0.0, 0.3)
+    assert h.beta(visits=10) == pytest.approx(0.5 * math.exp(-1.0))  # too few samples
+    for _ in range(20):
+        h.add(0.0, 0.4)
+    assert h.beta(visits=0) == pytest.approx(0.5)  # MC never varied: its variance is unknown
+
+
+def test_memory_keeps_k_reflections_and_puts_them_in_the_prompt() -> None:
+    llm = ScriptedLLM([mcts.Reflection(reflection=f"lesson {k}") for k in range(5)])
+    memory = mcts.Memory(k=3)
+    prior = mcts.LLMPrior(llm, "put the milk in the fridge", memory, mcts.UniformPrior(), {}, max_calls=99)
+    for k in range(5):
+        prior.reflect([f"(walk bed counter) {k}"])
+    assert list(memory.reflections) == ["lesson 2", "lesson 3", "lesson 4"]
+    memory.trajectory.append("(walk bed counter)")
+    llm.replies.append(mcts.ActionScores(scores=[mcts.ActionScore(action="open fridge", probability=0.9)]))
+    model = mcts.Model(DOMAIN, OBJECTS, set(START))
+    actions = [model.by_step and a.step for a in model.actions[:3]]
+    p = prior(("(walk bed fridge)",), actions, {"milk": {"fridge": 0.7}})
+    text = llm.prompts[-1][0]["content"]
+    assert "lesson 4" in text and "lesson 1" not in text and "(walk bed counter)" in text and "fridge 70%" in text
+    assert sum(p) == pytest.approx(1.0)
+    calls = len(llm.prompts)
+    assert prior(("(walk bed fridge)",), actions, {}) == p  # cached per history and node
+    assert len(llm.prompts) == calls
+
+
+def test_llm_prior_scores_actions_and_stops_at_its_call_limit() -> None:
+    llm = ScriptedLLM([mcts.ActionScores(scores=[mcts.ActionScore(action="walk to fridge", probability=1.0)])])
+    prior = mcts.LLMPrior(llm, "goal", mcts.Memory(), mcts.UniformPrior(), {"walk": "walk to {1}"}, max_calls=1)
+    model = mcts.Model(DOMAIN, OBJECTS, set(START))
+    acts = [model.actions[i].step for i in model.applicable(START)]
+    p = prior((), acts, {})
+    assert max(zip(p, acts, strict=True))[1].args[1] == "fridge"
+    assert prior(("other",), acts, {}) == pytest.approx([1 / len(acts)] * len(acts))  # fallback, no call
+    assert prior.llm_calls == 1
+
+
+@pytest.mark.parametrize("budget", [mcts.Budget(simulations=37), mcts.Budget(simulations=10**6, seconds=0.05),
+                                    mcts.Budget(simulations=10**6, llm_calls=2)])
+def test_every_budget_is_respected(budget: mcts.Budget) -> None:
+    replies = [mcts.ActionScores(scores=[]) for _ in range(50)]
+    llm = ScriptedLLM(replies)
+    prior = mcts.LLMPrior(llm, "goal", mcts.Memory(), mcts.UniformPrior(), {}, max_calls=50)
+    search = searcher(prior)
+    d = search.decide(START, {"milk": {"fridge": 0.5, "counter": 0.5}}, budget)
+    if budget.llm_calls is None and budget.seconds is None:
+        assert d.simulations == 37
+    if budget.seconds is not None:
+        assert d.seconds < budget.seconds + 0.05  # checked before each simulation
+    if budget.llm_calls is not None:
+        assert d.llm_calls <= 2 and len(llm.prompts) <= 2
+
+
+@pytest.mark.parametrize("estimator", ["mc", "dr"])
+def test_search_reaches_a_goal_whose_item_is_unknown(estimator: str) -> None:
+    search = searcher(settings=mcts.Settings(estimator=estimator))
+    truth = START | {("in", ("milk", "counter"))}
+    s, beliefs = START, {"milk": {"counter": 0.9, "bed": 0.1}}
+    for _ in range(8):
+        d = search.decide(s, beliefs, mcts.Budget(200))
+        truth = search.model.apply(search.model.by_step[d.step], truth)
+        if search.goal.holds(truth):
+            break
+        s = frozenset(a for a in truth if a[0] != "in" or a in search.observe(truth) or a[1][1] == "fridge")
+        if search.observe(truth):
+            beliefs = {}
+    assert search.goal.holds(truth)
+
+
+def test_decide_on_a_graph_stores_the_belief(tmp_path) -> None:
+    g = SqliteGraph(tmp_path / "w.db")
+    g.init(DOMAIN, problem=Problem.parse(
+        "(define (problem p) (:domain rearrange) (:objects kitchen - room fridge - container counter bed - surface "
+        "milk - item) (:init (in_room fridge kitchen) (in_room counter kitchen) (in_room bed kitchen) "
+        "(closed fridge) (agent_at bed) (looked bed)))"))
+    search = mcts.searcher(g, goal(), mcts.UniformPrior(), mcts.UniformPrior())
+    assert mcts.unknown_in_goal(g, goal()) == ["milk"]
+    d = mcts.decide(g, search, mcts.Budget(20))
+    assert d.step is not None and d.simulations == 20
+    assert bl.read_belief(g, "milk") == pytest.approx({"fridge": 0.5, "counter": 0.5})  # bed was looked at
+    g.close()
