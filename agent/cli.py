@@ -33,7 +33,7 @@ app = typer.Typer(help=__doc__, no_args_is_help=True, pretty_exceptions_enable=F
 out = Console()
 err = Console(stderr=True)
 STATE: dict[str, Any] = {"store": None, "llm": {}}
-BENCHMARKS = ("graph_ops", "planning", "l3mp", "api", "twx")  # modules of benchmarks/ with a main(argv)
+BENCHMARKS = ("graph_ops", "planning", "l3mp", "api", "twx", "rearrange")  # modules of benchmarks/ with a main(argv)
 EXPECTED = (GraphError, PDDLError, FileNotFoundError, ValidationError, json.JSONDecodeError)
 
 
@@ -197,12 +197,22 @@ def pick(items: list, spec: str) -> list:
 
 @app.command()
 def show(entity: Annotated[str | None, typer.Argument(help="Entity to show; omit for a summary.")] = None,
-         depth: Annotated[int, typer.Option(help="Fact hops around the entity.")] = 1) -> None:
+         depth: Annotated[int, typer.Option(help="Fact hops around the entity.")] = 1,
+         belief: Annotated[str | None, typer.Option("--belief", help="Show where an item whose place is unknown "
+                                                    "probably is (the MCTS belief stored with the graph).")]
+         = None) -> None:
     """Show the facts around an entity as a tree, or a summary of the whole graph."""
 
     def go() -> None:
         with agent() as a:
             dom = a.domain
+            if belief is not None:
+                t = Table("place", "probability", title=f"Belief: where {belief} is")
+                for place, q in sorted(a.belief(belief).items(), key=lambda x: -x[1]):
+                    t.add_row(place, f"{q:.3f}")
+                out.print(t if t.row_count else f"no belief stored about {belief} (its place is known, or no "
+                          "search has needed it yet)")
+                return
             if entity is None:
                 ents, facts, last = a.entities(), a.facts(), a.history(1)
                 out.print(f"{a.graph.url}: domain {dom.name}, {len(ents)} entities, {len(facts)} facts, "
@@ -430,6 +440,9 @@ def plan(
     explain: Annotated[bool, typer.Option(help="Also print the problem file the planner answered on, saying "
                                                "whether that was the pruned or the full state.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object instead.")] = False,
+    search: Annotated[str | None, typer.Option(help="mcts: search over the belief about unknown places "
+                                               "instead (a one-step plan; observe, then plan again).")] = None,
+    simulations: Annotated[int, typer.Option(help="MCTS simulations (with --search mcts).")] = 100,
 ) -> None:
     """Plan for a task (English, through the LLM) or a PDDL goal; `kgplan run` then executes the plan."""
 
@@ -440,7 +453,10 @@ def plan(
             text = goal if task is None else a.goal_for(task)
             if task is not None and not as_json:
                 out.print(f"goal: {text}", highlight=False)
-            r = a.plan(goal=text, planner=planner.value, timeout=timeout, prune=prune, memory_mb=memory)
+            if search not in (None, "mcts"):
+                raise GraphError(f"unknown search {search!r}: the only one is mcts")
+            r = (a.search(text, simulations) if search else
+                 a.plan(goal=text, planner=planner.value, timeout=timeout, prune=prune, memory_mb=memory))
         if as_json:
             sys.stdout.write(json.dumps(r.to_json()) + "\n")
         else:

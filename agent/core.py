@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from enum import StrEnum
@@ -25,6 +25,8 @@ from graph.store import open_graph
 from planners.solve import ENGINES
 
 if TYPE_CHECKING:
+    import numpy as np
+
     from agent.language import Outcome, Retrieval
     from agent.llm import LLM, LLMConfig
     from agent.planning import PlanReport
@@ -311,6 +313,36 @@ class Agent:
             goal = goal if task is None else self.goal_for(task, progress)
             progress(f"planning for {goal} with {planner}")
             return plan(self.graph, goal, planner=planner, timeout=timeout, prune=prune, memory_mb=memory_mb)
+
+    def belief(self, item: str) -> dict[str, float]:
+        """The stored belief over where an item is (empty if none)."""
+        from planners.belief import read_belief
+
+        with self.lock:
+            if not self.graph.entities([item]):
+                raise NotFound(f"no entity {item!r}")
+            return read_belief(self.graph, item) or {}
+
+    def search(self, goal: str, simulations: int = 100, seconds: float | None = None) -> PlanReport:
+        """One MCTS decision (planners/mcts.py) for a PDDL goal whose items' places are unknown: the belief
+        (an embedding prior, updated from the graph, stored with it) is sampled per simulation; the
+        result is a one-step plan for `run`; observe, then search or plan again."""
+        from agent.planning import PlanReport, _remember, parse_goal
+        from agent.retrieval import embed
+        from planners import mcts
+
+        def score(a: Sequence[str], b: Sequence[str]) -> np.ndarray:
+            return embed(list(a)) @ embed(list(b)).T
+
+        with self.lock:
+            f = parse_goal(goal, self.graph, {e.name: e.type for e in self.graph.entities()})
+            prior = mcts.TextPrior(self.domain, score, goal, self.domain.meta.get("explore", {}).get("actions", {}))
+            searcher = mcts.searcher(self.graph, f, prior, prior, mcts.Settings(estimator="dr"))
+            d = mcts.decide(self.graph, searcher, mcts.Budget(simulations, seconds), score)
+            report = PlanReport(goal, "solved" if d.step else "unsolvable", "mcts", [str(d.step)] if d.step else [],
+                                d.seconds, message=f"MCTS: first step of a contingent plan, {d.simulations} "
+                                                   f"simulations, value {d.value:.2f}; observe, then plan again")
+            return _remember(self.graph, report)
 
     def effects(self, plan: Iterable[str]) -> list[tuple[list[Fact], list[Fact]]]:
         """What each step of a plan adds and removes, simulated from the graph's current state."""
