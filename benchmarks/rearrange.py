@@ -33,7 +33,6 @@ import tempfile
 import time
 from collections import defaultdict
 from dataclasses import asdict, dataclass, field
-from functools import cache
 from pathlib import Path
 
 import numpy as np
@@ -230,16 +229,16 @@ def goal_text(task: Task) -> str:
     return "(and " + " ".join(f"(in {i} {task.target})" for i in task.items) + ")"
 
 
-@cache
-def _vector(text: str) -> np.ndarray:
-    from agent.retrieval import embed
-
-    return embed([text])[0]
+_VECTORS: dict[str, np.ndarray] = {}
 
 
 def similarity(a: list[str], b: list[str]) -> np.ndarray:
-    """Cosine similarity of MiniLM embeddings (each text embedded once per process)."""
-    return np.array([[float(_vector(x) @ _vector(y)) for y in b] for x in a])
+    """Cosine similarity of MiniLM embeddings (each text embedded once per process, new ones in one batch)."""
+    from agent.retrieval import embed
+
+    if new := [t for t in dict.fromkeys([*a, *b]) if t not in _VECTORS]:
+        _VECTORS.update(zip(new, embed(new), strict=True))
+    return np.array([_VECTORS[x] for x in a]) @ np.array([_VECTORS[y] for y in b]).T
 
 
 def episode(scene: Scene, task: Task, method: str, seed: int, simulations: int, limit: int,

@@ -11,6 +11,7 @@ or DR-MCTS's hybrid ``beta*V_MC + (1-beta)*V_DR``.
 
 from __future__ import annotations
 
+import itertools
 import math
 import random
 import time
@@ -143,6 +144,7 @@ class Goal:
         self.pos = frozenset(ground(a, {}) for a in (lits or ()) if isinstance(a, Atom))
         self.neg = frozenset(ground(a.arg, {}) for a in (lits or ()) if isinstance(a, Not) and isinstance(a.arg, Atom))
         self.literal = lits is not None and len(self.pos) + len(self.neg) == len(lits)
+        self.cache: dict[World, tuple[float, set[GroundAction]]] = {}
         self.adders: dict[GroundAtom, list[GroundAction]] = {}
         self.deleters: dict[GroundAtom, list[GroundAction]] = {}
         for a in model.actions:
@@ -157,27 +159,70 @@ class Goal:
         return State(self.model.domain, self.model.objects, s).holds(self.formula)
 
     def distance(self, s: World) -> float:
+        return self.helpful(s)[0]
+
+    def helpful(self, s: World) -> tuple[float, set[GroundAction]]:
+        """h(s), and the helpful actions: those applicable in `s` that the cheapest supports of the goal
+        begin with (as in FF); remembered per state (simulations revisit states)."""
+        if (known := self.cache.get(s)) is not None:
+            return known
+        if len(self.cache) > 200_000:
+            self.cache.clear()
+        self.cache[s] = out = self._helpful(s)
+        return out
+
+    def _helpful(self, s: World) -> tuple[float, set[GroundAction]]:
         if not self.literal:
-            return 0 if self.holds(s) else 1
-        memo: dict[tuple[GroundAtom, bool], float] = {}
+            return (0 if self.holds(s) else 1), set()
+        memo: dict[tuple[GroundAtom, bool], tuple[float, GroundAction | None]] = {}
 
         def cost(q: GroundAtom, positive: bool) -> float:
             if (q in s) == positive:
                 return 0
             key = (q, positive)
-            if key not in memo:
-                memo[key] = math.inf  # in progress: a cycle back here is no way to reach it
-                best = math.inf
-                for a in (self.adders if positive else self.deleters).get(q, ()):
-                    c = 1 + sum(cost(p, True) for p in a.pre) + sum(cost(p, False) for p in a.pre_not)
-                    best = min(best, c)
-                    if best <= 1:
-                        break
-                memo[key] = best
-            return memo[key]
+            if key in memo:
+                return memo[key][0]
+            achievers = (self.adders if positive else self.deleters).get(q, ())
+            for a in achievers:
+                if a.pre <= s and not (a.pre_not & s):  # the cheapest possible: no need to cost the others
+                    memo[key] = (1, a)
+                    return 1
+            memo[key] = (math.inf, None)  # in progress: a cycle back here is no way to reach it
+            best: tuple[float, GroundAction | None] = (math.inf, None)
+            for a in achievers:  # stop costing an achiever once it is no cheaper than the best
+                c = 1.0
+                for p in a.pre:
+                    if p not in s:
+                        m = memo.get((p, True))
+                        c += m[0] if m is not None else cost(p, True)
+                        if c >= best[0]:
+                            break
+                else:
+                    for p in a.pre_not:
+                        if p in s:
+                            m = memo.get((p, False))
+                            c += m[0] if m is not None else cost(p, False)
+                            if c >= best[0]:
+                                break
+                if c < best[0]:
+                    best = (c, a)
+            memo[key] = best
+            return best[0]
 
-        h = sum(cost(g, True) for g in self.pos) + sum(cost(g, False) for g in self.neg)
-        return min(h, 99)
+        goals = [(g, True) for g in self.pos] + [(g, False) for g in self.neg]
+        h = sum(cost(*g) for g in goals)
+        helpful: set[GroundAction] = set()
+        todo, done = [g for g in goals if g in memo], set()
+        while todo:
+            key = todo.pop()
+            if key in done or (a := memo[key][1]) is None:
+                continue
+            done.add(key)
+            unmet = [k for k in [(p, True) for p in a.pre] + [(p, False) for p in a.pre_not] if k in memo]
+            if memo[key][0] <= 1:
+                helpful.add(a)
+            todo += unmet
+        return min(h, 99), helpful
 
 
 class Observer:
@@ -232,8 +277,9 @@ class UniformPrior:
 
 class TextPrior:
     """P(a): half the softmax of the similarity of the action's text to the goal's text (each text scored
-    once), half the belief's probability that an unknown item is at a place the action leads to (an
-    argument of an atom it adds, or deletes without requiring it); floored."""
+    once), half the belief's probability that an unknown item is at a place the action acts on (an
+    argument of a fact it adds or deletes, but not the source of a fact it moves: walk's `from`);
+    floored."""
 
     llm_calls = 0
 
@@ -242,14 +288,23 @@ class TextPrior:
         self.score, self.goal, self.templates = score, goal_text, templates
         self.leads_to: dict[str, list[int]] = {}
         for act in domain.actions.values():
-            required = {a for a in atoms(act.precondition)}
-            names = {x for e in act.effects if e.add or Atom(e.atom.predicate, e.atom.args) not in required
-                     for x in e.atom.args}
+            moved = {e.atom.predicate for e in act.effects if e.add}
+            names = {x for e in act.effects if e.add or e.atom.predicate not in moved for x in e.atom.args}
             self.leads_to[act.name] = [i for i, p in enumerate(act.params) if p.name in names]
         self.temperature, self.floor = temperature, floor
         self.cache: dict[Step, float] = {}
+        self.last: dict[tuple, list[float]] = {}  # weights per action list, for the current beliefs
 
     def __call__(self, history: tuple[str, ...], actions: Sequence[Step], beliefs: Beliefs) -> list[float]:
+        key = (id(beliefs), tuple(actions))
+        if (known := self.last.get(key)) is not None:
+            return known
+        if len(self.last) > 50_000 or any(k[0] != key[0] for k in itertools.islice(self.last, 1)):
+            self.last.clear()  # another decision's beliefs
+        self.last[key] = out = self._weights(actions, beliefs)
+        return out
+
+    def _weights(self, actions: Sequence[Step], beliefs: Beliefs) -> list[float]:
         new = [a for a in dict.fromkeys(actions) if a not in self.cache]
         if new:
             sims = np.asarray(self.score([action_text(a, self.templates) for a in new], [self.goal]))[:, 0]
@@ -405,8 +460,8 @@ class Settings:
     gamma: float = 0.95
     horizon: int = 15
     estimator: str = "mc"
-    rollout_depth: int = 5
-    rollout_mix: float = 0.5  # rollout policy: this share of the prior, the rest uniform
+    rollout_depth: int = 10
+    rollout_epsilon: float = 0.2  # rollout policy: a random action with this probability, else a helpful one
     rho_max: float = 10.0
     beta_base: float = 0.5
     lam: float = 0.01
@@ -453,14 +508,19 @@ class Search:
         self.rollout_prior = rollout_prior
         self.settings = settings or Settings()
         self.rng = rng or random.Random(0)
+        self._last: _Node | None = None  # the last decision's root and action, whose subtree is reused
+        self._last_action = -1
 
     def decide(self, known: World, beliefs: Mapping[str, Mapping[str, float]], budget: Budget,
                history: tuple[str, ...] = ()) -> Decision:
         """The most visited first action after simulations from `known` facts plus worlds sampled from
-        `beliefs` (about the items whose place is unknown), within `budget`."""
+        `beliefs` (about the items whose place is unknown), within `budget`. The tree grows from the
+        subtree the last decision's action and what the agent now sees lead to, where there is one."""
         start, calls0 = time.perf_counter(), self.prior.llm_calls
         hybrid = Hybrid(self.settings.beta_base, self.settings.lam)
         root, sims = _Node(), 0
+        if self._last is not None:  # the subtree of what was done and seen since the last decision (POMCP)
+            root = self._last.kids.get((self._last_action, self.observe(known)), root)
         while sims < budget.simulations:
             if budget.seconds is not None and time.perf_counter() - start >= budget.seconds:
                 break
@@ -471,6 +531,7 @@ class Search:
             self._simulate(root, known | world, 0, history, beliefs, hybrid, sims)
             sims += 1
         best = max(range(len(root.na)), key=lambda j: (root.na[j], root.q[j])) if root.na else None
+        self._last, self._last_action = (root, root.actions[best]) if best is not None else (None, -1)
         return Decision(
             None if best is None else self.model.actions[root.actions[best]].step, sims,
             self.prior.llm_calls - calls0, time.perf_counter() - start,
@@ -521,26 +582,31 @@ class Search:
         return g
 
     def _rollout(self, s: World, depth: int, beliefs: Beliefs) -> tuple[float, float]:
-        """(V_MC, V_DR) of a rollout from `s` with the mixed behaviour policy mu and target policy pi =
-        the rollout prior."""
+        """(V_MC, V_DR) of a rollout from `s`. The behaviour policy mu picks a helpful action (FF) with
+        probability 1 - `rollout_epsilon`, else any; the target policy pi of the DR estimate is the
+        rollout prior; V(s) = gamma**h(s)."""
         st, gamma = self.settings, self.settings.gamma
-        h = self.goal.distance
-        values, rewards, rhos = [gamma ** h(s)], [], []
+        h, helpful = self.goal.helpful(s)
+        values, rewards, rhos = [gamma ** h], [], []
         rho, ret, disc = 1.0, 0.0, 1.0
         for _ in range(min(st.rollout_depth, st.horizon - depth)):
             acts = self.model.applicable(s)
             if not acts:
                 break
-            pi = self.rollout_prior((), [self.model.actions[i].step for i in acts], beliefs)
-            mix = st.rollout_mix if not isinstance(self.rollout_prior, UniformPrior) else 0.0
-            mu = [mix * p + (1 - mix) / len(acts) for p in pi]
+            good = [self.model.actions[i] in helpful for i in acts]
+            n_good = sum(good)
+            eps = st.rollout_epsilon if n_good else 1.0
+            mu = [(1 - eps) * g / max(n_good, 1) + eps / len(acts) for g in good]
             j = self.rng.choices(range(len(acts)), weights=mu)[0]
-            rho = min(rho * pi[j] / mu[j], st.rho_max)
+            if st.estimator == "dr":
+                pi = self.rollout_prior((), [self.model.actions[i].step for i in acts], beliefs)
+                rho = min(rho * pi[j] / mu[j], st.rho_max)
             s = self.model.apply(acts[j], s)
             done = self.goal.holds(s)
+            h, helpful = (0.0, set()) if done else self.goal.helpful(s)
             rewards.append(1.0 if done else 0.0)
             rhos.append(rho)
-            values.append(0.0 if done else gamma ** h(s))
+            values.append(0.0 if done else gamma ** h)
             if done:
                 ret = disc
                 break

@@ -81,7 +81,7 @@ def test_rollout_importance_weights_are_pi_over_mu_and_clipped() -> None:
         def __call__(self, history, actions, beliefs):
             return [1.0] + [0.0] * (len(actions) - 1) if len(actions) > 1 else [1.0]
 
-    search = searcher(settings=mcts.Settings(estimator="dr", rollout_mix=0.5, rho_max=3.0, rollout_depth=3))
+    search = searcher(settings=mcts.Settings(estimator="dr", rho_max=3.0, rollout_depth=3))
     search.rollout_prior = Fixed()
     seen = []
     real = mcts.doubly_robust
@@ -91,7 +91,7 @@ def test_rollout_importance_weights_are_pi_over_mu_and_clipped() -> None:
             search._rollout(START | {("in", ("milk", "counter"))}, 0, {})
     finally:
         mcts.doubly_robust = real
-    # each step multiplies by pi/mu: 0 off the prior's choice, 1/(.5 + .5/n) > 1 on it; clipped at 3
+    # each step multiplies by pi/mu: 0 off the prior's choice, 1/mu > 1 on it; clipped at 3
     assert all(0.0 <= w <= 3.0 for rho in seen for w in rho)
     assert any(w > 1.0 for rho in seen for w in rho) and any(w == 0.0 for rho in seen for w in rho)
 
