@@ -80,6 +80,8 @@ def explore(env: Environment, game: str, seed: int, planner: str | None = None,
             surprise = bool(delta.new_entities) or set(delta.add) | set(delta.remove) != expected
             if surprise or not plan:
                 plan = _plan(agent, cfg, planner, ep, show)
+                if not plan and "belief" in agent.domain.meta:  # nothing symbolic: search the belief (MCTS)
+                    plan = agent.search(cfg["goal"]).plan
                 if not plan:
                     ep.reason = "no plan for the goal or any sub-goal"
                     break

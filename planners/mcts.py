@@ -230,6 +230,7 @@ class Observer:
 
     def __init__(self, spec: bl.BeliefSpec, model: Model, items: Sequence[str]) -> None:
         self.located, self.items = spec.located, set(items)
+        self.places: list[str] = []
         self.checks: list[tuple[frozenset[GroundAtom], frozenset[GroundAtom], list[GroundAtom]]] = []
         if spec.visible is None:
             return
@@ -240,6 +241,7 @@ class Observer:
             pos = frozenset(ground(a, b) for a in lits if isinstance(a, Atom))
             neg = frozenset(ground(a.arg, b) for a in lits if isinstance(a, Not) and isinstance(a.arg, Atom))
             self.checks.append((pos, neg, [(spec.located, (i, p)) for i in items]))
+            self.places.append(p)
 
     def __call__(self, s: World) -> frozenset[GroundAtom]:
         out: list[GroundAtom] = []
@@ -247,6 +249,10 @@ class Observer:
             if pos <= s and not (neg & s):
                 out += [a for a in located if a in s]
         return frozenset(out)
+
+    def visible(self, s: World) -> list[str]:
+        """The places whose contents the agent sees in `s`."""
+        return [p for p, (pos, neg, _) in zip(self.places, self.checks, strict=True) if pos <= s and not (neg & s)]
 
 
 # ---- prior policies ---------------------------------------------------------------------------------
@@ -528,7 +534,8 @@ class Search:
                 break
             world = {(self.observe.located, (i, p)) for i, p in bl.sample(beliefs, self.rng).items()
                      if i in self.observe.items}
-            self._simulate(root, known | world, 0, history, beliefs, hybrid, sims)
+            s0 = known | world
+            self._simulate(root, s0, 0, history, beliefs, hybrid, sims, frozenset(self.observe.visible(s0)))
             sims += 1
         best = max(range(len(root.na)), key=lambda j: (root.na[j], root.q[j])) if root.na else None
         self._last, self._last_action = (root, root.actions[best]) if best is not None else (None, -1)
@@ -540,7 +547,7 @@ class Search:
             hybrid.beta(sims) if self.settings.estimator == "dr" else None)
 
     def _simulate(self, node: _Node, s: World, depth: int, history: tuple[str, ...], beliefs: Beliefs,
-                  hybrid: Hybrid, sims: int) -> float:
+                  hybrid: Hybrid, sims: int, looked: frozenset[str]) -> float:
         st = self.settings
         if self.goal.holds(s) or depth >= st.horizon:
             return 0.0
@@ -548,9 +555,10 @@ class Search:
             node.actions = self.model.applicable(s)
             if not node.actions:
                 return 0.0
-            node.prior = self.prior(history, [self.model.actions[i].step for i in node.actions], beliefs)
+            node.prior = self.prior(history, [self.model.actions[i].step for i in node.actions],
+                                    self._belief_at(s, beliefs, looked))
             node.na, node.q = [0] * len(node.actions), [0.0] * len(node.actions)
-            mc, dr = self._rollout(s, depth, beliefs)
+            mc, dr = self._rollout(s, depth, beliefs, looked)
             if st.estimator == "mc":
                 return mc
             beta = hybrid.beta(sims)
@@ -558,8 +566,11 @@ class Search:
             return beta * mc + (1 - beta) * dr
         sqrt_n = math.sqrt(node.n + 1)
         best, best_u = -1, -math.inf
+        seen = [q for q, n in zip(node.q, node.na, strict=True) if n]
+        lo, span = (min(seen), max(seen) - min(seen)) if len(seen) > 1 else (0.0, 0.0)
         for j, i in enumerate(node.actions):
-            u = node.q[j] + st.c * node.prior[j] * sqrt_n / (1 + node.na[j]) + 1e-9 * self.rng.random()
+            q = ((node.q[j] - lo) / span if span > 0 else node.q[j]) if node.na[j] else 0.0  # min-max (MuZero)
+            u = q + st.c * node.prior[j] * sqrt_n / (1 + node.na[j]) + 1e-9 * self.rng.random()
             if u > best_u and self.model.ok(i, s):
                 best, best_u = j, u
         if best < 0:
@@ -573,7 +584,7 @@ class Search:
             child = node.kids[key] = _Node()
         step = str(self.model.actions[i].step)
         g = 1.0 if done else st.gamma * self._simulate(child, s2, depth + 1, (*history, step), beliefs,
-                                                               hybrid, sims)
+                                                               hybrid, sims, looked | set(self.observe.visible(s2)))
         if done:
             child.n += 1
         node.n += 1
@@ -581,12 +592,27 @@ class Search:
         node.q[best] += (g - node.q[best]) / node.na[best]
         return g
 
-    def _rollout(self, s: World, depth: int, beliefs: Beliefs) -> tuple[float, float]:
-        """(V_MC, V_DR) of a rollout from `s`. The behaviour policy mu picks a helpful action (FF) with
+    def _belief_at(self, s: World, beliefs: Beliefs, looked: frozenset[str]) -> dict[str, bl.Dist]:
+        """The belief after a history that looked at `looked`: items seen there drop out (their place is
+        known), the others are not at those places."""
+        located = self.observe.located
+        return {i: bl.normalised({p: q for p, q in d.items() if p not in looked}) for i, d in beliefs.items()
+                if not any((located, (i, p)) in s for p in looked)}
+
+    def _rollout(self, s: World, depth: int, beliefs: Beliefs, looked: frozenset[str]) -> tuple[float, float]:
+        """(V_MC, V_DR) of a rollout from `s`, acting on what the agent would know: each item not yet seen
+        is taken to be at its most likely place not yet looked at (the belief, updated by what the
+        rollout sees). The behaviour policy mu picks a helpful action (FF) for that guess with
         probability 1 - `rollout_epsilon`, else any; the target policy pi of the DR estimate is the
-        rollout prior; V(s) = gamma**h(s)."""
-        st, gamma = self.settings, self.settings.gamma
-        h, helpful = self.goal.helpful(s)
+        rollout prior; V(s) = gamma**h(guess)."""
+        st, gamma, located = self.settings, self.settings.gamma, self.observe.located
+        guess = self._belief_at(s, beliefs, looked)
+
+        def knowledge(s: World) -> World:
+            hidden = {a for a in s if a[0] == located and a[1][0] in guess}
+            return (s - hidden) | {(located, (i, max(d, key=d.get))) for i, d in guess.items() if d}
+
+        h, helpful = self.goal.helpful(knowledge(s))
         values, rewards, rhos = [gamma ** h], [], []
         rho, ret, disc = 1.0, 0.0, 1.0
         for _ in range(min(st.rollout_depth, st.horizon - depth)):
@@ -602,8 +628,13 @@ class Search:
                 pi = self.rollout_prior((), [self.model.actions[i].step for i in acts], beliefs)
                 rho = min(rho * pi[j] / mu[j], st.rho_max)
             s = self.model.apply(acts[j], s)
+            for p in self.observe.visible(s):
+                for i in list(guess):
+                    guess[i] = {} if (located, (i, p)) in s else bl.absent(guess[i], p)
+                    if not guess[i]:
+                        del guess[i]
             done = self.goal.holds(s)
-            h, helpful = (0.0, set()) if done else self.goal.helpful(s)
+            h, helpful = (0.0, set()) if done else self.goal.helpful(knowledge(s))
             rewards.append(1.0 if done else 0.0)
             rhos.append(rho)
             values.append(0.0 if done else gamma ** h)

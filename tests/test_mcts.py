@@ -88,7 +88,7 @@ def test_rollout_importance_weights_are_pi_over_mu_and_clipped() -> None:
     mcts.doubly_robust = lambda v, r, rho, gamma: seen.append(rho) or real(v, r, rho, gamma)
     try:
         for _ in range(20):
-            search._rollout(START | {("in", ("milk", "counter"))}, 0, {})
+            search._rollout(START | {("in", ("milk", "counter"))}, 0, {"milk": {"counter": 0.5, "fridge": 0.5}}, frozenset())
     finally:
         mcts.doubly_robust = real
     # each step multiplies by pi/mu: 0 off the prior's choice, 1/mu > 1 on it; clipped at 3
@@ -192,3 +192,19 @@ def test_decide_on_a_graph_stores_the_belief(tmp_path) -> None:
     assert d.step is not None and d.simulations == 20
     assert bl.read_belief(g, "milk") == pytest.approx({"fridge": 0.5, "counter": 0.5})  # bed was looked at
     g.close()
+
+
+def test_agent_search_is_a_one_step_plan_that_run_executes(tmp_path) -> None:
+    from agent.core import Agent
+
+    with Agent(f"sqlite:{tmp_path / 'w.db'}") as agent:
+        agent.graph.init(DOMAIN, problem=Problem.parse(
+            "(define (problem p) (:domain rearrange) (:objects kitchen - room fridge - container "
+            "counter bed - surface milk - item) (:init (in_room fridge kitchen) (in_room counter kitchen) "
+            "(in_room bed kitchen) (closed fridge) (agent_at bed) (looked bed)))"))
+        report = agent.search("(in milk bed)", simulations=30)
+        assert report.solved and len(report.plan) == 1 and report.planner == "mcts"
+        belief = agent.belief("milk")
+        assert set(belief) == {"fridge", "counter"} and sum(belief.values()) == pytest.approx(1.0)
+        _, steps, execution = agent.run()
+        assert steps == 1 and execution.done
