@@ -88,7 +88,8 @@ def test_rollout_importance_weights_are_pi_over_mu_and_clipped() -> None:
     mcts.doubly_robust = lambda v, r, rho, gamma: seen.append(rho) or real(v, r, rho, gamma)
     try:
         for _ in range(20):
-            search._rollout(START | {("in", ("milk", "counter"))}, 0, {"milk": {"counter": 0.5, "fridge": 0.5}}, frozenset())
+            search._rollout(START | {("in", ("milk", "counter"))}, 0, {"milk": {"counter": 0.5, "fridge": 0.5}},
+                            frozenset())
     finally:
         mcts.doubly_robust = real
     # each step multiplies by pi/mu: 0 off the prior's choice, 1/mu > 1 on it; clipped at 3
