@@ -330,6 +330,7 @@ class Agent:
         from agent.planning import PlanReport, _remember, parse_goal
         from agent.retrieval import embed
         from planners import mcts
+        from planners.belief import embedding_prior
 
         def score(a: Sequence[str], b: Sequence[str]) -> np.ndarray:
             return embed(list(a)) @ embed(list(b)).T
@@ -338,7 +339,7 @@ class Agent:
             f = parse_goal(goal, self.graph, {e.name: e.type for e in self.graph.entities()})
             prior = mcts.TextPrior(self.domain, score, goal, self.domain.meta.get("explore", {}).get("actions", {}))
             searcher = mcts.searcher(self.graph, f, prior, prior, mcts.Settings(estimator="dr"))
-            d = mcts.decide(self.graph, searcher, mcts.Budget(simulations, seconds), score)
+            d = mcts.decide(self.graph, searcher, mcts.Budget(simulations, seconds), embedding_prior(score))
             report = PlanReport(goal, "solved" if d.step else "unsolvable", "mcts", [str(d.step)] if d.step else [],
                                 d.seconds, message=f"MCTS: first step of a contingent plan, {d.simulations} "
                                                    f"simulations, value {d.value:.2f}; observe, then plan again")

@@ -249,6 +249,7 @@ def episode(scene: Scene, task: Task, method: str, seed: int, simulations: int, 
     from domains.model import Problem, resolve_domain
     from domains.sexpr import read
     from planners import mcts
+    from planners.belief import embedding_prior
     from planners.execute import execute
     from planners.state import Step
 
@@ -269,9 +270,10 @@ def episode(scene: Scene, task: Task, method: str, seed: int, simulations: int, 
         agent.graph.init(domain, problem=Problem.parse(
             f"(define (problem start) (:domain rearrange) (:objects {' '.join(objects)}) (:init {' '.join(init)}))",
             "scene"))
-        search, score = None, None
+        search, belief = None, None
         if method != "explore":
-            score = None if method == "uct" else similarity
+            belief = (None if method == "uct" else mcts.llm_belief(llm) if method == "puct_llm"
+                      else embedding_prior(similarity))
             text = " and ".join(domain.gloss("in").format(*(a.replace("_", " ") for a in (i, task.target)))
                                 for i in task.items)
             cheap = mcts.UniformPrior() if method == "uct" else mcts.TextPrior(domain, similarity, text, cfg["actions"])
@@ -294,7 +296,7 @@ def episode(scene: Scene, task: Task, method: str, seed: int, simulations: int, 
             if ep.steps >= limit:
                 break
             if search is not None and mcts.unknown_in_goal(agent.graph, goal_f):
-                d = mcts.decide(agent.graph, search, mcts.Budget(simulations), score, tuple(history))
+                d = mcts.decide(agent.graph, search, mcts.Budget(simulations), belief, tuple(history))
                 ep.decisions += 1
                 ep.simulations += d.simulations
                 ep.llm_calls += d.llm_calls

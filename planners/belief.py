@@ -22,6 +22,8 @@ from graph.base import GraphError, WorldGraph
 Dist = dict[str, float]
 # similarity(item texts, place texts) -> a matrix of scores, one row per item
 Scorer = Callable[[Sequence[str], Sequence[str]], np.ndarray]
+# (items, places), each name -> type -> a distribution over the places for each item
+BeliefPrior = Callable[[Mapping[str, str], Mapping[str, str]], dict[str, Dist]]
 FLOOR = 0.01  # the least probability a possible place keeps under a commonsense prior
 TEMPERATURE = 0.05  # softmax temperature over cosine similarities
 META_KEY = "belief"
@@ -66,6 +68,11 @@ def prior(items: Mapping[str, str], places: Mapping[str, str], score: Scorer, fl
         z = np.exp((row - row.max()) / temperature)
         out[item] = floored(dict(zip(names, (z / z.sum()).tolist(), strict=True)), floor)
     return out
+
+
+def embedding_prior(score: Scorer) -> BeliefPrior:
+    """`prior` with a similarity scorer (e.g. sentence embeddings)."""
+    return lambda items, places: prior(items, places, score)
 
 
 def uniform(items: Sequence[str], places: Sequence[str]) -> dict[str, Dist]:

@@ -338,6 +338,10 @@ class Reflection(BaseModel):
     reflection: str
 
 
+class PlaceChoice(BaseModel):
+    place: str
+
+
 class LLMClient(Protocol):
     """agent.llm.LLM's interface: a structured completion."""
 
@@ -408,6 +412,26 @@ class LLMPrior:
                                        f"Goal: {self.goal}\nThis attempt failed: {'; '.join(trajectory)}\n"
                                        "In one sentence, what should be done differently?"}], Reflection)
         self.memory.reflections.append(reply.reflection.strip())
+
+
+def llm_belief(llm: LLMClient, samples: int = 5, floor: float = bl.FLOOR) -> bl.BeliefPrior:
+    """A commonsense prior sampled from an LLM as in LLM-MCTS: `samples` answers to "where is the item
+    most likely?" per item, counted, floored (an answer that is no place counts for nothing)."""
+
+    def make(items: Mapping[str, str], places: Mapping[str, str]) -> dict[str, bl.Dist]:
+        out = {}
+        for item in items:
+            counts = dict.fromkeys(places, 0.0)
+            for _ in range(samples):
+                reply, _ = llm.complete([{"role": "user", "content":
+                                          f"In a home, where is the {item.replace('_', ' ')} most likely to be? "
+                                          f"Answer with one of: {', '.join(places)}"}], PlaceChoice)
+                if (place := reply.place.strip().lower().replace(" ", "_")) in counts:
+                    counts[place] += 1
+            out[item] = bl.floored(bl.normalised(counts) or dict.fromkeys(places, 1.0), floor)
+        return out
+
+    return make
 
 
 # ---- the DR-MCTS hybrid estimator -----------------------------------------------------------------------
@@ -652,16 +676,16 @@ def relevant(domain: Domain, spec: bl.BeliefSpec, objects: Mapping[str, str], go
     return {o: t for o, t in objects.items() if o in named or not domain.is_subtype(t, spec.item)}
 
 
-def beliefs_for(graph: WorldGraph, spec: bl.BeliefSpec, items: Sequence[str], score: TextScorer | None,
+def beliefs_for(graph: WorldGraph, spec: bl.BeliefSpec, items: Sequence[str], make: bl.BeliefPrior | None,
                 facts: set[GroundAtom], objects: Mapping[str, str]) -> dict[str, bl.Dist]:
-    """The stored beliefs about `items` (a prior for those without one: commonsense from `score`, else
+    """The stored beliefs about `items` (a prior for those without one: commonsense from `make`, else
     uniform), updated with what the graph knows, written back."""
     domain = graph.domain
     stored = bl.read_beliefs(graph)
     missing = [i for i in items if i not in stored]
     if missing:
         places = bl.places(spec, domain, objects)
-        stored |= (bl.prior({i: objects[i] for i in missing}, places, score) if score
+        stored |= (make({i: objects[i] for i in missing}, places) if make
                    else bl.uniform(missing, list(places)))
     beliefs = bl.update(spec, {i: stored[i] for i in items}, facts)
     bl.write_beliefs(graph, beliefs)
@@ -688,13 +712,13 @@ def searcher(graph: WorldGraph, goal: Formula, prior: Prior, rollout_prior: Prio
     return Search(model, Goal(goal, model), Observer(spec, model, items), prior, rollout_prior, settings, rng)
 
 
-def decide(graph: WorldGraph, search: Search, budget: Budget, score: TextScorer | None = None,
+def decide(graph: WorldGraph, search: Search, budget: Budget, prior: bl.BeliefPrior | None = None,
            history: tuple[str, ...] = ()) -> Decision:
-    """One decision on the graph's current state and belief (initialised with `score`'s commonsense prior,
+    """One decision on the graph's current state and belief (initialised with the commonsense `prior`,
     or uniform, for unknown items that have none yet; updated with what the graph knows; stored)."""
     spec = bl.BeliefSpec.of(graph.domain)
     objects, facts, _ = graph.snapshot()
     unknown = [i for i in bl.unknown_items(spec, graph.domain, objects, set(facts)) if i in search.observe.items]
-    beliefs = beliefs_for(graph, spec, unknown, score, set(facts), objects)
+    beliefs = beliefs_for(graph, spec, unknown, prior, set(facts), objects)
     known = frozenset(a for a in facts if all(x in search.model.objects for x in a[1]))
     return search.decide(known, beliefs, budget, history)

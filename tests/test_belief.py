@@ -72,3 +72,13 @@ def test_unknown_items_and_storage_on_each_backend(empty_graph: WorldGraph) -> N
     bl.write_beliefs(empty_graph, {"pillow": {"bed": 1.0}})
     assert bl.read_belief(empty_graph, "milk") == {"fridge": 0.75, "bed": 0.25}
     assert set(bl.read_beliefs(empty_graph)) == {"milk", "pillow"}
+
+
+def test_llm_belief_counts_sampled_answers() -> None:
+    from agent.llm import ScriptedLLM
+    from planners.mcts import PlaceChoice, llm_belief
+
+    llm = ScriptedLLM([PlaceChoice(place=p) for p in ("fridge", "fridge", "Bed", "the moon")])
+    b = llm_belief(llm, samples=4, floor=0.0)({"milk": "item"}, PLACES)
+    assert b["milk"] == pytest.approx({"fridge": 2 / 3, "bed": 1 / 3})
+    assert "milk" in llm.prompts[0][0]["content"] and "fridge, bed, sink" in llm.prompts[0][0]["content"]
