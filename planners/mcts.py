@@ -27,7 +27,7 @@ from domains.formula import TRUE, And, Atom, Equals, Formula, Not, atoms, parse_
 from domains.model import Domain
 from domains.sexpr import read
 from domains.verify import GroundAtom
-from graph.base import WorldGraph
+from graph.base import GraphError, WorldGraph
 from planners import belief as bl
 from planners.state import State, Step, ground
 
@@ -54,8 +54,8 @@ def _literals(f: Formula) -> list[Formula] | None:
 
 
 class Model:
-    """The ground actions of `domain` over `objects`, for STRIPS actions with negative preconditions
-    (static preconditions evaluated once); other actions are evaluated on a `State` when used."""
+    """The ground actions of `domain` over `objects` as precondition/effect sets (static preconditions
+    evaluated once): STRIPS with negative preconditions and equality; other actions are refused."""
 
     def __init__(self, domain: Domain, objects: Mapping[str, str], facts: set[GroundAtom]) -> None:
         self.domain, self.objects = domain, dict(objects)
@@ -63,15 +63,16 @@ class Model:
         self.static = {a for a in facts if a[0] in static}
         probe = State(domain, self.objects, self.static)
         self.actions: list[GroundAction] = []
-        self.general: list[Step] = []  # actions outside the fast fragment
+        richer = [a.name for a in domain.actions.values() if _literals(a.precondition) is None
+                  or any(e.condition != TRUE or e.params for e in a.effects)]
+        if richer:
+            raise GraphError(f"MCTS simulates STRIPS actions (with negative preconditions and equality) only; "
+                             f"these actions of domain {domain.name!r} have quantified or conditional parts: "
+                             f"{', '.join(richer)}")
         for act in domain.actions.values():
             lits = _literals(act.precondition)
-            simple = lits is not None and all(e.condition == TRUE and not e.params for e in act.effects)
             for b in probe.bindings(act.params):
                 step = Step(act.name, tuple(b[p.name] for p in act.params))
-                if not simple:
-                    self.general.append(step)
-                    continue
                 pre, pre_not, fine = set(), set(), True
                 for lit in lits or ():
                     positive = not isinstance(lit, Not)
@@ -105,7 +106,7 @@ class Model:
         return a.pre <= s and not (a.pre_not & s)
 
     def applicable(self, s: World) -> list[int]:
-        """Indexes of the ground actions (fast fragment) applicable in `s`."""
+        """Indexes of the ground actions applicable in `s`."""
         out = [i for i in self.always if self.ok(i, s)]
         for atom in s:
             out += [i for i in self.index.get(atom, ()) if self.ok(i, s)]
@@ -114,23 +115,6 @@ class Model:
     def apply(self, i: int, s: World) -> World:
         a = self.actions[i]
         return (s - a.delete) | a.add
-
-    def general_applicable(self, s: World) -> list[Step]:
-        """Actions outside the fast fragment that apply in `s` (evaluated on a State: slow)."""
-        if not self.general:
-            return []
-        st = State(self.domain, self.objects, s)
-        out = []
-        for step in self.general:
-            act, b = st.bind(step)
-            if st.holds(act.precondition, b):
-                out.append(step)
-        return out
-
-    def apply_general(self, step: Step, s: World) -> World:
-        st = State(self.domain, self.objects, s)
-        st.apply(step)
-        return frozenset(st.facts)
 
 
 class Goal:
@@ -157,9 +141,6 @@ class Goal:
         if self.literal:
             return self.pos <= s and not (self.neg & s)
         return State(self.model.domain, self.model.objects, s).holds(self.formula)
-
-    def distance(self, s: World) -> float:
-        return self.helpful(s)[0]
 
     def helpful(self, s: World) -> tuple[float, set[GroundAction]]:
         """h(s), and the helpful actions: those applicable in `s` that the cheapest supports of the goal
@@ -235,7 +216,8 @@ class Observer:
         if spec.visible is None:
             return
         f = parse_formula(read(spec.visible, "[belief] visible")[0], "[belief] visible")
-        lits = _literals(f) or []
+        if (lits := _literals(f)) is None:
+            raise GraphError(f"[belief] visible must be a conjunction of literals over ?p: {spec.visible}")
         for p in bl.places(spec, model.domain, model.objects):
             b = {"?p": p}
             pos = frozenset(ground(a, b) for a in lits if isinstance(a, Atom))

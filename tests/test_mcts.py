@@ -57,13 +57,15 @@ def _pre(state: State, step):
     return act.precondition, b
 
 
-def test_goal_distance_is_the_additive_heuristic() -> None:
+def test_goal_distance_is_the_additive_heuristic_with_helpful_actions() -> None:
     model = mcts.Model(DOMAIN, OBJECTS, set(START))
     g = mcts.Goal(goal(), model)
     s = START | {("in", ("milk", "counter"))}
     # walk to the counter, pick; walk to the fridge, open (costs its walk again: additive), put
-    assert g.distance(s) == 1 + (1 + 1) + 1 + (1 + 1)
-    assert g.distance(frozenset({*STATIC, ("in", ("milk", "fridge"))})) == 0
+    assert g.helpful(s)[0] == 1 + (1 + 1) + 1 + (1 + 1)
+    assert g.helpful(frozenset({*STATIC, ("in", ("milk", "fridge"))}))[0] == 0
+    # helpful: the applicable first steps of the cheapest supports (walk to the counter, walk to the fridge)
+    assert {str(a.step) for a in g.helpful(s)[1]} == {"(walk bed counter)", "(walk bed fridge)"}
 
 
 def test_doubly_robust_on_a_hand_computed_trajectory() -> None:
@@ -209,3 +211,10 @@ def test_agent_search_is_a_one_step_plan_that_run_executes(tmp_path) -> None:
         assert set(belief) == {"fridge", "counter"} and sum(belief.values()) == pytest.approx(1.0)
         _, steps, execution = agent.run()
         assert steps == 1 and execution.done
+
+
+def test_a_domain_beyond_strips_is_refused_with_the_actions_named() -> None:
+    from graph.base import GraphError
+
+    with pytest.raises(GraphError, match="prepare_meal"):
+        mcts.Model(resolve_domain("cooking"), {}, set())
