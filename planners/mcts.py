@@ -353,7 +353,8 @@ class Memory:
 
 class LLMPrior:
     """P(a | history) from an LLM that sees the goal, the memories and the actions (MC-DML); cached per
-    history (the episode's trajectory and the node's path); after `max_calls` calls, `fallback`."""
+    history (the episode's trajectory and the node's path) and memory; after `max_calls` calls, or when
+    the LLM fails to answer, `fallback`."""
 
     def __init__(self, llm: LLMClient, goal_text: str, memory: Memory, fallback: Prior,
                  templates: Mapping[str, str], max_calls: int = 20, floor: float = 0.01) -> None:
@@ -363,7 +364,7 @@ class LLMPrior:
         self.llm_calls = 0
 
     def __call__(self, history: tuple[str, ...], actions: Sequence[Step], beliefs: Beliefs) -> list[float]:
-        key = (tuple(self.memory.trajectory), history, tuple(actions))
+        key = (tuple(self.memory.trajectory), tuple(self.memory.reflections), history, tuple(actions))
         if key in self.cache:
             return self.cache[key]
         if self.llm_calls >= self.max_calls:
@@ -377,7 +378,10 @@ class LLMPrior:
                   "Give each possible next action the probability that it is the best next step:\n"
                   + "\n".join(f"- {t}" for t in texts))
         self.llm_calls += 1
-        reply, _ = self.llm.complete([{"role": "user", "content": prompt}], ActionScores)
+        try:
+            reply, _ = self.llm.complete([{"role": "user", "content": prompt}], ActionScores)
+        except Exception:  # an LLM that fails to answer (transport, format) leaves the node to the fallback
+            return self.fallback(history, actions, beliefs)
         given = {s.action.strip().lower(): max(s.probability, 0.0) for s in reply.scores}
         w = np.maximum(np.array([given.get(t.lower(), 0.0) for t in texts]), 0.0)
         w = w / w.sum() if w.sum() > 0 else np.full(len(texts), 1 / len(texts))
@@ -386,13 +390,17 @@ class LLMPrior:
         return self.cache[key]
 
     def reflect(self, trajectory: Sequence[str]) -> None:
-        """After a failed simulation: the LLM writes a lesson, kept in the cross-trial memory."""
+        """After a search whose simulations all failed: the LLM writes a lesson about the line it tried
+        most, kept in the cross-trial memory (none if the LLM fails to answer)."""
         if self.llm_calls >= self.max_calls:
             return
         self.llm_calls += 1
-        reply, _ = self.llm.complete([{"role": "user", "content":
-                                       f"Goal: {self.goal}\nThis attempt failed: {'; '.join(trajectory)}\n"
-                                       "In one sentence, what should be done differently?"}], Reflection)
+        try:
+            reply, _ = self.llm.complete([{"role": "user", "content":
+                                           f"Goal: {self.goal}\nThis attempt failed: {'; '.join(trajectory)}\n"
+                                           "In one sentence, what should be done differently?"}], Reflection)
+        except Exception:  # as in __call__
+            return
         self.memory.reflections.append(reply.reflection.strip())
 
 
@@ -545,12 +553,27 @@ class Search:
             sims += 1
         best = max(range(len(root.na)), key=lambda j: (root.na[j], root.q[j])) if root.na else None
         self._last, self._last_action = (root, root.actions[best]) if best is not None else (None, -1)
+        within = budget.llm_calls is None or self.prior.llm_calls - calls0 < budget.llm_calls
+        if best is not None and root.q[best] == 0.0 and within and isinstance(self.prior, LLMPrior):
+            self.prior.reflect([*history, *self._principal(root)])  # every simulation failed: a lesson
         return Decision(
             None if best is None else self.model.actions[root.actions[best]].step, sims,
             self.prior.llm_calls - calls0, time.perf_counter() - start,
             root.q[best] if best is not None else 0.0,
             {str(self.model.actions[a].step): n for a, n in zip(root.actions or [], root.na, strict=False) if n},
             hybrid.beta(sims) if self.settings.estimator == "dr" else None)
+
+    def _principal(self, node: _Node) -> list[str]:
+        """The most visited line of play below `node` (the attempt a reflection is about)."""
+        line: list[str] = []
+        while node.na and max(node.na) > 0:
+            j = max(range(len(node.na)), key=node.na.__getitem__)
+            line.append(str(self.model.actions[node.actions[j]].step))
+            kids = [k for (a, _), k in node.kids.items() if a == node.actions[j]]
+            if not kids:
+                break
+            node = max(kids, key=lambda k: k.n)
+        return line
 
     def _simulate(self, node: _Node, s: World, depth: int, history: tuple[str, ...], beliefs: Beliefs,
                   hybrid: Hybrid, sims: int, looked: frozenset[str]) -> float:

@@ -218,3 +218,24 @@ def test_a_domain_beyond_strips_is_refused_with_the_actions_named() -> None:
 
     with pytest.raises(GraphError, match="prepare_meal"):
         mcts.Model(resolve_domain("cooking"), {}, set())
+
+
+def test_a_search_where_every_simulation_fails_writes_a_reflection_within_k() -> None:
+    lessons = iter(range(100))
+
+    def reply(messages: list[dict]):
+        if "This attempt failed" in messages[0]["content"]:
+            return mcts.Reflection(reflection=f"lesson {next(lessons)}")
+        return mcts.ActionScores(scores=[])
+
+    llm = ScriptedLLM([reply] * 100)
+    memory = mcts.Memory(k=3)
+    prior = mcts.LLMPrior(llm, "put the milk in the fridge", memory, mcts.UniformPrior(), {}, max_calls=100)
+    search = searcher(prior, mcts.Settings(horizon=1))  # one step can never reach the goal
+    for _ in range(5):
+        search.decide(START, {"milk": {"counter": 1.0}}, mcts.Budget(simulations=3))
+        assert "This attempt failed" in llm.prompts[-1][0]["content"]
+    assert list(memory.reflections) == ["lesson 2", "lesson 3", "lesson 4"]
+    search.decide(START, {"milk": {"counter": 1.0}}, mcts.Budget(simulations=3))
+    asked = [p[0]["content"] for p in llm.prompts if "Lessons from earlier failed attempts" in p[0]["content"]]
+    assert asked and "lesson 4" in asked[-1] and "lesson 1" not in asked[-1]  # the memory is in the prompt
