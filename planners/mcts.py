@@ -630,16 +630,18 @@ class Search:
 
     def _rollout(self, s: World, depth: int, beliefs: Beliefs, looked: frozenset[str]) -> tuple[float, float]:
         """(V_MC, V_DR) of a rollout from `s`, acting on what the agent would know: each item not yet seen
-        is taken to be at its most likely place not yet looked at (the belief, updated by what the
-        rollout sees). The behaviour policy mu picks a helpful action (FF) for that guess with
+        is guessed at a place drawn from the belief (posterior sampling), drawn again when the rollout
+        looks there and does not see it. The behaviour policy mu picks a helpful action (FF) for that guess with
         probability 1 - `rollout_epsilon`, else any; the target policy pi of the DR estimate is the
         rollout prior; V(s) = gamma**h(guess)."""
         st, gamma, located = self.settings, self.settings.gamma, self.observe.located
         guess = self._belief_at(s, beliefs, looked)
 
+        where = bl.sample(guess, self.rng)
+
         def knowledge(s: World) -> World:
             hidden = {a for a in s if a[0] == located and a[1][0] in guess}
-            return (s - hidden) | {(located, (i, max(d, key=d.get))) for i, d in guess.items() if d}
+            return (s - hidden) | {(located, (i, p)) for i, p in where.items() if i in guess}
 
         h, helpful = self.goal.helpful(knowledge(s))
         values, rewards, rhos = [gamma ** h], [], []
@@ -662,6 +664,8 @@ class Search:
                     guess[i] = {} if (located, (i, p)) in s else bl.absent(guess[i], p)
                     if not guess[i]:
                         del guess[i]
+                    elif where.get(i) == p:  # not where the rollout guessed: guess again
+                        where |= bl.sample({i: guess[i]}, self.rng)
             done = self.goal.holds(s)
             h, helpful = (0.0, set()) if done else self.goal.helpful(knowledge(s))
             rewards.append(1.0 if done else 0.0)
