@@ -338,6 +338,8 @@ def summary(episodes: list[Episode], limit: int) -> dict:
     decisions = sum(e.decisions for e in episodes)
     return {"episodes": n, "success_rate": len(wins) / n if n else 0.0, "wilson_95": [lo, hi],
             "mean_steps": mean([e.steps for e in wins]),
+            # steps to success with a failure counted as limit + 1: compares methods on the same tasks
+            "mean_steps_censored": mean([e.steps if e in wins else limit + 1 for e in episodes]),
             "simulations_per_decision": sum(e.simulations for e in episodes) / decisions if decisions else 0.0,
             "llm_calls_per_decision": sum(e.llm_calls for e in episodes) / decisions if decisions else 0.0,
             "seconds_per_decision": sum(e.decision_seconds for e in episodes) / decisions if decisions else 0.0,
@@ -418,12 +420,14 @@ def main(argv: list[str] | None = None) -> int:
                for m in methods for f in families for lim in LIMITS}
     table = Table(title=f"rearrange: {', '.join(sources)} scenes, seeds {args.seeds[0]}-{args.seeds[-1]}, "
                         f"{args.simulations} simulations per decision")
-    for col in ("method", "family", "limit", "success", "95% Wilson", "steps (successes)", "sims/decision",
+    for col in ("method", "family", "limit", "success", "95% Wilson", "steps (successes)", "steps (fail=limit+1)",
+                "sims/decision",
                 "LLM calls/decision", "s/decision"):
         table.add_column(col, justify="right")
     for (m, f, lim), s in results.items():
         table.add_row(m, f, str(lim), f"{s['success_rate']:.0%}",
                       f"{s['wilson_95'][0]:.0%}-{s['wilson_95'][1]:.0%}", fmt(s["mean_steps"]),
+                      fmt(s["mean_steps_censored"]),
                       f"{s['simulations_per_decision']:.0f}", f"{s['llm_calls_per_decision']:.1f}",
                       f"{s['seconds_per_decision']:.3f}")
     out.print(table)
