@@ -239,3 +239,24 @@ def test_a_search_where_every_simulation_fails_writes_a_reflection_within_k() ->
     search.decide(START, {"milk": {"counter": 1.0}}, mcts.Budget(simulations=3))
     asked = [p[0]["content"] for p in llm.prompts if "Lessons from earlier failed attempts" in p[0]["content"]]
     assert asked and "lesson 4" in asked[-1] and "lesson 1" not in asked[-1]  # the memory is in the prompt
+
+
+def test_cli_plan_search_mcts_and_show_belief(tmp_path, monkeypatch) -> None:
+    from typer.testing import CliRunner
+
+    from agent.cli import app
+
+    problem = tmp_path / "p.pddl"
+    problem.write_text("(define (problem p) (:domain rearrange) (:objects kitchen - room fridge - container "
+                       "counter bed - surface milk - item) (:init (in_room fridge kitchen) (in_room counter kitchen) "
+                       "(in_room bed kitchen) (closed fridge) (agent_at bed) (looked bed)))")
+    monkeypatch.setenv("KGPLAN_STORE", f"sqlite:{tmp_path / 'w.db'}")
+    cli = CliRunner()
+    assert cli.invoke(app, ["init", "--domain", "rearrange", "--problem", str(problem)]).exit_code == 0
+    assert "no belief stored about milk" in cli.invoke(app, ["show", "--belief", "milk"]).output
+    r = cli.invoke(app, ["plan", "--goal", "(in milk bed)", "--search", "mcts", "--simulations", "20"])
+    assert r.exit_code == 0 and "by mcts" in r.output and "1. (" in r.output
+    shown = cli.invoke(app, ["show", "--belief", "milk"]).output
+    assert "fridge" in shown and "counter" in shown and "bed" not in shown.split("where milk is")[1]
+    bad = cli.invoke(app, ["plan", "--goal", "(in milk bed)", "--search", "bfs"])
+    assert bad.exit_code != 0 and "unknown search" in bad.output
