@@ -110,7 +110,7 @@ class Episode:
     steps: int = 0
     decisions: int = 0  # MCTS decisions
     simulations: int = 0
-    llm_calls: int = 0
+    llm_calls: int = 0  # all of the episode's (belief samples, prior, reflections)
     decision_seconds: float = 0.0
     planner_calls: int = 0
 
@@ -242,7 +242,7 @@ def similarity(a: list[str], b: list[str]) -> np.ndarray:
 
 
 def episode(scene: Scene, task: Task, method: str, seed: int, simulations: int, limit: int,
-            llm=None) -> Episode:
+            llm=None, llm_calls: int = 10) -> Episode:
     """One task with one method, through an Agent on a fresh sqlite graph."""
     from agent.core import Agent
     from domains.formula import parse_formula
@@ -255,6 +255,7 @@ def episode(scene: Scene, task: Task, method: str, seed: int, simulations: int, 
 
     domain = resolve_domain("rearrange")
     ep = Episode(scene.name, task.family, method, seed)
+    calls = len(llm.records) if llm is not None else 0
     world = World(scene, task, domain)
     goal = goal_text(task)
     goal_f = parse_formula(read(goal, "goal")[0], "goal")
@@ -296,10 +297,10 @@ def episode(scene: Scene, task: Task, method: str, seed: int, simulations: int, 
             if ep.steps >= limit:
                 break
             if search is not None and mcts.unknown_in_goal(agent.graph, goal_f):
-                d = mcts.decide(agent.graph, search, mcts.Budget(simulations), belief, tuple(history))
+                d = mcts.decide(agent.graph, search, mcts.Budget(simulations, llm_calls=llm_calls), belief,
+                                tuple(history))
                 ep.decisions += 1
                 ep.simulations += d.simulations
-                ep.llm_calls += d.llm_calls
                 ep.decision_seconds += d.seconds
                 if d.step is None:
                     break
@@ -317,6 +318,7 @@ def episode(scene: Scene, task: Task, method: str, seed: int, simulations: int, 
             if world.step(Step.parse(step)) and execute(agent.graph, [Step.parse(step)], goal).failure:
                 break
         agent.close()
+    ep.llm_calls = len(llm.records) - calls if llm is not None else 0  # belief, prior and reflections
     return ep
 
 
@@ -379,6 +381,8 @@ def main(argv: list[str] | None = None) -> int:
                    help="comma-separated subset of: " + ", ".join(METHODS))
     p.add_argument("--families", default=",".join(FAMILIES), help="comma-separated subset of: " + ", ".join(FAMILIES))
     p.add_argument("--simulations", type=int, default=100, help="MCTS simulations per decision (default 100)")
+    p.add_argument("--llm-calls", type=int, default=10,
+                   help="puct_llm: LLM prior calls per decision; then the embedding prior (default 10)")
     p.add_argument("--json", type=Path, help="write the results here (the PNG goes beside it)")
     args = p.parse_args(argv)
     out = bench_console()
@@ -411,7 +415,7 @@ def main(argv: list[str] | None = None) -> int:
             for family in families:
                 task = make_task(scene, family, random.Random(f"{seed}-{family}"))
                 for m in methods:
-                    ep = episode(scene, task, m, seed, args.simulations, max(LIMITS), llm)
+                    ep = episode(scene, task, m, seed, args.simulations, max(LIMITS), llm, args.llm_calls)
                     episodes.append(ep)
                     out.print(f"{scene.name} {family} {m}: {'success' if ep.success else 'failure'} "
                               f"in {ep.steps} steps, {ep.decision_seconds / max(ep.decisions, 1):.2f} s/decision",

@@ -353,11 +353,11 @@ class Memory:
 
 class LLMPrior:
     """P(a | history) from an LLM that sees the goal, the memories and the actions (MC-DML); cached per
-    history (the episode's trajectory and the node's path) and memory; after `max_calls` calls, or when
-    the LLM fails to answer, `fallback`."""
+    history (the episode's trajectory and the node's path) and memory; once `max_calls` calls are made
+    (see `Search.decide` for a budget per decision), or when the LLM fails to answer, `fallback`."""
 
     def __init__(self, llm: LLMClient, goal_text: str, memory: Memory, fallback: Prior,
-                 templates: Mapping[str, str], max_calls: int = 20, floor: float = 0.01) -> None:
+                 templates: Mapping[str, str], max_calls: int | None = None, floor: float = 0.01) -> None:
         self.llm, self.goal, self.memory, self.fallback = llm, goal_text, memory, fallback
         self.templates, self.max_calls, self.floor = templates, max_calls, floor
         self.cache: dict[tuple, list[float]] = {}
@@ -367,7 +367,7 @@ class LLMPrior:
         key = (tuple(self.memory.trajectory), tuple(self.memory.reflections), history, tuple(actions))
         if key in self.cache:
             return self.cache[key]
-        if self.llm_calls >= self.max_calls:
+        if self.spent():
             return self.fallback(history, actions, beliefs)
         texts = [action_text(a, self.templates) for a in actions]
         likely = "; ".join(f"{i}: " + ", ".join(f"{p} {q:.0%}" for p, q in sorted(d.items(), key=lambda x: -x[1])[:3])
@@ -389,10 +389,13 @@ class LLMPrior:
         self.cache[key] = (w / w.sum()).tolist()
         return self.cache[key]
 
+    def spent(self) -> bool:
+        return self.max_calls is not None and self.llm_calls >= self.max_calls
+
     def reflect(self, trajectory: Sequence[str]) -> None:
         """After a search whose simulations all failed: the LLM writes a lesson about the line it tried
         most, kept in the cross-trial memory (none if the LLM fails to answer)."""
-        if self.llm_calls >= self.max_calls:
+        if self.spent():
             return
         self.llm_calls += 1
         try:
@@ -489,7 +492,8 @@ class Settings:
 
 @dataclass
 class Budget:
-    """Limits on one decision: simulations, wall-clock seconds, LLM calls (None: no limit)."""
+    """Limits on one decision: simulations, wall-clock seconds, LLM calls (None: no limit; once the calls
+    are spent, the LLM prior gives way to its fallback and the simulations go on)."""
 
     simulations: int = 100
     seconds: float | None = None
@@ -537,14 +541,14 @@ class Search:
         `beliefs` (about the items whose place is unknown), within `budget`. The tree grows from the
         subtree the last decision's action and what the agent now sees lead to, where there is one."""
         start, calls0 = time.perf_counter(), self.prior.llm_calls
+        if isinstance(self.prior, LLMPrior) and budget.llm_calls is not None:  # then the fallback prior
+            self.prior.max_calls = calls0 + budget.llm_calls
         hybrid = Hybrid(self.settings.beta_base, self.settings.lam)
         root, sims = _Node(), 0
         if self._last is not None:  # the subtree of what was done and seen since the last decision (POMCP)
             root = self._last.kids.get((self._last_action, self.observe(known)), root)
         while sims < budget.simulations:
             if budget.seconds is not None and time.perf_counter() - start >= budget.seconds:
-                break
-            if budget.llm_calls is not None and self.prior.llm_calls - calls0 >= budget.llm_calls:
                 break
             world = {(self.observe.located, (i, p)) for i, p in bl.sample(beliefs, self.rng).items()
                      if i in self.observe.items}
@@ -553,8 +557,7 @@ class Search:
             sims += 1
         best = max(range(len(root.na)), key=lambda j: (root.na[j], root.q[j])) if root.na else None
         self._last, self._last_action = (root, root.actions[best]) if best is not None else (None, -1)
-        within = budget.llm_calls is None or self.prior.llm_calls - calls0 < budget.llm_calls
-        if best is not None and root.q[best] == 0.0 and within and isinstance(self.prior, LLMPrior):
+        if best is not None and root.q[best] == 0.0 and isinstance(self.prior, LLMPrior):
             self.prior.reflect([*history, *self._principal(root)])  # every simulation failed: a lesson
         return Decision(
             None if best is None else self.model.actions[root.actions[best]].step, sims,

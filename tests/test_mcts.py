@@ -152,19 +152,20 @@ def test_llm_prior_scores_actions_and_stops_at_its_call_limit() -> None:
 
 
 @pytest.mark.parametrize("budget", [mcts.Budget(simulations=37), mcts.Budget(simulations=10**6, seconds=0.05),
-                                    mcts.Budget(simulations=10**6, llm_calls=2)])
+                                    mcts.Budget(simulations=60, llm_calls=2)])
 def test_every_budget_is_respected(budget: mcts.Budget) -> None:
-    replies = [mcts.ActionScores(scores=[]) for _ in range(50)]
-    llm = ScriptedLLM(replies)
-    prior = mcts.LLMPrior(llm, "goal", mcts.Memory(), mcts.UniformPrior(), {}, max_calls=50)
+    llm = ScriptedLLM([mcts.ActionScores(scores=[]) for _ in range(100)])
+    prior = mcts.LLMPrior(llm, "goal", mcts.Memory(), mcts.UniformPrior(), {})
     search = searcher(prior)
-    d = search.decide(START, {"milk": {"fridge": 0.5, "counter": 0.5}}, budget)
-    if budget.llm_calls is None and budget.seconds is None:
-        assert d.simulations == 37
-    if budget.seconds is not None:
-        assert d.seconds < budget.seconds + 0.05  # checked before each simulation
-    if budget.llm_calls is not None:
-        assert d.llm_calls <= 2 and len(llm.prompts) <= 2
+    for _ in range(2):  # a budget is per decision
+        calls = len(llm.prompts)
+        d = search.decide(START, {"milk": {"fridge": 0.5, "counter": 0.5}}, budget)
+        if budget.seconds is None:
+            assert d.simulations == budget.simulations  # LLM calls spent: the fallback prior goes on
+        else:
+            assert d.seconds < budget.seconds + 0.05  # checked before each simulation
+        if budget.llm_calls is not None:
+            assert d.llm_calls == len(llm.prompts) - calls <= 2
 
 
 @pytest.mark.parametrize("estimator", ["mc", "dr"])
@@ -260,3 +261,26 @@ def test_cli_plan_search_mcts_and_show_belief(tmp_path, monkeypatch) -> None:
     assert "fridge" in shown and "counter" in shown and "bed" not in shown.split("where milk is")[1]
     bad = cli.invoke(app, ["plan", "--goal", "(in milk bed)", "--search", "bfs"])
     assert bad.exit_code != 0 and "unknown search" in bad.output
+
+
+def test_rearrange_episode_with_a_scripted_llm_prior() -> None:
+    """The benchmark's puct_llm wiring: LLM belief and LLM prior, within the calls per decision."""
+    from benchmarks import rearrange
+
+    def reply(messages: list[dict]):
+        text = messages[0]["content"]
+        if "most likely to be" in text:
+            return mcts.PlaceChoice(place="kitchen_counter")
+        if "This attempt failed" in text:
+            return mcts.Reflection(reflection="look on the counters first")
+        return mcts.ActionScores(scores=[])
+
+    scene = rearrange.Scene("tiny", {"fridge": ("container", "kitchen"), "kitchen_counter": ("surface", "kitchen"),
+                                     "bed": ("surface", "bedroom")}, {"milk": "kitchen_counter"}, {"milk": "milk"})
+    task = rearrange.Task("simple", ["milk"], "fridge", "bed")
+    llm = ScriptedLLM([reply] * 500)
+    ep = rearrange.episode(scene, task, "puct_llm", 0, simulations=30, limit=15, llm=llm, llm_calls=3)
+    assert ep.success and ep.steps <= 8
+    # five belief samples for the item, then at most 3 prior/reflection calls per decision
+    assert 5 < ep.llm_calls <= 5 + 3 * ep.decisions and ep.llm_calls == len(llm.prompts)
+    assert any("most likely to be" in p[0]["content"] for p in llm.prompts)
