@@ -272,14 +272,14 @@ class TextPrior:
     llm_calls = 0
 
     def __init__(self, domain: Domain, score: TextScorer, goal_text: str, templates: Mapping[str, str],
-                 temperature: float = 0.2, floor: float = 0.01) -> None:
+                 temperature: float = 0.2, floor: float = 0.01, text_weight: float = 0.5) -> None:
         self.score, self.goal, self.templates = score, goal_text, templates
         self.leads_to: dict[str, list[int]] = {}
         for act in domain.actions.values():
             moved = {e.atom.predicate for e in act.effects if e.add}
             names = {x for e in act.effects if e.add or e.atom.predicate not in moved for x in e.atom.args}
             self.leads_to[act.name] = [i for i, p in enumerate(act.params) if p.name in names]
-        self.temperature, self.floor = temperature, floor
+        self.temperature, self.floor, self.text_weight = temperature, floor, text_weight
         self.cache: dict[Step, float] = {}
         self.last: dict[tuple, list[float]] = {}  # weights per action list, for the current beliefs
 
@@ -302,7 +302,7 @@ class TextPrior:
         mass = np.array([sum(d.get(a.args[i], 0.0) for d in beliefs.values() for i in self.leads_to[a.action])
                          for a in actions])
         if mass.sum() > 0:
-            w = 0.5 * w + 0.5 * mass / mass.sum()
+            w = self.text_weight * w + (1 - self.text_weight) * mass / mass.sum()
         w = np.maximum(w, self.floor)
         return (w / w.sum()).tolist()
 
