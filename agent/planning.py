@@ -21,7 +21,7 @@ from domains.verify import check_goal
 from graph.base import GraphError, WorldGraph
 from planners.problem import Task
 from planners.relevance import Relevance
-from planners.solve import OPTIMAL, PlanResult, solve
+from planners.solve import OPTIMAL, PlanResult, prepare, solve
 from planners.state import State, Step, simulate
 
 LAST_PLAN = "last_plan"
@@ -74,6 +74,7 @@ def plan(graph: WorldGraph, goal_text: str, *, planner: str = "fd", timeout: flo
          prune: bool = True, memory_mb: int = 4096) -> PlanReport:
     """Plan for a PDDL goal on the graph's current state; the plan is remembered for `run`."""
     domain = graph.domain
+    prepare(domain, planner)  # the planner's process gets ready while the state is read and pruned
     with _gc_paused():
         objects, atoms, numbers = graph.snapshot()
         state = State(domain, objects, atoms, numbers)

@@ -18,8 +18,9 @@ from domains.formula import And, Atom, Formula, Not, Or, parse_formula
 from domains.model import Domain, Problem
 from domains.sexpr import read
 from planners.problem import Task
-from planners.solve import ENGINES, domain_invariants, expand_quantifiers, solve
+from planners.solve import ENGINES, expand_quantifiers, solve
 from planners.state import State, simulate
+from planners.worker import domain_invariants, worker
 
 # Grounding this domain makes 40^6 atoms: Fast Downward's translator cannot finish it.
 EXPLODING = Domain.parse("""(define (domain explode) (:requirements :strips :typing) (:types thing)
@@ -99,9 +100,14 @@ def test_search_binary_runs_under_the_cap(household: Domain, world_problem: Prob
 
 
 def test_a_crash_is_an_error_not_a_memout() -> None:
+    """The planner child (the worker's child) killed by a signal is reported by that signal."""
+    runner = worker("fd")
+    runner.start()
+    assert runner.proc is not None
+
     def crash() -> None:
         time.sleep(0.5)
-        for pid in _children():
+        for pid in _children(runner.proc.pid):
             os.kill(pid, signal.SIGSEGV)
 
     threading.Thread(target=crash, daemon=True).start()
@@ -109,17 +115,51 @@ def test_a_crash_is_an_error_not_a_memout() -> None:
     assert r.status == "error" and "SIGSEGV" in r.message, r.message
 
 
-def _children() -> list[int]:
-    me = str(os.getpid())
+def test_a_dead_worker_takes_its_planner_along_and_is_replaced(household: Domain, world_problem: Problem) -> None:
+    """The worker killed mid-plan: the call says so at once, its planner child is killed, the next
+    call starts a new worker."""
+    runner = worker("fd")
+    runner.start()
+    assert runner.proc is not None
+    old, planners = runner.proc.pid, []
+
+    def kill_worker() -> None:
+        time.sleep(0.5)
+        planners.extend(_children(old))
+        os.kill(old, signal.SIGKILL)
+
+    threading.Thread(target=kill_worker, daemon=True).start()
+    t = time.perf_counter()
+    r = solve(exploding_task(), timeout=30)
+    assert r.status == "error" and "SIGKILL" in r.message, r.message
+    assert time.perf_counter() - t < 5
+    assert planners
+    t = time.perf_counter()
+    while any(_alive(pid) for pid in planners):  # SIGKILL takes effect when the process next runs
+        assert time.perf_counter() - t < 2, "the planner child outlived its worker"
+        time.sleep(0.01)
+    r = solve(world_task(household, world_problem, "(holding robot apple)"))
+    assert r.solved and runner.proc is not None and runner.proc.pid != old, r.message
+
+
+def _children(parent: int) -> list[int]:
     out = []
     for stat in Path("/proc").glob("[0-9]*/stat"):
         try:
             fields = stat.read_text().rsplit(")", 1)[1].split()
         except OSError:
             continue
-        if fields[1] == me:
+        if fields[1] == str(parent):
             out.append(int(stat.parent.name))
     return out
+
+
+def _alive(pid: int) -> bool:
+    """Whether a process runs (a zombie does not: it waits for a parent that may never reap it)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
 
 
 def test_invariants_found_once_per_domain_translate_the_same(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
