@@ -36,6 +36,7 @@ class PlanReport:
     planner: str
     plan: list[str] = field(default_factory=list)
     seconds: float = 0.0  # planner time, all attempts
+    planner_cpu_seconds: float = 0.0  # CPU time of the planner processes, all attempts
     prune_seconds: float = 0.0
     facts_full: int = 0
     facts_pruned: int = 0
@@ -128,6 +129,7 @@ def _attempt(report: PlanReport, state: State, task: Task, planner: str, timeout
     """Plan on one task, checking the plan on the full state; whether it gave a valid plan."""
     result = solve(task, planner, timeout, memory_mb)
     report.seconds += result.seconds
+    report.planner_cpu_seconds += result.cpu_seconds
     report.status, report.task = result.status, task
     if result.solved and (failure := _check(state, result, task.goal)) is not None:
         report.status, result.message = "error", f"invalid on the full state: {failure}"

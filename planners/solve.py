@@ -47,7 +47,7 @@ class PlanResult:
     seconds: float
     plan: list[Step] = field(default_factory=list)
     message: str = ""
-    cpu_seconds: float = 0.0  # the planner child's CPU time (this process's is not counted)
+    cpu_seconds: float = 0.0  # the planner processes' CPU time (the worker's and its child's)
 
     @property
     def solved(self) -> bool:

@@ -31,7 +31,6 @@ import os
 import resource
 import select
 import signal
-import subprocess
 import sys
 import threading
 import time
@@ -90,33 +89,50 @@ class Worker:
 
     def __init__(self, family: str) -> None:
         self.family = family
-        self.proc: subprocess.Popen | None = None
+        self.pid = 0
         self.channel: Channel | None = None
         self.owner = 0  # the process that started it (a forked copy of the caller starts its own)
         self.lock = threading.RLock()
 
     def start(self, domain_pddl: str | None = None) -> None:
-        """Start the worker process unless it runs, and have it prepare a domain (`prepared_domain`)
-        while the caller works on: a plan then waits for neither."""
+        """Start the worker unless it runs, and have it prepare a domain (`prepared_domain`) while
+        the caller works on: a plan then waits for neither. The worker is a fork of the caller:
+        start it before the caller grows (a plan forks the worker)."""
         with self.lock:
-            self._start(domain_pddl)
+            if not self._running():
+                self._forget()
+                self._fork()
+            if domain_pddl is not None and self.family == "fd":
+                assert self.channel is not None
+                with contextlib.suppress(BrokenPipeError):  # noticed by the next plan
+                    self.channel.send({"prepare": domain_pddl})
 
-    def _start(self, domain_pddl: str | None) -> None:
-        if self.proc is None or self.owner != os.getpid() or self.proc.poll() is not None:
-            path = [str(Path(__file__).resolve().parents[1]), *(p for p in sys.path if isinstance(p, str))]
-            code = f"import sys; sys.path[:] = {path!r}; from planners.worker import serve; serve({self.family!r})"
-            # -S: the caller's import path is given, so no site set-up (most of an interpreter's start)
-            self.proc = subprocess.Popen([sys.executable, "-S", "-c", code], stdin=subprocess.PIPE,
-                                         stdout=subprocess.PIPE, bufsize=0, start_new_session=True)
-            assert self.proc.stdin is not None and self.proc.stdout is not None
-            self.channel, self.owner = Channel(self.proc.stdout.fileno(), self.proc.stdin.fileno()), os.getpid()
-        if domain_pddl is not None and self.family == "fd" and self.channel is not None:
-            with contextlib.suppress(BrokenPipeError):  # noticed by the next plan
-                self.channel.send({"prepare": domain_pddl})
+    def _fork(self) -> None:
+        requests, replies = os.pipe(), os.pipe()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        pid = os.fork()
+        if pid == 0:
+            code = 0
+            try:
+                for w in _WORKERS.values():  # another worker must see the caller's end of file only
+                    if w.channel is not None:
+                        os.close(w.channel.read_fd)
+                        os.close(w.channel.write_fd)
+                os.close(requests[1])
+                os.close(replies[0])
+                serve(self.family, Channel(requests[0], replies[1]))
+            except BaseException:
+                traceback.print_exc()
+                code = 1
+            os._exit(code)  # never the caller's exit handlers
+        os.close(requests[0])
+        os.close(replies[1])
+        self.pid, self.owner, self.channel = pid, os.getpid(), Channel(replies[0], requests[1])
 
     def run(self, folder: Path, planner: str, cap: int, deadline: float) -> tuple[str, str, float]:
         """Plan on domain.pddl and problem.pddl in `folder` (the plan is written there): status,
-        message, CPU seconds of the child."""
+        message, and the CPU seconds the worker and its child spent on it."""
         with self.lock:
             for attempt in range(2):
                 self.start()
@@ -147,46 +163,67 @@ class Worker:
         if pid:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(pid, signal.SIGKILL)
-        if self.proc is None:
-            return ""
-        self.proc.kill()
-        code = self.proc.wait()
-        assert self.proc.stdin is not None and self.proc.stdout is not None
-        self.proc.stdin.close()
-        self.proc.stdout.close()
-        self.proc = self.channel = None
-        return f"killed by {signal.Signals(-code).name}" if code < 0 else f"exit code {code}"
+        ended = ""
+        if self.pid and self.owner == os.getpid():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.pid, signal.SIGKILL)
+            with contextlib.suppress(ChildProcessError):
+                status = os.waitpid(self.pid, 0)[1]
+                ended = (f"killed by {signal.Signals(os.WTERMSIG(status)).name}" if os.WIFSIGNALED(status)
+                         else f"exit code {os.WEXITSTATUS(status)}")
+        self._forget()
+        return ended
 
     def close(self) -> None:
-        """End an idle worker: it exits at the end of its input."""
-        if self.proc is not None and self.owner == os.getpid():
-            assert self.proc.stdin is not None and self.proc.stdout is not None
-            self.proc.stdin.close()
-            try:
-                self.proc.wait(1)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-            self.proc.stdout.close()
-        self.proc = self.channel = None
+        """End an idle worker: it exits at the end of its input (killed after a second)."""
+        if self._running():
+            assert self.channel is not None
+            with contextlib.suppress(ChildProcessError):
+                os.close(self.channel.write_fd)
+                self.channel.write_fd = -1
+                deadline = time.perf_counter() + 1
+                while not os.waitpid(self.pid, os.WNOHANG)[0]:
+                    if time.perf_counter() > deadline:
+                        self.stop()
+                        return
+                    time.sleep(0.001)
+        self._forget()
+
+    def _running(self) -> bool:
+        if not self.pid or self.owner != os.getpid():
+            return False
+        try:
+            return os.waitpid(self.pid, os.WNOHANG)[0] == 0
+        except ChildProcessError:
+            return False
+
+    def _forget(self) -> None:
+        if self.channel is not None and self.owner == os.getpid():
+            for fd in (self.channel.read_fd, self.channel.write_fd):
+                if fd >= 0:
+                    os.close(fd)
+        self.pid, self.channel = 0, None
 
 
-def serve(family: str) -> None:
-    """The worker's loop: one request per line on stdin, replies on stdout, until stdin ends."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the caller decides; the child is in its own group
-    channel = Channel(0, os.dup(1))
-    os.dup2(os.open(os.devnull, os.O_WRONLY), 1)  # anything printed here must not reach the replies
+def serve(family: str, channel: Channel) -> None:
+    """The worker's loop: one request per line, until the caller closes its end."""
+    os.setsid()  # out of the terminal's process group: the caller decides what an interrupt ends
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    os.dup2(os.open(os.devnull, os.O_RDWR), 0)
+    os.dup2(0, 1)  # nothing the translator prints reaches the caller's output
     importlib.import_module(PRELOAD[family])  # inherited by every child
+    gc.freeze()  # neither this process's collections nor its children's scan the caller's objects
     while (request := channel.receive()) is not None:
         if "prepare" in request:
             prepared_domain(request["prepare"])
             continue
+        used = _cpu()
         try:
             folder, planner, cap = Path(request["folder"]), request["planner"], request["cap"]
             deadline = time.perf_counter() + request["seconds"]
             domain = None if planner == "lapkt" else prepared_domain((folder / "domain.pddl").read_text())
             limit = _address_space(os.getpid()) + cap  # what the child may grow to before it counts as a memout
-            gc.freeze()  # the child's collections leave this process's objects (and their pages) alone
+            gc.freeze()
             pid = os.fork()
             if pid == 0:
                 os.close(channel.write_fd)  # the worker's death must end its replies
@@ -195,7 +232,12 @@ def serve(family: str) -> None:
             status, message, cpu = _wait(pid, deadline, limit, folder)
         except Exception as e:
             status, message, cpu = "error", f"the planner process failed: {e!r}", 0.0
-        channel.send({"status": status, "message": message, "cpu": cpu})
+        channel.send({"status": status, "message": message, "cpu": cpu + _cpu() - used})
+
+
+def _cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
 
 
 def _wait(pid: int, deadline: float, limit: int, folder: Path) -> tuple[str, str, float]:
