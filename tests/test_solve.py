@@ -20,8 +20,9 @@ from domains.sexpr import read
 from planners.problem import Task
 from planners.solve import ENGINES, expand_quantifiers, solve
 from planners.state import State, simulate
-from planners.worker import domain_invariants, worker
+from planners.worker import prepared_domain, worker
 
+DOMAINS = Path(__file__).parent / "domains"
 # Grounding this domain makes 40^6 atoms: Fast Downward's translator cannot finish it.
 EXPLODING = Domain.parse("""(define (domain explode) (:requirements :strips :typing) (:types thing)
   (:predicates (p ?a ?b ?c ?d ?e ?f - thing))
@@ -160,21 +161,38 @@ def _alive(pid: int) -> bool:
         return False
 
 
-def test_invariants_found_once_per_domain_translate_the_same(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                              household: Domain, world_problem: Problem) -> None:
-    """The translator given the domain's invariants writes the task it writes when it finds them itself."""
-    from fast_downward.translate import invariant_finder, main, options
+def _translation_cases() -> list:
+    """Every domain of tests/domains with its first problem, and household."""
+    cases = [pytest.param(p.parent, p, id=p.parent.name) for p in sorted(DOMAINS.glob("*/p01.pddl"))]
+    return [*cases, pytest.param(None, None, id="household")]
 
-    task = world_task(household, world_problem, "(and (clean sandra_jeans) (dry sandra_jeans))")
-    (tmp_path / "domain.pddl").write_text(household.compiled_pddl())
+
+@pytest.mark.parametrize(("folder", "problem_file"), _translation_cases())
+def test_a_prepared_domain_translates_the_same(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, household: Domain,
+                                               world_problem: Problem, folder: Path | None,
+                                               problem_file: Path | None) -> None:
+    """The translator given the domain's parse and invariants, found once per domain by the worker
+    (on an empty problem), writes the task it writes when it parses and finds them itself."""
+    from fast_downward.translate import invariant_finder, main, options
+    from fast_downward.translate.pddl_parser import parsing_functions
+
+    if folder is None or problem_file is None:
+        task = world_task(household, world_problem, "(and (clean sandra_jeans) (dry sandra_jeans))")
+    else:
+        problem = Problem.parse(problem_file.read_text(), str(problem_file))
+        assert problem.goal is not None
+        task = Task(Domain.load(folder), problem.objects, {(a.predicate, a.args) for a in problem.init},
+                    problem.goal, {(a.predicate, a.args): v for a, v in problem.numbers.items()})
+    (tmp_path / "domain.pddl").write_text(task.domain.compiled_pddl())
     (tmp_path / "problem.pddl").write_text(task.to_pddl())
-    invariants = domain_invariants(household.compiled_pddl())
-    assert invariants
+    parsed, invariants = prepared_domain.__wrapped__(task.domain.compiled_pddl())  # fresh: translating changes it
+    assert parsed is not None and invariants is not None
     for name in ("found.sas", "given.sas"):
         options.set_options([str(tmp_path / "domain.pddl"), str(tmp_path / "problem.pddl"),
                              "--sas-file", str(tmp_path / name)])
         if name == "given.sas":
             monkeypatch.setattr(invariant_finder, "find_invariants", lambda task, params: iter(invariants))
+            monkeypatch.setattr(parsing_functions, "parse_domain_pddl", lambda context, pddl: iter(parsed))
         with contextlib.redirect_stdout(io.StringIO()):
             main.main()
     assert (tmp_path / "found.sas").read_text() == (tmp_path / "given.sas").read_text()
