@@ -74,8 +74,9 @@ def parse_goal(text: str, graph: WorldGraph, objects: dict[str, str]) -> Formula
 def plan(graph: WorldGraph, goal_text: str, *, planner: str = "fd", timeout: float = 60.0,
          prune: bool = True, memory_mb: int = 4096) -> PlanReport:
     """Plan for a PDDL goal on the graph's current state; the plan is remembered for `run`."""
+    prepare(planner)  # the planner's process gets ready while the domain and the state are read, and pruned
     domain = graph.domain
-    prepare(domain, planner)  # the planner's process gets ready while the state is read and pruned
+    prepare(planner, domain)
     with _gc_paused():
         objects, atoms, numbers = graph.snapshot()
         state = State(domain, objects, atoms, numbers)

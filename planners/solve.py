@@ -99,10 +99,10 @@ def solve(task: Task, planner: str = "fd", timeout: float = 60.0, memory_mb: int
     return PlanResult(cast(Status, status), planner, time.perf_counter() - start, plan, message, cpu)
 
 
-def prepare(domain: Domain, planner: str = "fd") -> None:
-    """Start the planner's worker now and have it prepare the domain, so that a plan soon after
-    (once the state is read and pruned) waits for neither."""
-    worker(planner).start(domain.compiled_pddl())
+def prepare(planner: str = "fd", domain: Domain | None = None) -> None:
+    """Start the planner's worker now (it imports the translator meanwhile) and have it prepare a
+    domain, so that a plan soon after (once the state is read and pruned) waits for neither."""
+    worker(planner).start(None if domain is None else domain.compiled_pddl())
 
 
 def _literals_only(goal: Formula) -> bool:
