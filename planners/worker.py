@@ -122,6 +122,8 @@ class Worker:
                 os.close(requests[1])
                 os.close(replies[0])
                 serve(self.family, Channel(requests[0], replies[1]))
+            except BrokenPipeError:  # the caller is gone
+                pass
             except BaseException:
                 traceback.print_exc()
                 code = 1
@@ -209,6 +211,7 @@ def serve(family: str, channel: Channel) -> None:
     """The worker's loop: one request per line, until the caller closes its end."""
     os.setsid()  # out of the terminal's process group: the caller decides what an interrupt ends
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # not the caller's handler
     os.dup2(os.open(os.devnull, os.O_RDWR), 0)
     os.dup2(0, 1)  # nothing the translator prints reaches the caller's output
     importlib.import_module(PRELOAD[family])  # inherited by every child
@@ -285,6 +288,7 @@ def _child(folder: Path, planner: str, cap: int, limit: int, domain: tuple | Non
     code = TRANSLATE_CRITICAL_ERROR
     try:
         os.setpgid(0, 0)
+        signal.signal(signal.SIGINT, signal.SIG_DFL)  # ignored by the worker; an ignored signal stays so in exec
         os.chdir(folder)
         log = os.open("log", os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
         os.dup2(log, 1)
@@ -404,9 +408,7 @@ def _lapkt() -> int:
 def worker(planner: str) -> Worker:
     """This process's worker for a planner's engine family."""
     family = "lapkt" if planner == "lapkt" else "fd"
-    if family not in _WORKERS:
-        _WORKERS[family] = Worker(family)
-    return _WORKERS[family]
+    return _WORKERS.setdefault(family, Worker(family))
 
 
 _WORKERS: dict[str, Worker] = {}
