@@ -133,12 +133,34 @@ def test_a_dead_worker_takes_its_planner_along_and_is_replaced(household: Domain
     assert r.status == "error" and "SIGKILL" in r.message, r.message
     assert time.perf_counter() - t < 5
     assert planners
-    t = time.perf_counter()
-    while any(_alive(pid) for pid in planners):  # SIGKILL takes effect when the process next runs
-        assert time.perf_counter() - t < 2, "the planner child outlived its worker"
-        time.sleep(0.01)
+    _wait_dead(planners)
     r = solve(world_task(household, world_problem, "(holding robot apple)"))
     assert r.solved and runner.pid not in (0, old), r.message
+
+
+def test_an_interrupted_call_leaves_no_planner_behind() -> None:
+    """Ctrl-C during a plan: the call raises, the planner child and the worker are killed."""
+    runner = worker("fd")
+    runner.start()
+    old, planners = runner.pid, []
+
+    def interrupt() -> None:
+        time.sleep(0.5)
+        planners.extend(_children(old))
+        os.kill(os.getpid(), signal.SIGINT)
+
+    threading.Thread(target=interrupt, daemon=True).start()
+    with pytest.raises(KeyboardInterrupt):
+        solve(exploding_task(), timeout=30)
+    assert planners and runner.pid == 0
+    _wait_dead([*planners, old])
+
+
+def _wait_dead(pids: list[int]) -> None:
+    t = time.perf_counter()
+    while any(_alive(pid) for pid in pids):  # SIGKILL takes effect when the process next runs
+        assert time.perf_counter() - t < 2, "a planner process outlived the call"
+        time.sleep(0.01)
 
 
 def _children(parent: int) -> list[int]:
