@@ -1,19 +1,20 @@
-"""The planner process: a small server that forks one child per plan, bounded in time and memory.
+"""The planner worker: a process that forks one child per plan, bounded in time and memory.
 
-`solve` writes a task's PDDL files to a folder and asks a `Worker` to plan on them. The worker is
-a fresh interpreter with only Fast Downward's translator (or LAPKT) imported, started once per
-process and engine family, so a plan costs the fork of a small process, whatever the caller has
-loaded (torch, unified-planning, LAPKT), and no interpreter start. It keeps what every task of a
-domain shares (the parsed domain, the translator's invariants of it) for its children to
-inherit. The child translates in-process, then replaces itself with the search binary shipped
-in ``up-fast-downward`` or ``up-symk``, or grounds and searches with LAPKT.
+`solve` writes a task's PDDL files to a folder and asks this process's `Worker` (one per engine
+family) to plan on them. The worker is a fork of the caller made at its first plan
+(`agent.planning.plan` makes it before it reads the domain and the state), so it is as small as
+the caller was then. It imports Fast Downward's translator (or LAPKT) and keeps what every task
+of a domain shares (the parsed domain, the translator's invariants of it). A plan then costs the
+fork of that process, whatever the caller has loaded since (torch, unified-planning), and no
+interpreter start. The child translates in-process, then replaces itself with the search binary
+shipped in ``up-fast-downward`` or ``up-symk``, or grounds and searches with LAPKT.
 
 The worker kills the child's process group at the deadline, translation included, and when the
 child grows beyond the memory cap over the address space it inherited (the search binary runs
 under the cap as its address-space limit); a child that dies otherwise is reported by its
-signal or exit code. Requests and replies are JSON lines on the worker's stdin and stdout. A
-worker that died is started again; one that does not answer by the deadline is killed with
-its child.
+signal or exit code. Requests and replies are JSON lines over two pipes. A worker that dies is
+reported (its child killed) and forked again; one that does not answer within `GRACE_S` of the
+deadline is killed with its child, and so is one whose caller is interrupted.
 """
 
 from __future__ import annotations
@@ -212,8 +213,10 @@ def serve(family: str, channel: Channel) -> None:
     os.setsid()  # out of the terminal's process group: the caller decides what an interrupt ends
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)  # not the caller's handler
-    os.dup2(os.open(os.devnull, os.O_RDWR), 0)
-    os.dup2(0, 1)  # nothing the translator prints reaches the caller's output
+    null = os.open(os.devnull, os.O_RDWR)
+    os.dup2(null, 0)
+    os.dup2(null, 1)  # nothing the translator prints reaches the caller's output
+    os.close(null)
     importlib.import_module(PRELOAD[family])  # inherited by every child
     gc.freeze()  # neither this process's collections nor its children's scan the caller's objects
     while (request := channel.receive()) is not None:
