@@ -37,6 +37,7 @@ class PlanReport:
     plan: list[str] = field(default_factory=list)
     seconds: float = 0.0  # planner time, all attempts
     planner_cpu_seconds: float = 0.0  # CPU time of the planner processes, all attempts
+    planner_peak_mb: float = 0.0  # the largest resident memory of a planner child
     prune_seconds: float = 0.0
     facts_full: int = 0
     facts_pruned: int = 0
@@ -131,6 +132,7 @@ def _attempt(report: PlanReport, state: State, task: Task, planner: str, timeout
     result = solve(task, planner, timeout, memory_mb)
     report.seconds += result.seconds
     report.planner_cpu_seconds += result.cpu_seconds
+    report.planner_peak_mb = max(report.planner_peak_mb, result.peak_mb)
     report.status, report.task = result.status, task
     if result.solved and (failure := _check(state, result, task.goal)) is not None:
         report.status, result.message = "error", f"invalid on the full state: {failure}"

@@ -63,6 +63,7 @@ class PlanResult:
     plan: list[Step] = field(default_factory=list)
     message: str = ""
     cpu_seconds: float = 0.0  # the planner processes' CPU time (the worker's and its child's)
+    peak_mb: float = 0.0  # the planner child's peak resident memory
 
     @property
     def solved(self) -> bool:
@@ -88,7 +89,7 @@ def solve(task: Task, planner: str = "fd", timeout: float = 60.0, memory_mb: int
     try:
         (folder / "domain.pddl").write_text(domain_pddl)
         (folder / "problem.pddl").write_text(task.to_pddl())
-        status, message, cpu = runner.run(folder, planner, memory_mb * 2**20, deadline)
+        status, message, cpu, peak = runner.run(folder, planner, memory_mb * 2**20, deadline)
         if status == "timeout":
             message = f"no plan within {timeout:g} s"
         elif status == "memout":
@@ -96,7 +97,7 @@ def solve(task: Task, planner: str = "fd", timeout: float = 60.0, memory_mb: int
         plan = [s for s in _read_plan(folder / PLAN_FILE) if s.action != GOAL_ACTION] if status == "solved" else []
     finally:
         shutil.rmtree(folder, ignore_errors=True)
-    return PlanResult(cast(Status, status), planner, time.perf_counter() - start, plan, message, cpu)
+    return PlanResult(cast(Status, status), planner, time.perf_counter() - start, plan, message, cpu, peak)
 
 
 def prepare(planner: str = "fd", domain: Domain | None = None) -> None:

@@ -133,9 +133,10 @@ class Worker:
         os.close(replies[1])
         self.pid, self.owner, self.channel = pid, os.getpid(), Channel(replies[0], requests[1])
 
-    def run(self, folder: Path, planner: str, cap: int, deadline: float) -> tuple[str, str, float]:
+    def run(self, folder: Path, planner: str, cap: int, deadline: float) -> tuple[str, str, float, float]:
         """Plan on domain.pddl and problem.pddl in `folder` (the plan is written there): status,
-        message, and the CPU seconds the worker and its child spent on it."""
+        message, the CPU seconds the worker and its child spent on it, and the child's peak
+        resident memory in MB."""
         with self.lock:
             for attempt in range(2):
                 self.start()
@@ -150,15 +151,15 @@ class Worker:
                     reply = None
                 except TimeoutError:
                     self.stop(pid)
-                    return "timeout", "", 0.0
+                    return "timeout", "", 0.0, 0.0
                 except BaseException:
                     self.stop(pid)
                     raise
                 if reply is not None:
-                    return reply["status"], reply["message"], reply["cpu"]
+                    return reply["status"], reply["message"], reply["cpu"], reply["peak_mb"]
                 died = self.stop(pid)
                 if pid or attempt:  # it died planning, or twice
-                    return "error", f"the planner process died ({died})", 0.0
+                    return "error", f"the planner process died ({died})", 0.0, 0.0
             raise AssertionError("unreachable")
 
     def stop(self, pid: int = 0) -> str:
@@ -235,10 +236,11 @@ def serve(family: str, channel: Channel) -> None:
                 os.close(channel.write_fd)  # the worker's death must end its replies
                 _child(folder, planner, cap, limit, domain)
             channel.send({"pid": pid})
-            status, message, cpu = _wait(pid, deadline, limit, folder)
+            status, message, usage = _wait(pid, deadline, limit, folder)
+            cpu, peak = usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024
         except Exception as e:
-            status, message, cpu = "error", f"the planner process failed: {e!r}", 0.0
-        channel.send({"status": status, "message": message, "cpu": cpu + _cpu() - used})
+            status, message, cpu, peak = "error", f"the planner process failed: {e!r}", 0.0, 0.0
+        channel.send({"status": status, "message": message, "cpu": cpu + _cpu() - used, "peak_mb": peak})
 
 
 def _cpu() -> float:
@@ -246,9 +248,9 @@ def _cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def _wait(pid: int, deadline: float, limit: int, folder: Path) -> tuple[str, str, float]:
+def _wait(pid: int, deadline: float, limit: int, folder: Path) -> tuple[str, str, resource.struct_rusage]:
     """Wait for the child, watching its address space; kill its process group at the deadline or
-    when it outgrows `limit`. Status, message and the child's CPU seconds."""
+    when it outgrows `limit`. Status, message and the child's resource usage."""
     pidfd = os.pidfd_open(pid)
     status: tuple[str, str] | None = None
     try:
@@ -262,19 +264,18 @@ def _wait(pid: int, deadline: float, limit: int, folder: Path) -> tuple[str, str
     with contextlib.suppress(ProcessLookupError):
         os.killpg(pid, signal.SIGKILL)  # at a limit, or anything the planner left behind (it is not reaped yet)
     _, wait_status, usage = os.wait4(pid, 0)
-    cpu = usage.ru_utime + usage.ru_stime
     if status is not None:
-        return *status, cpu
+        return *status, usage
     if os.WIFSIGNALED(wait_status):
         sig = signal.Signals(os.WTERMSIG(wait_status)).name
-        return "error", f"the planner was killed by {sig}: {_log_tail(folder)}", cpu
+        return "error", f"the planner was killed by {sig}: {_log_tail(folder)}", usage
     code = os.WEXITSTATUS(wait_status)
     if code == 0:
         if (folder / PLAN_FILE).is_file():
-            return "solved", "", cpu
-        return "unsolvable", "the planner found no plan", cpu
+            return "solved", "", usage
+        return "unsolvable", "the planner found no plan", usage
     status = EXIT_STATUS.get(code, ("error", f"the planner failed with exit code {code}"))
-    return status[0], status[1] if status[0] != "error" else f"{status[1]}: {_log_tail(folder)}", cpu
+    return status[0], status[1] if status[0] != "error" else f"{status[1]}: {_log_tail(folder)}", usage
 
 
 def _log_tail(folder: Path) -> str:
