@@ -1,13 +1,20 @@
 """Partially observed environments behind one small interface, and sensors that turn their
-structured outputs (admissible actions, object trees) into graph changes, never their prose.
+structured outputs (admissible actions, object trees, fact lists) into graph changes, never their prose.
 
-TextWorld-Express (`textworld-express` on PyPI) runs a jar and needs Java 17 on the PATH.
+TextWorld-Express (`textworld-express` on PyPI) runs a jar and needs Java 17 on the PATH. TextWorld
+(`textworld` on PyPI) generates its games offline (Inform 7 ships in its wheel) and plays them in-process.
 """
 
 from __future__ import annotations
 
 import heapq
+import shutil
+import sys
+import tempfile
+from collections.abc import Iterable
 from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType
 from typing import ClassVar, Protocol
 
 from graph.model import Delta, Entity, Fact
@@ -34,12 +41,14 @@ class Observation:
     done: bool = False
     won: bool = False
     tree: dict = field(default_factory=dict)  # the environment's object tree, where it offers one
+    facts: frozenset[tuple[str, ...]] = frozenset()  # (predicate, *names): the perceived true facts, where given
 
 
 class Environment(Protocol):
     """reset(seed) -> first observation; step(action) -> next observation."""
 
     budget: int
+    commands: str  # the table of domain.toml's [explore] that renders plan steps as this environment's commands
 
     def reset(self, seed: int) -> Observation: ...
 
@@ -56,6 +65,8 @@ class TWXUnavailable(RuntimeError):
 
 class TextWorldExpress:
     """A TextWorld-Express game (see TWX_GAMES) on the train fold, seeds as given."""
+
+    commands = "actions"
 
     def __init__(self, game: str) -> None:
         if game not in TWX_GAMES:
@@ -299,3 +310,179 @@ class CookingSensor:
         return Delta(add=sorted(add, key=str), remove=sorted(remove, key=str),
                      new_entities=[Entity(name=n, type=t) for n, t in new.items()], removed_entities=removed,
                      source="sensor", text=action or "start")
+
+
+# TextWorld: name -> (tw-make challenge, its settings, step budget). Coin Collector level 204: a quest of
+# 4 (3 moves and the coin) in 12 rooms, distractor rooms placed at random (the TWX coin game has 11).
+TW_GAMES: dict[str, tuple[str, dict, int]] = {"coin": ("tw-coin_collector", {"level": 204}, 50)}
+TW_DIRECTIONS = {"north_of": "north", "south_of": "south", "east_of": "east", "west_of": "west"}  # X is D of Y
+
+
+class TextWorldUnavailable(RuntimeError):
+    """textworld is missing."""
+
+
+def import_textworld() -> ModuleType:
+    """textworld, with its PDDL backend marked absent: that backend imports a module named `fast_downward`
+    (Fast Downward 20.06, textworld's `pddl` extra), a name the translator kgplan plans with also uses, and
+    fails on it; marked absent, textworld disables the backend as it does when fast_downward is missing."""
+    sys.modules.setdefault("textworld.envs.pddl.logic", None)
+    try:
+        import textworld
+        import textworld.challenges
+    except ImportError as e:
+        raise TextWorldUnavailable(f"textworld is not installed (pip install textworld): {e}") from e
+    return textworld
+
+
+def observable(state: Iterable[tuple[str, ...]], types: dict[str, str], came_from: str | None) -> set[tuple[str, ...]]:
+    """The part of TextWorld's true state (`(predicate, *names)`, `types` by TextWorld's type letters) the
+    player perceives, the only part a sensor may read: the room it is in, the way back to the room it came
+    from (`came_from`, after a move), the doors of the room, the things in it, on its supporters and in its
+    open containers (and so on down), and the inventory, with their properties. Rooms beyond the exits are
+    not perceived: a fact naming one is left out."""
+    state = set(state)
+    here = next(a[2] for a in state if a[:2] == ("at", "P"))
+    seen = {"P", "I", here} | {a[2] for a in state if a[0] == "link" and a[1] == here}
+    while True:  # things in the room, then what lies in or on what is seen (containers only when open)
+        more = {a[1] for a in state if a[0] in ("at", "in", "on") and len(a) == 3 and a[2] in seen
+                and (a[0] != "in" or types.get(a[2]) != "c" or ("open", a[2]) in state)} - seen
+        if not more:
+            break
+        seen |= more
+    way_back = {here, came_from}
+    return {a for a in state if set(a[1:]) <= seen or (came_from and set(a[1:]) == way_back)}
+
+
+class TextWorld:
+    """A TextWorld game (see TW_GAMES), generated for each seed into a temporary folder (kept until `close`).
+
+    `truth` is the whole true state after the last reset/step and `seen` every fact perceived since the
+    reset (see `observable`): the benchmark scores the agent's graph against `truth & seen`.
+    """
+
+    commands = "textworld_actions"
+
+    def __init__(self, game: str) -> None:
+        if game not in TW_GAMES:
+            raise ValueError(f"unknown game {game!r}: choose one of {', '.join(TW_GAMES)}")
+        self.tw = import_textworld()
+        self.challenge, self.settings, self.budget = TW_GAMES[game]
+        self.folder = Path(tempfile.mkdtemp(prefix="kgplan-textworld-"))
+        self.infos = self.tw.EnvInfos(facts=True, admissible_commands=True, policy_commands=True, won=True,
+                                      lost=True, score=True)
+        self.env = None
+        self.truth: frozenset[tuple[str, ...]] = frozenset()
+        self.seen: set[tuple[str, ...]] = set()
+        self.types: dict[str, str] = {}
+
+    def game_file(self, seed: int) -> Path:
+        """The compiled game for a seed, made offline on first use (tw-make's challenge generator)."""
+        path = self.folder / f"{self.challenge}-{seed}.z8"
+        if not path.exists():
+            options = self.tw.GameOptions()
+            options.seeds, options.path = seed, str(path)
+            _, make, _ = self.tw.challenges.CHALLENGES[self.challenge]
+            self.tw.generator.compile_game(make(self.settings, options), options)
+        return path
+
+    def reset(self, seed: int) -> Observation:
+        if self.env:
+            self.env.close()
+        self.env = self.tw.start(str(self.game_file(seed)), request_infos=self.infos)
+        self.seen = set()
+        self.truth = frozenset()
+        return self._observation(self.env.reset())
+
+    def step(self, action: str) -> Observation:
+        state, _, _ = self.env.step(action)
+        return self._observation(state)
+
+    def optimum(self, seed: int) -> int:
+        """The length of the game's walkthrough (its winning policy from the start: the quest's shortest way)."""
+        self.reset(seed)
+        return len(self._policy)
+
+    def _observation(self, state: dict) -> Observation:  # textworld's GameState
+        before = {a[2] for a in self.truth if a[:2] == ("at", "P")}
+        self.types.update({v.name: v.type for p in state["facts"] for v in p.arguments})
+        self.truth = frozenset((p.name, *(v.name for v in p.arguments)) for p in state["facts"])
+        self._policy = state["policy_commands"] or []
+        here = next(a[2] for a in self.truth if a[:2] == ("at", "P"))
+        perceived = frozenset(observable(self.truth, self.types, next(iter(before - {here}), None)))
+        self.seen |= perceived
+        return Observation(state.feedback, sorted(state["admissible_commands"]), state["score"],
+                           bool(state["won"] or state["lost"]), bool(state["won"]), facts=perceived)
+
+    def close(self) -> None:
+        if self.env:
+            self.env.close()
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+
+class TextWorldSensor:
+    """A TextWorld game from the facts the player perceives (`Observation.facts`, see `observable`),
+    written in a domain's predicates (`predicates`) by `translate`; the exits come from the admissible
+    "go D" commands.
+
+    An exit not yet taken leads to a placeholder room `unseen_<room>_<D>` (unknown); when the player
+    learns where it leads (it went that way, or came back the other way) the placeholder goes with its
+    facts. A known fact is removed when everything it names is perceived and it is not.
+    """
+
+    objects: ClassVar = dict.fromkeys(DIRECTIONS, "direction")
+    facts: ClassVar[tuple[Fact, ...]] = ()
+    predicates: ClassVar[frozenset[str]] = frozenset()  # those `translate` writes
+
+    @staticmethod
+    def translate(perceived: Iterable[tuple[str, ...]]) -> dict[Fact, dict[str, str]]:
+        """Perceived TextWorld facts -> {domain fact: {entity it names: type}}."""
+        raise NotImplementedError
+
+    def delta(self, facts: set[Fact], entities: set[str], action: str | None, obs: Observation) -> Delta:
+        typed = self.translate(obs.facts)
+        observed = set(typed)
+        kinds = {n: t for names in typed.values() for n, t in names.items()}
+        perceived = set(kinds) | set(DIRECTIONS)
+        placeholders = {f.args[0] for f in facts if f.predicate == "unknown"}
+        here = next(f.args[0] for f in observed if f.predicate == "at")
+        add = observed - facts
+        remove = {f for f in facts if f.predicate in self.predicates and set(f.args) <= perceived and f not in observed}
+        gone = {f.args[2] for f in facts if f.predicate == "connected" and f.args[2] in placeholders
+                and any(g.predicate == "connected" and g.args[:2] == f.args[:2] for g in observed)}
+        new = {n: t for n, t in kinds.items() if n not in entities}
+        if Fact(predicate="visited", args=(here,)) not in facts:
+            add.add(Fact(predicate="visited", args=(here,)))
+        ways = {f.args[1] for f in (facts | observed) - remove if f.predicate == "connected" and f.args[0] == here
+                and f.args[2] not in gone}
+        for d in DIRECTIONS:
+            if f"go {d}" in obs.admissible and d not in ways:
+                p = f"unseen_{here}_{d}"
+                new[p] = "room"
+                add |= {Fact(predicate="unknown", args=(p,)), Fact(predicate="connected", args=(here, d, p))}
+        return Delta(add=sorted(add, key=str), remove=sorted(remove - {f for f in facts if set(f.args) & gone},
+                                                            key=str),
+                     new_entities=[Entity(name=n, type=t) for n, t in new.items()], removed_entities=sorted(gone),
+                     source="sensor", text=action or "start")
+
+
+class TextWorldCoinSensor(TextWorldSensor):
+    """TextWorld's Coin Collector in domains/coin_collector's predicates."""
+
+    predicates = frozenset({"at", "connected", "coin_in", "carrying"})
+
+    @staticmethod
+    def translate(perceived: Iterable[tuple[str, ...]]) -> dict[Fact, dict[str, str]]:
+        out: dict[Fact, dict[str, str]] = {}
+        for pred, *args in perceived:
+            a = [symbol(x) for x in args]
+            if pred == "at" and args[0] == "P":
+                out[Fact(predicate="at", args=(a[1],))] = {a[1]: "room"}
+            elif pred == "at":  # a thing lying in a room: the coin
+                out[Fact(predicate="coin_in", args=(a[0], a[1]))] = {a[0]: "item", a[1]: "room"}
+            elif pred == "in" and args[1] == "I":
+                out[Fact(predicate="carrying", args=(a[0],))] = {a[0]: "item"}
+            elif pred in TW_DIRECTIONS:
+                out[Fact(predicate="connected", args=(a[1], TW_DIRECTIONS[pred], a[0]))] = {a[0]: "room",
+                                                                                            a[1]: "room"}
+        return out

@@ -11,15 +11,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from agent.core import Agent
-from agent.environments import CoinSensor, CookingSensor, Environment, Observation
+from agent.environments import CoinSensor, CookingSensor, Environment, Observation, TextWorldCoinSensor
 from domains.model import Domain, Problem, resolve_domain
 from graph.base import ChangeRefused
 from planners.state import Step
 
 # game -> (domain, sensor factory)
-SENSORS: dict[str, tuple[str, Callable[[], CoinSensor | CookingSensor]]] = {
+SENSORS: dict[str, tuple[str, Callable[[], CoinSensor | CookingSensor | TextWorldCoinSensor]]] = {
     "coin": ("coin_collector", CoinSensor), "cooking-easy": ("cooking", CookingSensor),
-    "cooking-hard": ("cooking", CookingSensor)}
+    "cooking-hard": ("cooking", CookingSensor), "textworld-coin": ("coin_collector", TextWorldCoinSensor)}
 
 
 @dataclass
@@ -86,7 +86,7 @@ def explore(env: Environment, game: str, seed: int, planner: str | None = None,
             step = plan.pop(0)
             added, removed = agent.effects([step])[0]
             expected = set(added) | set(removed)
-            action = action_text(step, cfg["actions"])
+            action = action_text(step, cfg[env.commands])
             if action not in obs.admissible:
                 ep.invalid += 1
             show(f"action {ep.steps + 1}: {action}")

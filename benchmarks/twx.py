@@ -13,8 +13,10 @@ import argparse
 import json
 import math
 import statistics
+from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
+from typing import Any
 
 from rich.table import Table
 
@@ -65,7 +67,8 @@ def summary(game: str, episodes: list) -> dict:
                                        "cooking-hard": "46%"}.get(game)}
 
 
-def plot(game: str, episodes: list, path: Path) -> None:
+def plot(title: str, episodes: list, path: Path) -> None:
+    """A PNG of the agent's steps per seed (green: success, red: failure) against the optimum."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -79,66 +82,76 @@ def plot(game: str, episodes: list, path: Path) -> None:
     ax.plot(seeds, [e.optimal for e in episodes], "k.", label="omniscient optimum")
     ax.set_xlabel("seed")
     ax.set_ylabel("steps")
-    ax.set_title(f"TextWorld-Express {game}, sensor mode")
+    ax.set_title(title)
     ax.legend()
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
 
 
-def main(argv: list[str] | None = None) -> int:
-    from agent.environments import TWX_GAMES, TextWorldExpress, TWXUnavailable
-    from agent.explore import SENSORS, explore
-
-    ap = argparse.ArgumentParser(prog="kgplan bench twx", description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--game", choices=sorted(TWX_GAMES), default="coin")
-    ap.add_argument("--mode", choices=["sensor"], default="sensor",
-                    help="sensor: structured outputs only (the LLM mode is not built yet)")
+def arguments(prog: str, doc: str | None, games: list[str]) -> argparse.ArgumentParser:
+    """The options every exploration benchmark takes."""
+    ap = argparse.ArgumentParser(prog=prog, description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--game", choices=games, default=games[0])
     ap.add_argument("--seeds", type=seed_range, default=seed_range("0-9"),
                     help="seeds, e.g. 10-59 (0-9 are for development)")
     ap.add_argument("--planner", default=None, help="fd, fd-opt or symk-opt (default: the domain's)")
     ap.add_argument("--json", type=Path, default=None, help="write the summary and episodes here")
-    ap.add_argument("--plot", type=Path, default=None, help="PNG of steps per seed (default results/twx-GAME.png)")
-    args = ap.parse_args(argv)
+    ap.add_argument("--plot", type=Path, default=None, help="PNG of steps per seed (default results/NAME-GAME.png)")
+    return ap
+
+
+def run(args: argparse.Namespace, title: str, png: Path, play: Callable[[int], Any],
+        extra: Callable[[list], dict[str, float | None]] = lambda _: {}) -> int:
+    """Play each seed (`play(seed)` -> an Episode), print a line per episode and the summary table (with
+    `extra`'s figures as more columns), write the JSON after every episode and the PNG at the end."""
     out = bench_console()
-    if args.game not in SENSORS:
-        out.print(f"[red]error:[/red] no sensor for {args.game} yet: only {', '.join(SENSORS)}")
-        return 2
-    try:
-        env = TextWorldExpress(args.game)
-    except TWXUnavailable as e:
-        out.print(f"[red]error:[/red] {e}")
-        return 2
     episodes = []
-    try:
-        for seed in args.seeds:
-            ep = explore(env, args.game, seed, planner=args.planner)
-            episodes.append(ep)
-            out.print(f"seed {seed}: {'success' if ep.success else 'FAILURE (' + ep.reason + ')'} in {ep.steps} "
-                      f"steps (optimum {ep.optimal}), {ep.replans} replans, {ep.planner_seconds:.1f}s planning")
-            if args.json:  # after every episode: nothing lost if the run is cut short
-                args.json.parent.mkdir(parents=True, exist_ok=True)
-                args.json.write_text(json.dumps({**summary(args.game, episodes), "seeds": args.seeds,
-                                                 "episodes": [asdict(e) for e in episodes]}, indent=1))
-    finally:
-        env.close()
-    s = summary(args.game, episodes)
-    table = Table(title=f"TWX {args.game}, sensor mode, seeds {args.seeds[0]}-{args.seeds[-1]}")
+    for seed in args.seeds:
+        ep = play(seed)
+        episodes.append(ep)
+        out.print(f"seed {seed}: {'success' if ep.success else 'FAILURE (' + ep.reason + ')'} in {ep.steps} "
+                  f"steps (optimum {ep.optimal}), {ep.replans} replans, {ep.planner_seconds:.1f}s planning")
+        if args.json:  # after every episode: nothing lost if the run is cut short
+            args.json.parent.mkdir(parents=True, exist_ok=True)
+            args.json.write_text(json.dumps({**summary(args.game, episodes), **extra(episodes), "seeds": args.seeds,
+                                             "episodes": [asdict(e) for e in episodes]}, indent=1))
+    s, more = summary(args.game, episodes), extra(episodes)
+    table = Table(title=f"{title}, seeds {args.seeds[0]}-{args.seeds[-1]}")
     for col in ("success", "95% Wilson", "steps (successes)", "optimal steps", "ratio", "invalid/ep",
-                "replans/ep", "planner s/ep"):
+                "replans/ep", "planner s/ep", *more):
         table.add_column(col, justify="right")
     table.add_row(f"{s['success_rate']:.0%}", f"{s['wilson_95'][0]:.0%}-{s['wilson_95'][1]:.0%}",
                   fmt(s["mean_steps_success"]), fmt(s["mean_optimal_steps"]), fmt(s["steps_over_optimal"]),
                   fmt(s["invalid_actions_per_episode"]), fmt(s["replans_per_episode"]),
-                  fmt(s["planner_seconds_per_episode"]))
+                  fmt(s["planner_seconds_per_episode"]), *map(fmt, more.values()))
     out.print(table)
-    png = args.plot or Path(f"results/twx-{args.game}.png")
-    plot(args.game, episodes, png)
+    png = args.plot or png
+    plot(title, episodes, png)
     out.print(f"plot: {png}")
     if args.json:
         out.print(f"json: {args.json}")
     return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    from agent.environments import TWX_GAMES, TextWorldExpress, TWXUnavailable
+    from agent.explore import explore
+
+    ap = arguments("kgplan bench twx", __doc__, sorted(TWX_GAMES))
+    ap.add_argument("--mode", choices=["sensor"], default="sensor",
+                    help="sensor: structured outputs only (the LLM mode is not built yet)")
+    args = ap.parse_args(argv)
+    try:
+        env = TextWorldExpress(args.game)
+    except TWXUnavailable as e:
+        bench_console().print(f"[red]error:[/red] {e}")
+        return 2
+    try:
+        return run(args, f"TWX {args.game}, sensor mode", Path(f"results/twx-{args.game}.png"),
+                   lambda seed: explore(env, args.game, seed, planner=args.planner))
+    finally:
+        env.close()
 
 
 if __name__ == "__main__":
