@@ -1,0 +1,103 @@
+"""TextWorld: the perceived scope of the true state, the sensor on domains/coin_collector, and one
+generated game played end to end with the graph scored against the truth at every step (that test needs
+`textworld` and is skipped without it)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+
+import pytest
+
+from agent.core import Agent
+from agent.environments import Observation, TextWorldCoinSensor, observable
+from agent.explore import start
+from domains.model import resolve_domain
+from graph.model import Fact
+
+needs_textworld = pytest.mark.skipif(importlib.util.find_spec("textworld") is None,
+                                     reason="needs textworld (pip install textworld) to generate and play games")
+
+TYPES = {"P": "P", "I": "I", "hall": "r", "den": "r", "attic": "r", "chest": "c", "box": "c", "shelf": "s",
+         "coin": "o", "key": "o", "book": "o", "pen": "o", "wooden door": "d"}
+STATE = {("at", "P", "hall"), ("north_of", "den", "hall"), ("south_of", "hall", "den"),
+         ("east_of", "attic", "hall"), ("west_of", "hall", "attic"), ("at", "chest", "hall"),
+         ("at", "box", "hall"), ("open", "box"), ("closed", "chest"), ("in", "key", "chest"),
+         ("in", "book", "box"), ("at", "shelf", "hall"), ("on", "pen", "shelf"), ("at", "coin", "den"),
+         ("link", "hall", "wooden door", "attic"), ("closed", "wooden door"), ("in", "coin", "I")}
+
+
+def test_observable_is_the_room_its_open_containers_and_the_inventory():
+    seen = observable(STATE, TYPES, None)
+    assert {("at", "P", "hall"), ("at", "box", "hall"), ("in", "book", "box"), ("on", "pen", "shelf"),
+            ("closed", "chest"), ("closed", "wooden door"), ("in", "coin", "I")} <= seen
+    assert ("in", "key", "chest") not in seen  # a closed container hides what is in it
+    assert not {a for a in seen if {"den", "attic"} & set(a)}  # rooms beyond the exits are not perceived
+    back = observable(STATE, TYPES, came_from="den")  # just came from the den: the way back is known
+    assert back - seen == {("north_of", "den", "hall"), ("south_of", "hall", "den")}
+
+
+def perceive(agent: Agent, sensor: TextWorldCoinSensor, action: str | None, state: set, came_from: str | None,
+             admissible: list[str]) -> None:
+    obs = Observation("", admissible, facts=frozenset(observable(state, TYPES, came_from)))
+    agent.observe([sensor.delta(set(agent.facts()), {e.name for e in agent.entities()}, action, obs)])
+
+
+def test_sensor_merges_placeholders_and_forgets_what_changed(tmp_path):
+    """A loop of three rooms: each exit is a placeholder until the player learns where it leads, from
+    either side; taking the coin moves it from the room to the inventory."""
+    loop = {("north_of", "den", "hall"), ("south_of", "hall", "den"), ("east_of", "attic", "den"),
+            ("west_of", "den", "attic"), ("north_of", "hall", "attic"), ("south_of", "attic", "hall")}
+    sensor = TextWorldCoinSensor()
+    agent = Agent(f"sqlite:{tmp_path / 'w.db'}")
+    first = Observation("", ["go north", "go south"], facts=frozenset(observable(loop | {("at", "P", "hall")},
+                                                                                 TYPES, None)))
+    start(agent, resolve_domain("coin_collector"), sensor, first)
+    assert {e.name for e in agent.entities(type="room")} == {"hall", "unseen_hall_north", "unseen_hall_south"}
+    perceive(agent, sensor, "go north", loop | {("at", "P", "den"), ("at", "coin", "den")}, "hall",
+             ["go east", "go south", "take coin"])
+    perceive(agent, sensor, "go east", loop | {("at", "P", "attic")}, "den", ["go north", "go west"])
+    perceive(agent, sensor, "go north", loop | {("at", "P", "hall")}, "attic", ["go north", "go south"])
+    facts = set(agent.facts())
+    assert {e.name for e in agent.entities(type="room")} == {"hall", "den", "attic"}  # every placeholder merged
+    assert {Fact.parse(f) for f in ("(connected hall north den)", "(connected den south hall)",
+                                    "(connected den east attic)", "(connected attic west den)",
+                                    "(connected attic north hall)", "(connected hall south attic)",
+                                    "(at hall)", "(coin_in coin den)")} <= facts
+    assert not agent.facts("unknown")
+    perceive(agent, sensor, "go north", loop | {("at", "P", "den"), ("at", "coin", "den")}, "hall",
+             ["go east", "go south", "take coin"])
+    perceive(agent, sensor, "take coin", loop | {("at", "P", "den"), ("in", "coin", "I")}, None,
+             ["go east", "go south"])
+    assert Fact.parse("(carrying coin)") in agent.facts() and not agent.facts("coin_in")
+    assert agent.check() == []
+    agent.close()
+
+
+@needs_textworld
+def test_generated_game_end_to_end(tmp_path):
+    """One game made by tw-make's generator, played by the loop: won, no invalid action, and the graph
+    holds exactly the perceived truth at every step (but not the whole truth: the map is not given)."""
+    from agent.environments import TextWorld
+    from agent.explore import explore
+    from benchmarks.textworld import Scoring, main
+
+    env = TextWorld("coin")
+    store = f"sqlite:{tmp_path / 'w.db'}"
+    scoring = Scoring(env, TextWorldCoinSensor(), store)
+    try:
+        ep = explore(scoring, "textworld-coin", 3, store=store)
+        scoring.score()
+        graph, _ = scoring.compare()
+        whole = set(TextWorldCoinSensor.translate(env.truth))
+    finally:
+        env.close()
+    assert ep.success and ep.invalid == 0, ep.reason
+    assert ep.optimal <= ep.steps <= env.budget
+    assert len(scoring.scores) == ep.steps + 1 and all(s == (1.0, 1.0) for s in scoring.scores), scoring.scores
+    assert graph < whole  # the rooms it never entered are not in the graph
+    assert main(["--game", "coin", "--seeds", "3", "--json", str(tmp_path / "r.json"),
+                 "--plot", str(tmp_path / "r.png")]) == 0
+    result = json.loads((tmp_path / "r.json").read_text())
+    assert result["success_rate"] == 1.0 and result["min_precision"] == result["min_recall"] == 1.0
+    assert result["mean_optimal_steps"] == ep.optimal and (tmp_path / "r.png").stat().st_size > 0
