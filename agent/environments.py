@@ -59,6 +59,21 @@ class Environment(Protocol):
         ...
 
 
+Room = tuple[int, int]
+
+
+def shortest(exits: dict[Room, dict[Room, int]], start: Room) -> dict[Room, int]:
+    """Steps from `start` to every room of a map (room -> neighbour -> steps to enter it)."""
+    dist, todo = {start: 0}, [(0, start)]
+    while todo:
+        cost, pos = heapq.heappop(todo)
+        for nb, c in exits[pos].items():
+            if cost + c < dist.get(nb, 1 << 30):
+                dist[nb] = cost + c
+                heapq.heappush(todo, (cost + c, nb))
+    return dist
+
+
 class TWXUnavailable(RuntimeError):
     """textworld-express or Java is missing."""
 
@@ -91,15 +106,21 @@ class TextWorldExpress:
         return self._observation(infos)
 
     def optimum(self, seed: int) -> int:
-        """Coin Collector: the shortest path on the whole map, found by walking all of it (TWX's gold
-        path for coin explores, so it is not the shortest); other games: the gold path's length."""
-        first = self.reset(seed)
+        """Coin Collector: the shortest path on the whole map (see `coin_map`; TWX's gold path for coin
+        explores, so it is not the shortest) and the take; other games: the gold path's length."""
         if self.game != "coin":
+            self.reset(seed)
             return len([a for a in self.env.getGoldActionSequence() if a != "look around"])
-        exits: dict[tuple[int, int], dict[tuple[int, int], int]] = {}  # room -> neighbour -> steps to enter
-        coin: list[tuple[int, int]] = []
+        exits, coin = self.coin_map(seed)
+        return shortest(exits, (0, 0))[coin] + 1
 
-        def walk(pos: tuple[int, int], obs: Observation) -> None:
+    def coin_map(self, seed: int) -> tuple[dict[Room, dict[Room, int]], Room]:
+        """Coin Collector's whole map, found by walking all of it (resets the game): room (offset from the
+        start) -> neighbour -> steps to enter it (2 through a door: doors start closed), and the coin's room."""
+        exits: dict[Room, dict[Room, int]] = {}
+        coin: list[Room] = []
+
+        def walk(pos: Room, obs: Observation) -> None:
             exits[pos] = {}
             coin.extend([pos] if "take coin" in obs.admissible else [])
             for d, (dx, dy) in DIRECTIONS.items():
@@ -107,22 +128,15 @@ class TextWorldExpress:
                     continue
                 door = f"open door to {d}" in obs.admissible
                 nb = (pos[0] + dx, pos[1] + dy)
-                exits[pos][nb] = 1 + door  # doors start closed: open, then move
+                exits[pos][nb] = 1 + door
                 if nb not in exits:
                     if door:
                         self.step(f"open door to {d}")
                     walk(nb, self.step(f"move {d}"))
                     self.step(f"move {OPPOSITE[d]}")
 
-        walk((0, 0), first)
-        dist, todo = {(0, 0): 0}, [(0, (0, 0))]
-        while todo:
-            cost, pos = heapq.heappop(todo)
-            for nb, c in exits[pos].items():
-                if cost + c < dist.get(nb, 1 << 30):
-                    dist[nb] = cost + c
-                    heapq.heappush(todo, (cost + c, nb))
-        return dist[coin[0]] + 1  # + take coin
+        walk((0, 0), self.reset(seed))
+        return exits, coin[0]
 
     def _observation(self, infos: dict) -> Observation:
         tree = self.env.getObjectTree() if self.game == "cookingworld" else {}

@@ -2,7 +2,9 @@
 
 Reports success with a 95% Wilson interval, steps among successes, the omniscient optimum for the same
 seeds (Coin Collector: the shortest path on the whole map; Cooking World: TWX's gold path, which may
-not be the shortest), invalid actions per episode, replans and planner time.
+not be the shortest), invalid actions per episode, replans and planner time. For Coin Collector also,
+with the coin in any room alike, the mean optimum and a lower bound on the mean steps of an explorer that
+knows the map but not the coin's room (`explorer_bound`): what the ratio to the optimum can be at best.
 
     kgplan bench twx --game coin --mode sensor --seeds 10-59 --json results/twx-coin.json
 """
@@ -10,16 +12,19 @@ not be the shortest), invalid actions per episode, replans and planner time.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import math
 import statistics
 from collections.abc import Callable
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 from rich.table import Table
 
+from agent.environments import Room, shortest
+from agent.explore import Episode
 from benchmarks import console as bench_console
 
 
@@ -65,6 +70,36 @@ def summary(game: str, episodes: list) -> dict:
             "planner_seconds_per_episode": mean([e.planner_seconds for e in episodes]),
             "pddlego_gpt4_reference": {"coin": "78% success, 7.8 steps", "cooking-easy": "98%",
                                        "cooking-hard": "46%"}.get(game)}
+
+
+def explorer_bound(exits: dict[Room, dict[Room, int]], start: Room = (0, 0)) -> tuple[float, float]:
+    """Coin Collector, the coin in any room alike: (the mean omniscient optimum, a lower bound on the mean
+    steps of the best explorer that knows the whole map but not the coin's room). That explorer visits the
+    rooms in the order of least total arrival time (minimum latency, by dynamic programming over the sets
+    of visited rooms); the bound counts a door's opening only on the way into a new room, so it is below
+    what any explorer, and one without the map all the more, can expect."""
+    rooms = sorted(exits)
+    at = {r: i for i, r in enumerate(rooms)}
+    near = [[(at[b], c) for b, c in exits[r].items()] for r in rooms]
+    n = len(rooms)
+
+    @functools.cache
+    def latency(visited: int, here: int) -> int:
+        """The least sum of the arrival times of the rooms not yet visited."""
+        left = n - visited.bit_count()
+        if not left:
+            return 0
+        inside, todo = {here: 0}, [here]  # unit steps between visited rooms (their doors may still be shut)
+        for x in todo:
+            for y, _ in near[x]:
+                if visited >> y & 1 and y not in inside:
+                    inside[y] = inside[x] + 1
+                    todo.append(y)
+        return min((d + c) * left + latency(visited | 1 << y, y)
+                   for x, d in inside.items() for y, c in near[x] if not visited >> y & 1)
+
+    dist = shortest(exits, start)
+    return statistics.fmean(d + 1 for d in dist.values()), (latency(1 << at[start], at[start]) + n) / n
 
 
 def plot(title: str, episodes: list, path: Path) -> None:
@@ -134,6 +169,21 @@ def run(args: argparse.Namespace, title: str, png: Path, play: Callable[[int], A
     return 0
 
 
+@dataclass
+class CoinEpisode(Episode):
+    """A Coin Collector episode with what its map allows, the coin in any room (see `explorer_bound`)."""
+
+    mean_optimum_any_room: float = 0.0
+    explorer_bound: float = 0.0
+
+
+def coin_bounds(episodes: list[CoinEpisode]) -> dict[str, float | None]:
+    """The means over the seeds of `explorer_bound`'s two figures, and their ratio."""
+    opt, bound = sum(e.mean_optimum_any_room for e in episodes), sum(e.explorer_bound for e in episodes)
+    return {"mean_optimum_coin_anywhere": opt / len(episodes), "explorer_bound_coin_anywhere": bound / len(episodes),
+            "explorer_bound_over_optimum": bound / opt}
+
+
 def main(argv: list[str] | None = None) -> int:
     from agent.environments import TWX_GAMES, TextWorldExpress, TWXUnavailable
     from agent.explore import explore
@@ -147,9 +197,17 @@ def main(argv: list[str] | None = None) -> int:
     except TWXUnavailable as e:
         bench_console().print(f"[red]error:[/red] {e}")
         return 2
+
+    def play(seed: int) -> Episode:
+        ep = explore(env, args.game, seed, planner=args.planner)
+        if args.game != "coin":
+            return ep
+        return CoinEpisode(**asdict(ep), **dict(zip(("mean_optimum_any_room", "explorer_bound"),
+                                                    explorer_bound(env.coin_map(seed)[0]), strict=True)))
+
     try:
-        return run(args, f"TWX {args.game}, sensor mode", Path(f"results/twx-{args.game}.png"),
-                   lambda seed: explore(env, args.game, seed, planner=args.planner))
+        return run(args, f"TWX {args.game}, sensor mode", Path(f"results/twx-{args.game}.png"), play,
+                   coin_bounds if args.game == "coin" else lambda _: {})
     finally:
         env.close()
 

@@ -1,6 +1,6 @@
 """TextWorld: the perceived scope of the true state, the sensor on domains/coin_collector, and one
 generated game played end to end with the graph scored against the truth at every step (that test needs
-`textworld` and is skipped without it)."""
+`textworld` and is skipped without it); the Coin Collector explorer bound of the exploration benchmarks."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ import pytest
 from agent.core import Agent
 from agent.environments import Observation, TextWorldCoinSensor, observable
 from agent.explore import start
+from benchmarks.twx import explorer_bound
 from domains.model import resolve_domain
 from graph.model import Fact
 
@@ -101,3 +102,14 @@ def test_generated_game_end_to_end(tmp_path):
     result = json.loads((tmp_path / "r.json").read_text())
     assert result["success_rate"] == 1.0 and result["min_precision"] == result["min_recall"] == 1.0
     assert result["mean_optimal_steps"] == ep.optimal and (tmp_path / "r.png").stat().st_size > 0
+
+
+def test_explorer_bound_on_a_corridor():
+    """Rooms west - start - east: the optimum is 1, 2 or 3 steps (the coin is taken too); the best explorer
+    goes one way, comes back and goes the other (arrivals 0, 1, 3). A door on the east (2 steps to enter)
+    sends it west first (arrivals 0, 1, 4: going back through the start costs 1, the door was not passed)."""
+    west, start_, east = (-1, 0), (0, 0), (1, 0)
+    corridor = {west: {start_: 1}, start_: {west: 1, east: 1}, east: {start_: 1}}
+    assert explorer_bound(corridor) == pytest.approx(((1 + 2 + 2) / 3, (0 + 1 + 3 + 3) / 3))
+    corridor[start_][east] = corridor[east][start_] = 2
+    assert explorer_bound(corridor) == pytest.approx(((1 + 2 + 3) / 3, (0 + 1 + 4 + 3) / 3))
