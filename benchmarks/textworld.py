@@ -14,20 +14,22 @@ shows the minimum over all steps of all episodes; the target is 1.0.
 from __future__ import annotations
 
 import tempfile
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from agent.core import Agent
-from agent.environments import TW_GAMES, Observation, TextWorld, TextWorldSensor, TextWorldUnavailable
-from agent.explore import SENSORS, Episode, explore
+from agent.environments import TW_DIRECTIONS, TW_GAMES, Observation, TextWorld, TextWorldSensor, TextWorldUnavailable
+from agent.explore import SENSORS, explore
 from benchmarks import console as bench_console
-from benchmarks.twx import arguments, run
+from benchmarks.twx import CoinEpisode, arguments, coin_bounds, explorer_bound, run
 from graph.model import Fact
 
 
 @dataclass
-class ScoredEpisode(Episode):
-    """An episode with its graph's worst precision and recall over the steps."""
+class ScoredEpisode(CoinEpisode):
+    """An episode with its graph's worst precision and recall over the steps (and for Coin Collector what
+    its map allows, see `benchmarks.twx.explorer_bound`)."""
 
     min_precision: float = 1.0
     min_recall: float = 1.0
@@ -68,6 +70,14 @@ class Scoring:
         self.scores.append((right / len(graph) if graph else 1.0, right / len(truth) if truth else 1.0))
 
 
+def room_map(truth: Iterable[tuple[str, ...]]) -> tuple[dict[str, dict[str, int]], str]:
+    """A doorless TextWorld map from the true facts (room -> neighbour -> 1), and the player's room."""
+    exits: dict[str, dict[str, int]] = {}
+    for _, there, here in (a for a in truth if a[0] in TW_DIRECTIONS):
+        exits.setdefault(here, {})[there] = 1
+    return exits, next(a[2] for a in truth if a[:2] == ("at", "P"))
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = arguments("kgplan bench textworld", __doc__, sorted(TW_GAMES))
     args = ap.parse_args(argv)
@@ -79,16 +89,20 @@ def main(argv: list[str] | None = None) -> int:
         return 2
 
     def play(seed: int) -> ScoredEpisode:
+        env.reset(seed)
+        bounds = explorer_bound(*room_map(env.truth)) if args.game == "coin" else (0.0, 0.0)
         with tempfile.TemporaryDirectory(prefix="kgplan-bench-textworld-") as tmp:
             store = f"sqlite:{Path(tmp) / 'world.db'}"
             scoring = Scoring(env, SENSORS[game][1](), store)
             ep = explore(scoring, game, seed, planner=args.planner, store=store)
             scoring.score()
-        return ScoredEpisode(**asdict(ep), min_precision=min(p for p, _ in scoring.scores),
+        return ScoredEpisode(**asdict(ep), mean_optimum_any_room=bounds[0], explorer_bound=bounds[1],
+                             min_precision=min(p for p, _ in scoring.scores),
                              min_recall=min(r for _, r in scoring.scores), steps_scored=len(scoring.scores))
 
     def worst(episodes: list[ScoredEpisode]) -> dict[str, float | None]:
-        return {"min_precision": min(e.min_precision for e in episodes),
+        return {**(coin_bounds(episodes) if args.game == "coin" else {}),
+                "min_precision": min(e.min_precision for e in episodes),
                 "min_recall": min(e.min_recall for e in episodes)}
 
     try:

@@ -178,10 +178,11 @@ class CoinEpisode(Episode):
 
 
 def coin_bounds(episodes: list[CoinEpisode]) -> dict[str, float | None]:
-    """The means over the seeds of `explorer_bound`'s two figures, and their ratio."""
+    """The means over the seeds of `explorer_bound`'s two figures (the optimum and the explorer's bound,
+    the coin in any room alike), and their ratio."""
     opt, bound = sum(e.mean_optimum_any_room for e in episodes), sum(e.explorer_bound for e in episodes)
-    return {"mean_optimum_coin_anywhere": opt / len(episodes), "explorer_bound_coin_anywhere": bound / len(episodes),
-            "explorer_bound_over_optimum": bound / opt}
+    return {"opt_coin_anywhere": opt / len(episodes), "bound_coin_anywhere": bound / len(episodes),
+            "bound_ratio": bound / opt}
 
 
 def main(argv: list[str] | None = None) -> int:
