@@ -11,7 +11,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from agent.core import Agent
-from agent.environments import CoinSensor, CookingSensor, Environment, Observation, TextWorldCoinSensor
+from agent.environments import (
+    CoinSensor,
+    CookingSensor,
+    Environment,
+    Observation,
+    TextWorldCoinSensor,
+    TextWorldCookingSensor,
+)
 from domains.model import Domain, Problem, resolve_domain
 from graph.base import ChangeRefused
 from planners.state import Step
@@ -19,7 +26,8 @@ from planners.state import Step
 # game -> (domain, sensor factory)
 SENSORS: dict[str, tuple[str, Callable[[], CoinSensor | CookingSensor | TextWorldCoinSensor]]] = {
     "coin": ("coin_collector", CoinSensor), "cooking-easy": ("cooking", CookingSensor),
-    "cooking-hard": ("cooking", CookingSensor), "textworld-coin": ("coin_collector", TextWorldCoinSensor)}
+    "cooking-hard": ("cooking", CookingSensor), "textworld-coin": ("coin_collector", TextWorldCoinSensor),
+    "textworld-cooking": ("textworld_cooking", TextWorldCookingSensor)}
 
 
 @dataclass

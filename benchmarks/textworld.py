@@ -58,7 +58,7 @@ class Scoring:
 
     def compare(self) -> tuple[set[Fact], set[Fact]]:
         """(the graph's claims, the perceived truth), in the domain's predicates the sensor writes."""
-        truth = set(self.sensor.translate(self.env.truth & self.env.seen))
+        truth = set(self.sensor.translate(self.env.truth & self.env.seen, self.env.types))
         with Agent(self.store) as agent:
             facts = agent.facts()
         unknown = {f.args[0] for f in facts if f.predicate == "unknown"}
