@@ -77,32 +77,43 @@ def test_sensor_merges_placeholders_and_forgets_what_changed(tmp_path):
 
 
 @needs_textworld
-def test_generated_game_end_to_end(tmp_path):
+@pytest.mark.parametrize(("game", "seed"), [("coin", 3), ("cooking", 1)])
+def test_generated_game_end_to_end(tmp_path, game, seed):
     """One game made by tw-make's generator, played by the loop: won, no invalid action, and the graph
     holds exactly the perceived truth at every step (but not the whole truth: the map is not given)."""
     from agent.environments import TextWorld
-    from agent.explore import explore
-    from benchmarks.textworld import Scoring, main
+    from agent.explore import SENSORS, explore
+    from benchmarks.textworld import Scoring
 
-    env = TextWorld("coin")
+    env = TextWorld(game)
     store = f"sqlite:{tmp_path / 'w.db'}"
-    scoring = Scoring(env, TextWorldCoinSensor(), store)
+    sensor = SENSORS[f"textworld-{game}"][1]()
+    scoring = Scoring(env, sensor, store)
     try:
-        ep = explore(scoring, "textworld-coin", 3, store=store)
+        ep = explore(scoring, f"textworld-{game}", seed, store=store)
         scoring.score()
         graph, _ = scoring.compare()
-        whole = set(TextWorldCoinSensor.translate(env.truth, env.types))
+        whole = set(sensor.translate(env.truth, env.types))
     finally:
         env.close()
     assert ep.success and ep.invalid == 0, ep.reason
     assert ep.optimal <= ep.steps <= env.budget
     assert len(scoring.scores) == ep.steps + 1 and all(s == (1.0, 1.0) for s in scoring.scores), scoring.scores
-    assert graph < whole  # the rooms it never entered are not in the graph
+    assert graph < whole  # what it never saw is not in the graph
+    with Agent(store) as agent:
+        assert agent.check() == []
+
+
+@needs_textworld
+def test_bench_writes_json_and_png(tmp_path):
+    from benchmarks.textworld import main
+
     assert main(["--game", "coin", "--seeds", "3", "--json", str(tmp_path / "r.json"),
                  "--plot", str(tmp_path / "r.png")]) == 0
     result = json.loads((tmp_path / "r.json").read_text())
     assert result["success_rate"] == 1.0 and result["min_precision"] == result["min_recall"] == 1.0
-    assert result["mean_optimal_steps"] == ep.optimal and (tmp_path / "r.png").stat().st_size > 0
+    assert result["mean_optimal_steps"] == 4 and (tmp_path / "r.png").stat().st_size > 0
+    assert result["bound_coin_anywhere"] > result["opt_coin_anywhere"]
 
 
 def test_explorer_bound_on_a_corridor():
