@@ -8,6 +8,10 @@ precision and recall of the agent's graph against the true facts about what the 
 in the domain's predicates; placeholder rooms are unknowns, not claims, and are left out). The table
 shows the minimum over all steps of all episodes; the target is 1.0.
 
+Games (agent.environments.TW_GAMES): coin (tw-coin_collector level 204: 12 rooms, the coin 4 steps away,
+domains/coin_collector) and cooking (tw-cooking: 6 rooms with doors, 2 ingredients to find, cut and cook,
+domains/textworld_cooking).
+
     kgplan bench textworld --game coin --seeds 10-59 --json results/textworld-coin.json
 """
 
