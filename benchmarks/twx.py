@@ -4,7 +4,8 @@ Reports success with a 95% Wilson interval, steps among successes, the omniscien
 seeds (Coin Collector: the shortest path on the whole map; Cooking World: TWX's gold path, which may
 not be the shortest), invalid actions per episode, replans and planner time. For Coin Collector also,
 with the coin in any room alike, the mean optimum and a lower bound on the mean steps of an explorer that
-knows the map but not the coin's room (`explorer_bound`): what the ratio to the optimum can be at best.
+knows the map but not the coin's room (`explorer_bound`): what the ratio to the optimum can be at best;
+with --coin-anywhere the agent's own mean on the same maps, the coin in each room in turn.
 
     kgplan bench twx --game coin --mode sensor --seeds 10-59 --json results/twx-coin.json
 """
@@ -23,7 +24,7 @@ from typing import Any
 
 from rich.table import Table
 
-from agent.environments import Room, shortest
+from agent.environments import DIRECTIONS, TWX_GAMES, Observation, Room, shortest
 from agent.explore import Episode
 from benchmarks import console as bench_console
 
@@ -171,27 +172,70 @@ def run(args: argparse.Namespace, title: str, png: Path, play: Callable[[int], A
 
 @dataclass
 class CoinEpisode(Episode):
-    """A Coin Collector episode with what its map allows, the coin in any room (see `explorer_bound`)."""
+    """A Coin Collector episode with what its map allows, the coin in any room alike (see `explorer_bound`),
+    and with --coin-anywhere the agent's own mean steps on that map over the coin's rooms (else 0)."""
 
     mean_optimum_any_room: float = 0.0
     explorer_bound: float = 0.0
+    agent_any_room: float = 0.0
 
 
 def coin_bounds(episodes: list[CoinEpisode]) -> dict[str, float | None]:
     """The means over the seeds of `explorer_bound`'s two figures (the optimum and the explorer's bound,
-    the coin in any room alike), and their ratio."""
+    the coin in any room alike), their ratio, and the agent's own where measured."""
     opt, bound = sum(e.mean_optimum_any_room for e in episodes), sum(e.explorer_bound for e in episodes)
-    return {"opt_coin_anywhere": opt / len(episodes), "bound_coin_anywhere": bound / len(episodes),
-            "bound_ratio": bound / opt}
+    agent = sum(e.agent_any_room for e in episodes)
+    return {"opt_anywhere": opt / len(episodes), "bound_anywhere": bound / len(episodes), "bound_ratio": bound / opt,
+            **({"agent_anywhere": agent / len(episodes), "agent_ratio": agent / opt} if agent else {})}
+
+
+class CoinReplica:
+    """A walked Coin Collector map (`TextWorldExpress.coin_map`) played again with the coin in a room of
+    one's choosing, answering the moves, door openings and take as TWX does (admissible commands only)."""
+
+    budget, commands = TWX_GAMES["coin"][2], "actions"
+
+    def __init__(self, exits: dict[Room, dict[Room, int]], coin: Room) -> None:
+        self.exits, self.coin = exits, coin
+
+    def optimum(self, seed: int) -> int:
+        return shortest(self.exits, (0, 0))[self.coin] + 1
+
+    def reset(self, seed: int) -> Observation:
+        self.pos, self.opened, self.won = (0, 0), set(), False
+        return self._observation()
+
+    def step(self, action: str) -> Observation:
+        verb, d = action.split()[0], action.split()[-1]
+        there = (self.pos[0] + DIRECTIONS[d][0], self.pos[1] + DIRECTIONS[d][1]) if d in DIRECTIONS else None
+        if verb == "open" and there in self.exits[self.pos]:
+            self.opened.add(frozenset((self.pos, there)))
+        elif verb == "move" and there in self.exits[self.pos] and not self._shut(there):
+            self.pos = there
+        elif action == "take coin" and self.pos == self.coin:
+            self.won = True
+        return self._observation()
+
+    def _shut(self, there: Room) -> bool:
+        return self.exits[self.pos][there] == 2 and frozenset((self.pos, there)) not in self.opened
+
+    def _observation(self) -> Observation:
+        moves = {d: (self.pos[0] + dx, self.pos[1] + dy) for d, (dx, dy) in DIRECTIONS.items()}
+        admissible = [f"move {d}" for d, nb in moves.items() if nb in self.exits[self.pos]]
+        admissible += [f"open door to {d}" for d, nb in moves.items() if nb in self.exits[self.pos] and self._shut(nb)]
+        admissible += ["take coin"] if self.pos == self.coin and not self.won else []
+        return Observation("", sorted(admissible), float(self.won), self.won, self.won)
 
 
 def main(argv: list[str] | None = None) -> int:
-    from agent.environments import TWX_GAMES, TextWorldExpress, TWXUnavailable
+    from agent.environments import TextWorldExpress, TWXUnavailable
     from agent.explore import explore
 
     ap = arguments("kgplan bench twx", __doc__, sorted(TWX_GAMES))
     ap.add_argument("--mode", choices=["sensor"], default="sensor",
                     help="sensor: structured outputs only (the LLM mode is not built yet)")
+    ap.add_argument("--coin-anywhere", action="store_true",
+                    help="coin: also play each seed's map again with the coin in every room (CoinReplica)")
     args = ap.parse_args(argv)
     try:
         env = TextWorldExpress(args.game)
@@ -203,8 +247,11 @@ def main(argv: list[str] | None = None) -> int:
         ep = explore(env, args.game, seed, planner=args.planner)
         if args.game != "coin":
             return ep
-        return CoinEpisode(**asdict(ep), **dict(zip(("mean_optimum_any_room", "explorer_bound"),
-                                                    explorer_bound(env.coin_map(seed)[0]), strict=True)))
+        exits, _ = env.coin_map(seed)
+        optimum, bound = explorer_bound(exits)
+        agent = statistics.fmean(explore(CoinReplica(exits, room), "coin", seed, planner=args.planner).steps
+                                 for room in exits) if args.coin_anywhere else 0.0
+        return CoinEpisode(**asdict(ep), mean_optimum_any_room=optimum, explorer_bound=bound, agent_any_room=agent)
 
     try:
         return run(args, f"TWX {args.game}, sensor mode", Path(f"results/twx-{args.game}.png"), play,

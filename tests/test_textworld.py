@@ -12,7 +12,7 @@ import pytest
 from agent.core import Agent
 from agent.environments import Observation, TextWorldCoinSensor, observable, with_exits
 from agent.explore import start
-from benchmarks.twx import explorer_bound
+from benchmarks.twx import CoinReplica, explorer_bound
 from domains.model import resolve_domain
 from graph.model import Fact
 
@@ -113,7 +113,7 @@ def test_bench_writes_json_and_png(tmp_path):
     result = json.loads((tmp_path / "r.json").read_text())
     assert result["success_rate"] == 1.0 and result["min_precision"] == result["min_recall"] == 1.0
     assert result["mean_optimal_steps"] == 4 and (tmp_path / "r.png").stat().st_size > 0
-    assert result["bound_coin_anywhere"] > result["opt_coin_anywhere"]
+    assert result["bound_anywhere"] > result["opt_anywhere"]
 
 
 def test_explorer_bound_on_a_corridor():
@@ -125,3 +125,18 @@ def test_explorer_bound_on_a_corridor():
     assert explorer_bound(corridor) == pytest.approx(((1 + 2 + 2) / 3, (0 + 1 + 3 + 3) / 3))
     corridor[start_][east] = corridor[east][start_] = 2
     assert explorer_bound(corridor) == pytest.approx(((1 + 2 + 3) / 3, (0 + 1 + 4 + 3) / 3))
+
+
+def test_agent_on_a_replica_map_with_the_coin_anywhere():
+    """The agent on a walked map played again (CoinReplica), the coin at the far end behind a door: it
+    explores the nearer side first (both ways are 1 step, the door costs 1 more), so it is no better
+    than the bound says an explorer with the map can expect."""
+    from agent.explore import explore
+
+    corridor = {(-1, 0): {(0, 0): 1}, (0, 0): {(-1, 0): 1, (1, 0): 2}, (1, 0): {(0, 0): 2}}
+    steps = {room: explore(CoinReplica(corridor, room), "coin", 0) for room in corridor}
+    assert all(ep.success and ep.invalid == 0 for ep in steps.values())
+    assert steps[(0, 0)].steps == 1 and steps[(-1, 0)].steps == 2  # take; move west, take
+    assert steps[(1, 0)].steps == 5  # west, east, open door, east, take
+    _, bound = explorer_bound(corridor)
+    assert sum(ep.steps for ep in steps.values()) / 3 >= bound
