@@ -100,18 +100,13 @@ def explore(env: Environment, game: str, seed: int, planner: str | None = None,
 
 def start(agent: Agent, domain: Domain, sensor: CoinSensor | CookingSensor, obs: Observation) -> None:
     """Initialise the graph with what the sensor knows beforehand and sees first (the invariants are
-    derived for that state)."""
+    derived for that state, as for any open-world domain: see graph.base._start)."""
     delta = sensor.delta(set(sensor.facts), set(sensor.objects), None, obs)
     objects = {**sensor.objects, **{e.name: e.type for e in delta.new_entities}}
     init = (set(sensor.facts) | set(delta.add)) - set(delta.remove)
     text = (f"(define (problem start) (:domain {domain.name}) (:objects "
             f"{' '.join(f'{n} - {t}' for n, t in objects.items())}) (:init {' '.join(sorted(map(str, init)))}))")
     agent.graph.init(domain, problem=Problem.parse(text, "first observation"))
-    # New entities keep arriving in an open world, so a bound on how many objects hold a predicate,
-    # derived from how many happened to hold it in the first observation, is no rule: keep the groups
-    # that bound one object's facts (a key), and exactly-one groups (one player position).
-    kept = [g for g in agent.invariants() if g.exactly_one or any(p.key_positions for p in g.parts)]
-    agent.graph.set_invariants(kept)
 
 
 def _plan(agent: Agent, cfg: dict, planner: str, ep: Episode, show: Callable[[str], None]) -> list[str]:

@@ -1,0 +1,126 @@
+"""The open-world graph: unknown marks, placeholders, and verification that stays strict on what is
+known. Conformance tests: they run on every backend (sqlite file and a real Bolt server)."""
+
+from __future__ import annotations
+
+import pytest
+
+from domains.model import Domain, Problem, resolve_domain
+from domains.verify import IssueKind
+from graph.base import ChangeRefused, GraphError, WorldGraph
+from graph.model import Delta, Entity, Fact, Unknown
+
+F = Fact.parse
+
+
+def kinds(exc: pytest.ExceptionInfo[ChangeRefused]) -> set[IssueKind]:
+    return {i.kind for i in exc.value.issues}
+
+
+def state(graph: WorldGraph) -> tuple[set, set, list]:
+    return ({e.name: e.type for e in graph.entities()}.items(), set(graph.facts()), graph.unknowns())
+
+
+def test_an_items_place_can_become_unknown_and_known_again(graph: WorldGraph) -> None:
+    where = Unknown(entity="apple", predicate="on")
+    gone = Delta(remove=[F("(on apple kitchen_counter)")], source="sensor")
+    with pytest.raises(ChangeRefused) as e:  # exactly one place per item: not without the mark
+        graph.apply(gone)
+    assert kinds(e) == {IssueKind.INVARIANT} and "mark it unknown" in str(e.value)
+    before = state(graph)
+    lost = graph.apply(gone.model_copy(update={"unknown": [where]}))
+    assert graph.unknowns() == [where] and graph.unknowns(["apple"]) == [where] and graph.unknowns(["pear"]) == []
+    assert not graph.facts(entity="apple", predicate="on")
+    with pytest.raises(ChangeRefused) as e:  # becoming known needs the place
+        graph.apply(Delta(known=[where]))
+    assert kinds(e) == {IssueKind.INVARIANT} and "stop being unknown" in str(e.value)
+    with pytest.raises(ChangeRefused) as e:  # still at most one place while unknown
+        graph.apply(Delta(add=[F("(on apple kitchen_table)"), F("(on apple kitchen_counter)")]))
+    assert kinds(e) == {IssueKind.INVARIANT}
+    found = graph.apply(Delta(add=[F("(on apple kitchen_table)")], known=[where]))
+    assert graph.unknowns() == [] and F("(on apple kitchen_table)") in graph.facts("on")
+    graph.undo(found.id)
+    assert graph.unknowns() == [where] and not graph.facts(entity="apple", predicate="on")
+    graph.undo(lost.id)
+    assert state(graph) == before
+
+
+def test_marks_are_verified(graph: WorldGraph) -> None:
+    before, changes = state(graph), len(graph.history())
+    bad = [
+        (Delta(unknown=[Unknown(entity="nosuch", predicate="on")]), IssueKind.UNKNOWN_ENTITY),
+        (Delta(unknown=[Unknown(entity="apple", predicate="flying")]), IssueKind.UNKNOWN_PREDICATE),
+        (Delta(unknown=[Unknown(entity="kitchen", predicate="cup_empty")]), IssueKind.WRONG_TYPE),
+        (Delta(known=[Unknown(entity="apple", predicate="on")]), IssueKind.ABSENT_FACT),
+        (Delta(unknown=[Unknown(entity="apple")], known=[Unknown(entity="apple")]), IssueKind.CONTRADICTION),
+        (Delta(removed_entities=["apple"], unknown=[Unknown(entity="apple")]), IssueKind.UNKNOWN_ENTITY),
+    ]
+    for delta, kind in bad:
+        with pytest.raises(ChangeRefused) as e:
+            graph.apply(delta)
+        assert kind in kinds(e), delta
+    graph.apply(Delta(unknown=[Unknown(entity="apple", predicate="on")]))
+    with pytest.raises(ChangeRefused) as e:
+        graph.apply(Delta(unknown=[Unknown(entity="apple", predicate="on")]))
+    assert kinds(e) == {IssueKind.PRESENT_FACT}
+    graph.apply(Delta(known=[Unknown(entity="apple", predicate="on")]))  # it still has its place
+    assert state(graph) == before and len(graph.history()) == changes + 2
+
+
+def test_a_placeholder_is_merged_or_renamed_and_undone_exactly(graph: WorldGraph) -> None:
+    before = state(graph)
+    seen = graph.apply(Delta(new_entities=[Entity(name="room_behind_door", type="room")],
+                             add=[F("(connected hallway room_behind_door)"), F("(connected kitchen room_behind_door)")],
+                             unknown=[Unknown(entity="room_behind_door")], source="sensor"))
+    assert graph.unknowns() == [Unknown(entity="room_behind_door")]
+    with pytest.raises(GraphError, match="not a placeholder"):
+        graph.identify("hallway", "kitchen")
+    merged = graph.identify("room_behind_door", "kitchen")  # it was the kitchen: facts re-pointed
+    assert graph.unknowns() == [] and not graph.entities(["room_behind_door"])
+    assert F("(connected hallway kitchen)") in graph.facts("connected")
+    assert F("(connected kitchen kitchen)") in graph.facts("connected")
+    graph.undo(merged.id)
+    assert graph.unknowns() == [Unknown(entity="room_behind_door")]
+    assert F("(connected hallway room_behind_door)") in graph.facts("connected")
+    renamed = graph.identify("room_behind_door", "attic")  # a room not seen before: renamed
+    assert graph.entities(["attic"]) == [Entity(name="attic", type="room")] and graph.unknowns() == []
+    assert {F("(connected hallway attic)"), F("(connected kitchen attic)")} <= set(graph.facts("connected"))
+    graph.undo(renamed.id)
+    graph.undo(seen.id)
+    assert state(graph) == before
+
+
+def test_removing_an_entity_takes_its_marks_and_undo_restores_them(graph: WorldGraph) -> None:
+    graph.apply(Delta(unknown=[Unknown(entity="apple", predicate="on"), Unknown(entity="apple")]))
+    c = graph.apply(Delta(removed_entities=["apple"]))
+    assert graph.unknowns() == [] and graph.history()[-1].delta.known == [
+        Unknown(entity="apple"), Unknown(entity="apple", predicate="on")]
+    graph.undo(c.id)
+    assert graph.unknowns() == [Unknown(entity="apple"), Unknown(entity="apple", predicate="on")]
+
+
+def test_a_placeholder_has_no_exactly_one_facts_yet(graph: WorldGraph) -> None:
+    """A placeholder item may lose its place; a new entity may come marked and without any."""
+    graph.apply(Delta(new_entities=[Entity(name="thing", type="item")], unknown=[Unknown(entity="thing")]))
+    graph.apply(Delta(unknown=[Unknown(entity="apple")], remove=[F("(on apple kitchen_counter)")]))
+    with pytest.raises(ChangeRefused):
+        graph.apply(Delta(known=[Unknown(entity="apple")]))
+
+
+def test_open_world_domain_keeps_no_keyless_at_most_one_group(empty_graph: WorldGraph) -> None:
+    """Cooking World's first observation has one uncut item; items found later are uncut too."""
+    cooking = resolve_domain("cooking")
+    problem = Problem.parse("(define (problem p) (:domain cooking) (:objects kitchen - location carrot - item) "
+                            "(:init (at kitchen) (item_at carrot kitchen) (uncut carrot) (raw carrot)))")
+    kept = empty_graph.init(cooking, problem=problem).kept
+    assert kept and all(g.exactly_one or g.arity for g in kept)
+    assert closed_world_would_refuse(cooking, problem)
+    empty_graph.apply(Delta(new_entities=[Entity(name="potato", type="item")],
+                            add=[F("(item_at potato kitchen)"), F("(uncut potato)"), F("(raw potato)")]))
+
+
+def closed_world_would_refuse(domain: Domain, problem: Problem) -> bool:
+    """The same domain without `open_world` derives a keyless at-most-one group for this state."""
+    closed = Domain.parse(domain.text, "closed")
+    return any(not g.exactly_one and not g.arity for g in closed.derive_invariants(
+        [(a.predicate, a.args) for a in problem.init]).kept)
