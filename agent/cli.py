@@ -197,16 +197,31 @@ def pick(items: list, spec: str) -> list:
 
 @app.command()
 def show(entity: Annotated[str | None, typer.Argument(help="Entity to show; omit for a summary.")] = None,
-         depth: Annotated[int, typer.Option(help="Fact hops around the entity.")] = 1) -> None:
-    """Show the facts around an entity as a tree, or a summary of the whole graph."""
+         depth: Annotated[int, typer.Option(help="Fact hops around the entity.")] = 1,
+         unknown: Annotated[bool, typer.Option(
+             "--unknown", help="List what the graph marks unknown (about ENTITY, if given).")] = False) -> None:
+    """Show the facts around an entity as a tree, or a summary of the whole graph.
+
+    Unknowns are marked: placeholders (an entity seen but not identified, e.g. a room seen through an exit)
+    and facts not known for an entity (e.g. where an item is: "(on apple ?)").
+    """
 
     def go() -> None:
         with agent() as a:
             dom = a.domain
+            if unknown:
+                marks = a.unknowns(None if entity is None else [entity])
+                types = {e.name: e.type for e in a.graph.entities({u.entity for u in marks})}
+                t = Table("entity", "type", "unknown", "meaning", title=f"Unknowns ({len(marks)})")
+                for u in marks:
+                    t.add_row(u.entity, types.get(u.entity, "?"), "placeholder" if u.predicate is None else str(u),
+                              "not yet identified" if u.predicate is None else dom.gloss(u.predicate))
+                out.print(t)
+                return
             if entity is None:
                 ents, facts, last = a.entities(), a.facts(), a.history(1)
                 out.print(f"{a.graph.url}: domain {dom.name}, {len(ents)} entities, {len(facts)} facts, "
-                          f"{last[0].id if last else 0} changes")
+                          f"{len(a.unknowns())} unknowns, {last[0].id if last else 0} changes")
                 t = Table("type", "entities", title="Entities by type")
                 for k, v in sorted(Counter(e.type for e in ents).items()):
                     t.add_row(k, str(v))
@@ -217,7 +232,13 @@ def show(entity: Annotated[str | None, typer.Argument(help="Entity to show; omit
                 return
             n = a.show(entity, depth)
             types = {e.name: e.type for e in n.entities}
-            tree = Tree(f"[bold]{entity}[/bold] - {n.entity.type}")
+            marks = a.unknowns([entity])
+            placeholder = " [yellow](placeholder: not yet identified)[/yellow]" if any(
+                u.predicate is None for u in marks) else ""
+            tree = Tree(f"[bold]{entity}[/bold] - {n.entity.type}{placeholder}")
+            for u in marks:
+                if u.predicate is not None:
+                    tree.add(f"[yellow]unknown: {u}[/yellow]  [dim]{dom.gloss(u.predicate)}[/dim]")
             for k, v in n.entity.attrs.items():
                 tree.add(f"[dim]{k}: {v}[/dim]")
             by_pred: dict[str, list[Fact]] = {}

@@ -20,7 +20,7 @@ from domains.invariants import Mined, MutexGroup, Synthesis
 from domains.model import Domain, Problem, resolve_domain
 from domains.verify import Issue
 from graph.base import ChangeRefused, GraphError, WorldGraph, atom_of, fact_of
-from graph.model import Change, Delta, Entity, Fact
+from graph.model import Change, Delta, Entity, Fact, Unknown
 from graph.store import open_graph
 from planners.solve import ENGINES
 
@@ -184,6 +184,12 @@ class Agent:
             s = search.lower()
             facts = [f for f in facts if s in str(f).lower()]
         return facts
+
+    def unknowns(self, names: Iterable[str] | None = None) -> list[Unknown]:
+        """What the graph marks unknown (placeholders, facts of a predicate not known for an entity),
+        about every entity or those named."""
+        with self.lock:
+            return self.graph.unknowns(None if names is None else list(names))
 
     def history(self, limit: int | None = None) -> list[Change]:
         with self.lock:

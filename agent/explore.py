@@ -14,6 +14,7 @@ from agent.core import Agent
 from agent.environments import CoinSensor, CookingSensor, Environment, Observation
 from domains.model import Domain, Problem, resolve_domain
 from graph.base import ChangeRefused
+from graph.model import Delta
 from planners.state import Step
 
 # game -> (domain, sensor factory)
@@ -107,6 +108,8 @@ def start(agent: Agent, domain: Domain, sensor: CoinSensor | CookingSensor, obs:
     text = (f"(define (problem start) (:domain {domain.name}) (:objects "
             f"{' '.join(f'{n} - {t}' for n, t in objects.items())}) (:init {' '.join(sorted(map(str, init)))}))")
     agent.graph.init(domain, problem=Problem.parse(text, "first observation"))
+    if delta.unknown:  # a PDDL problem holds no marks
+        agent.observe([Delta(unknown=delta.unknown, source="sensor", text="start")])
 
 
 def _plan(agent: Agent, cfg: dict, planner: str, ep: Episode, show: Callable[[str], None]) -> list[str]:

@@ -14,7 +14,7 @@ from agent.explore import start
 from benchmarks.twx import seed_range, wilson
 from domains.model import resolve_domain
 from graph.base import ChangeRefused
-from graph.model import Fact
+from graph.model import Fact, Unknown
 
 needs_twx = pytest.mark.skipif(
     importlib.util.find_spec("textworld_express") is None or shutil.which("java") is None,
@@ -40,6 +40,7 @@ def test_placeholder_room_becomes_known(coin_world):
     sense(coin_world, sensor, None, ["move north", "open door to north", "look around"])
     assert Fact.parse("(unknown room_0_1)") in coin_world.facts()
     assert Fact.parse("(door_closed room_0_0 room_0_1)") in coin_world.facts()
+    assert coin_world.unknowns() == [Unknown(entity="room_0_1")]  # a placeholder in the graph too
     assert not coin_world.plan(goal="(exists (?c - item) (carrying ?c))").solved  # no coin known yet
     sub = coin_world.plan(goal="(exists (?r - room) (and (at ?r) (unknown ?r)))")
     assert sub.plan == ["(open_door room_0_0 north room_0_1)", "(move room_0_0 north room_0_1)"]
@@ -49,6 +50,7 @@ def test_placeholder_room_becomes_known(coin_world):
     assert {Fact.parse("(visited room_0_1)"), Fact.parse("(at room_0_1)"),
             Fact.parse("(coin_in coin room_0_1)")} <= facts
     assert Fact.parse("(unknown room_0_1)") not in facts and Fact.parse("(at room_0_0)") not in facts
+    assert coin_world.unknowns() == []
     assert coin_world.plan(goal="(exists (?c - item) (carrying ?c))").plan == ["(take coin room_0_1)"]
     assert coin_world.check() == []
 
@@ -114,3 +116,10 @@ def test_cooking_placeholder_room_is_merged_when_entered(tmp_path):
         assert merged and all(e.name.startswith("unseen_") and e.name not in names for e in merged)
         assert not any(f.args[0].startswith("unseen_") for f in agent.facts("unknown")), "entered rooms stay unknown"
         assert agent.check() == []
+        marked = {u for c in agent.history() for u in c.delta.unknown}
+        learnt = {u for c in agent.history() for u in c.delta.known}
+        # placeholder rooms, a closed container's contents and the recipe's items' places were unknown,
+        # and each of the recipe's items' places became known (the meal was made from them)
+        assert {u.predicate for u in marked} == {None, "in", "item_at"}
+        assert {u for u in marked if u.predicate == "item_at"} <= learnt
+        assert {u.entity for u in agent.unknowns()} <= {u.entity for u in marked} - {u.entity for u in learnt}

@@ -3,12 +3,19 @@ known. Conformance tests: they run on every backend (sqlite file and a real Bolt
 
 from __future__ import annotations
 
-import pytest
+import json
+from pathlib import Path
 
+import pytest
+from typer.testing import CliRunner
+
+from agent.cli import app
+from agent.core import Agent
 from domains.model import Domain, Problem, resolve_domain
 from domains.verify import IssueKind
 from graph.base import ChangeRefused, GraphError, WorldGraph
 from graph.model import Delta, Entity, Fact, Unknown
+from tests.conftest import HOUSEHOLD
 
 F = Fact.parse
 
@@ -124,3 +131,28 @@ def closed_world_would_refuse(domain: Domain, problem: Problem) -> bool:
     closed = Domain.parse(domain.text, "closed")
     return any(not g.exactly_one and not g.arity for g in closed.derive_invariants(
         [(a.predicate, a.args) for a in problem.init]).kept)
+
+
+def test_cli_marks_and_lists_unknowns(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An observation file carries marks; `kgplan show` marks them, `kgplan show --unknown` lists them."""
+    monkeypatch.setenv("KGPLAN_STORE", f"sqlite:{tmp_path / 'k.db'}")
+    monkeypatch.setenv("COLUMNS", "200")
+    cli = CliRunner()
+    assert cli.invoke(app, ["init", "--problem", str(HOUSEHOLD / "world.pddl")]).exit_code == 0
+    obs = tmp_path / "obs.json"
+    obs.write_text(json.dumps([{"text": "the apple is gone", "remove": ["(on apple kitchen_counter)"],
+                                "unknown": [{"entity": "apple", "predicate": "on"}]},
+                               {"text": "a door", "new_entities": [{"name": "attic", "type": "room"}],
+                                "add": ["(connected hallway attic)"], "unknown": [{"entity": "attic"}]}]))
+    r = cli.invoke(app, ["observe", str(obs)])
+    assert r.exit_code == 0, r.output
+    r = cli.invoke(app, ["show", "--unknown"])
+    assert r.exit_code == 0 and "Unknowns (2)" in r.output
+    assert "(on apple ?)" in r.output and "placeholder" in r.output and "attic" in r.output
+    assert "2 unknowns" in cli.invoke(app, ["show"]).output
+    assert "unknown: (on apple ?)" in cli.invoke(app, ["show", "apple"]).output
+    assert "placeholder" in cli.invoke(app, ["show", "attic"]).output
+    r = cli.invoke(app, ["show", "--unknown", "kitchen"])
+    assert r.exit_code == 0 and "Unknowns (0)" in r.output
+    with Agent(f"sqlite:{tmp_path / 'k.db'}") as a:
+        assert a.unknowns() == [Unknown(entity="apple", predicate="on"), Unknown(entity="attic")]
