@@ -27,6 +27,7 @@ from planners.solve import ENGINES
 if TYPE_CHECKING:
     from agent.language import Outcome, Retrieval
     from agent.llm import LLM, LLMConfig
+    from agent.pddl_edit import EditOutcome
     from agent.planning import PlanReport
     from planners.execute import Execution
 
@@ -284,6 +285,14 @@ class Agent:
             progress(f"asking the LLM for the change ({len(retrieval.entities)} entities, "
                      f"{len(retrieval.facts)} facts shown)")
             return update(self.llm, self.graph, text, retrieval, max_rounds=rounds, dry_run=dry_run, out=out)
+
+    def read_observation(self, text: str, action: str | None = None, rounds: int = 3) -> EditOutcome:
+        """LLM mode of exploration (PDDL-edit): the LLM edits the problem to hold what a prose observation
+        (made after `action`) tells; applied as one verified change, refused edits re-prompted with the issues."""
+        from agent.pddl_edit import observe
+
+        with self.writing():
+            return observe(self.llm, self.graph, action, text, rounds)
 
     def goal_for(self, task: str, progress: Progress = quiet) -> str:
         """The PDDL goal the LLM writes for a task in English (checked against the domain and the graph)."""

@@ -73,6 +73,20 @@ class Tx(ABC):
     @abstractmethod
     def change(self, change_id: int) -> Change | None: ...
 
+    def rename(self, old: str, new: str, type: str | None = None) -> Delta:
+        """The delta that renames entity `old` to `new` (as `type`, if given, else its type; its unknown
+        facts stay unknown), or merges it into entity `new` if that exists: its facts re-pointed (those
+        `new` already has dropped). `old` goes with its marks (a placeholder is identified)."""
+        found = {e.name: e for e in self.entities([old, new])}
+        if old not in found:
+            raise GraphError(f"cannot rename '{old}': it is not a known entity")
+        moved = {(p, tuple(new if a == old else a for a in args)) for p, args in self.facts_about([old])}
+        if new in found:
+            return Delta(removed_entities=[old], add=[fact_of(a) for a in sorted(moved - self.present(moved))])
+        keep = [Unknown(entity=new, predicate=p) for _, p in sorted(self.unknown([old]), key=str) if p]
+        return Delta(new_entities=[Entity(name=new, type=type or found[old].type, attrs=found[old].attrs)],
+                     removed_entities=[old], add=[fact_of(a) for a in sorted(moved)], unknown=keep)
+
 
 def _order(f: Fact) -> tuple[str, tuple[str, ...]]:
     return (f.predicate, f.args)
@@ -248,22 +262,13 @@ class WorldGraph(ABC):
 
     def identify(self, placeholder: str, name: str, type: str | None = None, *, source: Source = "sensor",
                  text: str = "") -> Change:
-        """A placeholder becomes known as `name`, in one verified change: renamed if no entity has that
-        name (to `type`, if given, else the placeholder's type), else merged into that entity (its
-        facts re-pointed, those it already has dropped). The placeholder goes with its marks."""
+        """A placeholder becomes known as `name`, in one verified change (see `Tx.rename`)."""
 
         def make(tx: Tx) -> Delta:
             if Unknown(entity=placeholder).pair not in tx.unknown([placeholder]):
                 raise GraphError(f"'{placeholder}' is not a placeholder")
-            found = tx.entities([placeholder, name])
-            old = next(e for e in found if e.name == placeholder)
-            exists = any(e.name == name for e in found)
-            moved = {(p, tuple(name if a == placeholder else a for a in args))
-                     for p, args in tx.facts_about([placeholder])}
-            moved -= tx.present(moved) if exists else set()
-            return Delta(new_entities=[] if exists else [Entity(name=name, type=type or old.type, attrs=old.attrs)],
-                         removed_entities=[placeholder], add=[fact_of(a) for a in sorted(moved)],
-                         source=source, text=text or f"{placeholder} is {name}")
+            return tx.rename(placeholder, name, type).model_copy(
+                update={"source": source, "text": text or f"{placeholder} is {name}"})
 
         return self.apply_from(make)
 
