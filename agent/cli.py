@@ -568,6 +568,11 @@ def explore(
     seed: Annotated[int, typer.Option(help="Game seed (0-9 for development, 10-59 are the reported ones).")] = 0,
     planner: Annotated[Planner | None, typer.Option(
         help="Planner for the goal and the sub-goals (default: the domain's, see its domain.toml).")] = None,
+    mode: Annotated[str, typer.Option(
+        help="sensor: read the game's structured outputs; llm: the LLM edits the problem from the prose.")] = "sensor",
+    llm: Annotated[str, typer.Option(
+        help="LLM mode's model: openai (the endpoint of --llm-url / KGPLAN_LLM_*) or oracle (a check device "
+             "answering the true edits, read by the sensor).")] = "openai",
 ) -> None:
     """Play a partially observed game: plan for the goal or the domain's sub-goals, act, observe, replan.
 
@@ -577,18 +582,30 @@ def explore(
     from agent.environments import TextWorldExpress, TWXUnavailable
     from agent.explore import SENSORS
     from agent.explore import explore as play
+    from agent.pddl_edit import SensorOracleLLM
 
     if game not in SENSORS:
         err.print(f"[red]error:[/red] no sensor for game {game!r}: choose {', '.join(SENSORS)}")
+        raise typer.Exit(2)
+    if mode not in ("sensor", "llm") or llm not in ("openai", "oracle"):
+        err.print("[red]error:[/red] --mode is sensor or llm, --llm is openai or oracle")
         raise typer.Exit(2)
     try:
         env = TextWorldExpress(game)
     except TWXUnavailable as e:
         err.print(f"[red]error:[/red] {e}")
         raise typer.Exit(2) from None
+    model = None
+    if mode == "llm" and llm == "oracle":
+        model = SensorOracleLLM(SENSORS[game][1])
+        env = model.watch(env)
+    elif mode == "llm":
+        from agent.llm import LLMConfig, OpenAIClient
+
+        model = OpenAIClient(_llm() or LLMConfig.from_env())
     try:
-        ep = play(env, game, seed, planner=planner and planner.value,
-                  show=lambda line: out.print(line, highlight=False))
+        ep = play(env, game, seed, planner=planner and planner.value, llm=model,
+                  show=lambda line: out.print(line, highlight=False, markup=False))
     finally:
         env.close()
     raise typer.Exit(0 if ep.success else 1)

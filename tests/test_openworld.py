@@ -156,3 +156,31 @@ def test_cli_marks_and_lists_unknowns(tmp_path: Path, monkeypatch: pytest.Monkey
     assert r.exit_code == 0 and "Unknowns (0)" in r.output
     with Agent(f"sqlite:{tmp_path / 'k.db'}") as a:
         assert a.unknowns() == [Unknown(entity="apple", predicate="on"), Unknown(entity="attic")]
+
+
+def test_pddl_edits_apply_in_order_as_one_verified_change(graph: WorldGraph) -> None:
+    """LLM mode's edits (agent.pddl_edit) on the store: a placeholder merged into a known room, an item's place
+    becoming unknown, a fact replaced; one change, undone exactly; a refused reply changes nothing."""
+    from agent.llm import ScriptedLLM
+    from agent.pddl_edit import observe
+
+    graph.apply(Delta(new_entities=[Entity(name="room_x", type="room")], add=[F("(connected hallway room_x)")],
+                      unknown=[Unknown(entity="room_x")]))
+    before = state(graph)
+    reply = json.dumps({"objects": {"replace": [{"old": "room_x", "new": "kitchen"}]},
+                        "init": {"delete": ["(on apple kitchen_counter)"],
+                                 "replace": [{"old": "(agent_at robot hallway)", "new": "(agent_at robot kitchen)"}]},
+                        "unknown": {"add": ["(on apple ?)"]}})
+    wrong = json.dumps({"init": {"delete": ["(on apple kitchen_counter)"]}})  # the apple would be nowhere
+    llm = ScriptedLLM([wrong, reply])
+    out = observe(llm, graph, "go to the kitchen", "You are in the kitchen. The counter is empty.")
+    assert out.change is not None and len(out.rounds) == 1 and "mark it unknown" in out.rounds[0][0]
+    assert "Those edits were refused" in llm.prompts[1][-1]["content"]
+    assert "room_x" in llm.prompts[0][1]["content"] and "Unknown now:\nroom_x" in llm.prompts[0][1]["content"]
+    assert graph.unknowns() == [Unknown(entity="apple", predicate="on")] and not graph.entities(["room_x"])
+    assert F("(agent_at robot kitchen)") in graph.facts("agent_at")
+    assert F("(connected hallway kitchen)") in graph.facts("connected")
+    graph.undo(out.change.id)
+    assert state(graph) == before
+    out = observe(ScriptedLLM([wrong] * 2), graph, None, "The apple is gone.", max_rounds=2)
+    assert out.change is None and out.error and len(out.rounds) == 2 and state(graph) == before
