@@ -184,3 +184,14 @@ def test_pddl_edits_apply_in_order_as_one_verified_change(graph: WorldGraph) -> 
     assert state(graph) == before
     out = observe(ScriptedLLM([wrong] * 2), graph, None, "The apple is gone.", max_rounds=2)
     assert out.change is None and out.error and len(out.rounds) == 2 and state(graph) == before
+
+
+def test_http_api_lists_unknowns(world: WorldGraph) -> None:
+    from fastapi.testclient import TestClient
+
+    from agent.api import create_app
+
+    world.apply(Delta(remove=[F("(on apple kitchen_counter)")], unknown=[Unknown(entity="apple", predicate="on")]))
+    client = TestClient(create_app(Agent(world)))
+    assert client.get("/api/unknowns").json() == [{"entity": "apple", "predicate": "on"}]
+    assert client.get("/api/unknowns", params={"entity": "kitchen"}).json() == []
