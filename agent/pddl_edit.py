@@ -17,8 +17,9 @@ from pydantic import BaseModel, Field
 from agent.environments import Environment, Observation
 from agent.language import describe_domain
 from agent.llm import LLM, CallRecord, LLMError
+from domains.model import Problem
 from domains.sexpr import PDDLError
-from graph.base import ChangeRefused, GraphError, Tx, WorldGraph, atom_of
+from graph.base import ChangeRefused, GraphError, Tx, WorldGraph
 from graph.model import Change, Delta, Entity, Fact, Unknown
 
 M = TypeVar("M", bound=BaseModel)
@@ -128,10 +129,10 @@ def to_delta(tx: Tx, edits: Edits, text: str) -> Delta:
                 problems.append(str(e))
         return out
 
-    def new_object(text: str) -> Entity:
-        name, dash, type_ = (w.strip().lower() for w in text.partition(" - "))
+    def new_object(item: str) -> Entity:
+        name, dash, type_ = (w.strip().lower() for w in item.partition(" - "))
         if not dash or not name or not type_:
-            raise ValueError(f'{text!r} is no object: write "name - type"')
+            raise ValueError(f'{item!r} is no object: write "name - type"')
         return Entity(name=name, type=type_)
 
     adds = read(new_object, edits.objects.add)
@@ -217,10 +218,8 @@ def edits_between(problem_text: str, marks_text: str, entities: dict[str, str], 
                   marks: set[Unknown]) -> Edits:
     """The edits that turn the problem and unknowns shown in a prompt into the given state (facts about deleted
     objects go with them, unsaid)."""
-    from domains.model import Problem
-
     shown = Problem.parse(problem_text, "prompt")
-    have = {fact_text for fact_text in map(str, (Fact(predicate=a.predicate, args=a.args) for a in shown.init))}
+    have = {str(Fact(predicate=a.predicate, args=a.args)) for a in shown.init}
     want = {str(f) for f in facts}
     gone = shown.objects.keys() - entities.keys()
     shown_marks = {parse_mark(m) for m in marks_text.split("\n") if m.strip() and m.strip() != "nothing"}
@@ -228,7 +227,7 @@ def edits_between(problem_text: str, marks_text: str, entities: dict[str, str], 
         objects=ObjectEdits(add=[f"{n} - {t}" for n, t in sorted(entities.items()) if n not in shown.objects],
                             delete=sorted(gone)),
         init=InitEdits(add=sorted(want - have),
-                       delete=sorted(f for f in have - want if gone.isdisjoint(atom_of(Fact.parse(f))[1]))),
+                       delete=sorted(f for f in have - want if gone.isdisjoint(Fact.parse(f).args))),
         unknown=UnknownEdits(add=[mark_text(u) for u in sorted(marks - shown_marks, key=str)],
                              delete=[mark_text(u) for u in sorted(shown_marks - marks, key=str)
                                      if u.entity not in gone]))
