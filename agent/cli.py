@@ -7,6 +7,7 @@ import sys
 from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -562,17 +563,22 @@ def mcp() -> None:
     run_guarded(go)
 
 
+ExploreMode = StrEnum("ExploreMode", ["sensor", "llm"])
+ExploreLLM = StrEnum("ExploreLLM", ["openai", "oracle"])
+
+
 @app.command()
 def explore(
     game: Annotated[str, typer.Option(help="TextWorld-Express game: coin, cooking-easy or cooking-hard.")] = "coin",
     seed: Annotated[int, typer.Option(help="Game seed (0-9 for development, 10-59 are the reported ones).")] = 0,
     planner: Annotated[Planner | None, typer.Option(
         help="Planner for the goal and the sub-goals (default: the domain's, see its domain.toml).")] = None,
-    mode: Annotated[str, typer.Option(
-        help="sensor: read the game's structured outputs; llm: the LLM edits the problem from the prose.")] = "sensor",
-    llm: Annotated[str, typer.Option(
+    mode: Annotated[ExploreMode, typer.Option(
+        help="sensor: read the game's structured outputs; llm: the LLM edits the problem from the prose.")
+    ] = ExploreMode.sensor,
+    llm: Annotated[ExploreLLM, typer.Option(
         help="LLM mode's model: openai (the endpoint of --llm-url / KGPLAN_LLM_*) or oracle (a check device "
-             "answering the true edits, read by the sensor).")] = "openai",
+             "answering the true edits, read by the sensor).")] = ExploreLLM.openai,
 ) -> None:
     """Play a partially observed game: plan for the goal or the domain's sub-goals, act, observe, replan.
 
@@ -587,19 +593,16 @@ def explore(
     if game not in SENSORS:
         err.print(f"[red]error:[/red] no sensor for game {game!r}: choose {', '.join(SENSORS)}")
         raise typer.Exit(2)
-    if mode not in ("sensor", "llm") or llm not in ("openai", "oracle"):
-        err.print("[red]error:[/red] --mode is sensor or llm, --llm is openai or oracle")
-        raise typer.Exit(2)
     try:
         env = TextWorldExpress(game)
     except TWXUnavailable as e:
         err.print(f"[red]error:[/red] {e}")
         raise typer.Exit(2) from None
     model = None
-    if mode == "llm" and llm == "oracle":
+    if mode == ExploreMode.llm and llm == ExploreLLM.oracle:
         model = SensorOracleLLM(SENSORS[game][1])
         env = model.watch(env)
-    elif mode == "llm":
+    elif mode == ExploreMode.llm:
         from agent.llm import LLMConfig, OpenAIClient
 
         model = OpenAIClient(_llm() or LLMConfig.from_env())
