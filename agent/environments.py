@@ -17,7 +17,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import ClassVar, Protocol
 
-from graph.model import Delta, Entity, Fact
+from graph.model import Delta, Entity, Fact, Unknown
 
 # name -> (TWX game, its generation parameters, step budget), the settings of issue 12 / PDDLEGO
 TWX_GAMES: dict[str, tuple[str, str, int]] = {
@@ -155,7 +155,8 @@ class CoinSensor:
     """Coin Collector from the admissible actions only (TWX offers no object tree for it).
 
     Rooms lie on a grid, so a room is named by its offset from the start, dead-reckoned from the
-    moves made: "move D" admissible -> an exit D to a room, a placeholder (unknown) until entered;
+    moves made: "move D" admissible -> an exit D to a room, a placeholder (marked unknown, and the fact
+    (unknown ROOM) for the planner's sub-goal) until entered;
     "open door to D" admissible -> a door there, closed until opened; "take coin" -> a coin here.
     """
 
@@ -170,6 +171,8 @@ class CoinSensor:
         add: list[Fact] = []
         remove: list[Fact] = []
         new: list[Entity] = []
+        marks: list[Unknown] = []
+        known: list[Unknown] = []
         here = room_name(*self.pos)
         words = (action or "").split()
         if words[:1] == ["move"] and words[-1] in DIRECTIONS:
@@ -181,6 +184,7 @@ class CoinSensor:
             if Fact(predicate="unknown", args=(there,)) in facts:
                 remove.append(Fact(predicate="unknown", args=(there,)))
                 add.append(Fact(predicate="visited", args=(there,)))
+                known.append(Unknown(entity=there))
             here = there
         elif words[:3] == ["open", "door", "to"] and words[-1] in DIRECTIONS:
             dx, dy = DIRECTIONS[words[-1]]
@@ -200,6 +204,7 @@ class CoinSensor:
             if there not in entities:
                 new.append(Entity(name=there, type="room"))
                 add.append(Fact(predicate="unknown", args=(there,)))
+                marks.append(Unknown(entity=there))
             add += [Fact(predicate="connected", args=(here, d, there)),
                     Fact(predicate="connected", args=(there, OPPOSITE[d], here))]
             if f"open door to {d}" in obs.admissible:
@@ -210,7 +215,8 @@ class CoinSensor:
             if item == "coin" and item not in entities:
                 new.append(Entity(name=item, type="item"))
                 add.append(Fact(predicate="coin_in", args=(item, here)))
-        return Delta(add=add, remove=remove, new_entities=new, source="sensor", text=action or "start")
+        return Delta(add=add, remove=remove, new_entities=new, unknown=marks, known=known, source="sensor",
+                     text=action or "start")
 
 
 def symbol(name: str) -> str:
@@ -223,7 +229,6 @@ CUTS = ("uncut", "sliced", "diced", "chopped")
 COOKS = ("raw", "fried", "roasted", "grilled")
 TREE_FLAGS = {"sliced": "isSliced", "diced": "isDiced", "chopped": "isChopped", "fried": "isFried",
               "roasted": "isRoasted", "grilled": "isGrilled"}
-NOWHERE = "unseen_place"  # where an item the recipe names is, until it is seen
 
 
 class CookingSensor:
@@ -232,9 +237,11 @@ class CookingSensor:
 
     Exits come from the admissible actions: "move D" -> a placeholder room `unseen_<room>_<D>`,
     merged into the real room (removed, its facts re-pointed) when entered; exits are two-way.
+    What is not known is marked (graph.model.Unknown): placeholder rooms, what a container seen
+    closed holds (until opened), where an item the recipe names is (until seen).
     """
 
-    objects: ClassVar = {NOWHERE: "location", **dict.fromkeys(DIRECTIONS, "direction")}
+    objects: ClassVar = dict.fromkeys(DIRECTIONS, "direction")
     facts: ClassVar[tuple[Fact, ...]] = ()
 
     def delta(self, facts: set[Fact], entities: set[str], action: str | None, obs: Observation) -> Delta:
@@ -242,6 +249,8 @@ class CookingSensor:
         here = symbol(tree["player_location"])
         seen: dict[str, str] = {here: "location"}  # entity -> type, of what the player perceives now
         observed: set[Fact] = set()
+        marks: set[Unknown] = set()  # what becomes unknown, and known
+        known: set[Unknown] = set()
 
         def f(pred: str, *args: str) -> Fact:
             return Fact(predicate=pred, args=args)
@@ -295,10 +304,11 @@ class CookingSensor:
                 removed += [p for p in (to, back) if p and p not in (here, old)]
                 add |= {f("connected", old, d, here), f("connected", here, OPPOSITE[d], old)}
         for d in DIRECTIONS:
-            known = any(x.predicate == "connected" and x.args[:2] == (here, d) for x in facts | add)
-            if f"move {d}" in obs.admissible and not known:
+            mapped = any(x.predicate == "connected" and x.args[:2] == (here, d) for x in facts | add)
+            if f"move {d}" in obs.admissible and not mapped:
                 p = f"unseen_{here}_{d}"
                 new[p] = "location"
+                marks.add(Unknown(entity=p))
                 add |= {f("unknown", p), f("connected", here, d, p)}
                 add |= {f("door_closed", here, p)} if f"open door to {d}" in obs.admissible else set()
         if action and action.startswith("open door to ") and (d := action.split()[-1]) in DIRECTIONS:
@@ -307,15 +317,20 @@ class CookingSensor:
         for c, t in seen.items():
             if t == "container" and f("closed", c) in observed and c not in entities:
                 add.add(f("unexplored", c))
+                marks.add(Unknown(entity=c, predicate="in"))
             if f("unexplored", c) in facts and f("closed", c) not in observed:
                 remove.add(f("unexplored", c))
+                known.add(Unknown(entity=c, predicate="in"))
+        placed = {x.args[0] for x in facts if x.predicate in ("item_at", "in", "holding")}
+        known |= {Unknown(entity=x.args[0], predicate="item_at") for x in observed
+                  if x.predicate in ("item_at", "in", "holding") and x.args[0] in entities - placed}
         if action == "read cookbook":
             add.add(f("recipe_read"))
             for entry in tree["recipe"]:
                 i = symbol(entry["name"])
                 if i not in entities and i not in new:
                     new[i] = "item"
-                    add.add(f("item_at", i, NOWHERE))
+                    marks.add(Unknown(entity=i, predicate="item_at"))
                 cook, cut = (w.strip() for w in entry["preparation"].split(","))
                 add |= {f("needs", i), f(f"want_{cook}", i), f(f"want_{cut}", i)}
         if action == "prepare meal" and "eat meal" in obs.admissible:
@@ -323,7 +338,8 @@ class CookingSensor:
         add -= remove | facts
         return Delta(add=sorted(add, key=str), remove=sorted(remove, key=str),
                      new_entities=[Entity(name=n, type=t) for n, t in new.items()], removed_entities=removed,
-                     source="sensor", text=action or "start")
+                     unknown=sorted(marks, key=str), known=sorted(known, key=str), source="sensor",
+                     text=action or "start")
 
 
 # TextWorld: name -> (tw-make challenge, its settings, step budget). Coin Collector level 204: a quest of
@@ -515,19 +531,26 @@ class TextWorldSensor:
             add.add(Fact(predicate="visited", args=(here,)))
         ways = {f.args[1] for f in (facts | observed) - remove if f.predicate == "connected" and f.args[0] == here
                 and f.args[2] not in gone}
+        marks: set[Unknown] = set()  # what becomes unknown (placeholders, closed containers' contents), and known
+        known: set[Unknown] = set()
         for d in sorted({a[2] for a in obs.facts if a[0] == "exit"} - ways):
             p = f"unseen_{here}_{d}"
             new[p] = "room"
+            marks.add(Unknown(entity=p))
             add |= {Fact(predicate="unknown", args=(p,)), Fact(predicate="connected", args=(here, d, p))}
         for c in (n for n, t in kinds.items() if t == "container"):
-            if Fact(predicate="closed", args=(c,)) in observed and c in new:
-                add.add(Fact(predicate="unexplored", args=(c,)))
-            elif Fact(predicate="closed", args=(c,)) not in observed:
-                remove.add(Fact(predicate="unexplored", args=(c,)))
+            shut, unexplored = Fact(predicate="closed", args=(c,)), Fact(predicate="unexplored", args=(c,))
+            if shut in observed and c in new:
+                add.add(unexplored)
+                marks.add(Unknown(entity=c, predicate="in"))
+            elif unexplored in facts and shut not in observed:
+                remove.add(unexplored)
+                known.add(Unknown(entity=c, predicate="in"))
         return Delta(add=sorted(add, key=str),
                      remove=sorted({f for f in remove & facts if not set(f.args) & gone}, key=str),
                      new_entities=[Entity(name=n, type=t) for n, t in new.items()], removed_entities=sorted(gone),
-                     source="sensor", text=action or "start")
+                     unknown=sorted(marks, key=str), known=sorted(known, key=str), source="sensor",
+                     text=action or "start")
 
 
 def _connected(pred: str, there: str, here: str) -> tuple[Fact, dict[str, str]]:

@@ -2,12 +2,17 @@
 
 Reports success with a 95% Wilson interval, steps among successes, the omniscient optimum for the same
 seeds (Coin Collector: the shortest path on the whole map; Cooking World: TWX's gold path, which may
-not be the shortest), invalid actions per episode, replans and planner time. For Coin Collector also,
-with the coin in any room alike, the mean optimum and a lower bound on the mean steps of an explorer that
-knows the map but not the coin's room (`explorer_bound`): what the ratio to the optimum can be at best;
-with --coin-anywhere the agent's own mean on the same maps, the coin in each room in turn.
+not be the shortest), invalid actions per episode, replans and planner time; in LLM mode also LLM calls,
+tokens and refused edits per episode. For Coin Collector also, with the coin in any room alike, the mean
+optimum and a lower bound on the mean steps of an explorer that knows the map but not the coin's room
+(`explorer_bound`): what the ratio to the optimum can be at best; with --coin-anywhere the agent's own
+mean on the same maps, the coin in each room in turn.
 
     kgplan bench twx --game coin --mode sensor --seeds 10-59 --json results/twx-coin.json
+    kgplan bench twx --game coin --mode llm --llm oracle --seeds 10-59
+
+LLM mode with `--llm oracle` uses SensorOracleLLM (agent.pddl_edit): a device that answers the true edits read
+by the sensor, to check the PDDL-edit path loses nothing; `--llm openai` uses the endpoint from KGPLAN_LLM_*.
 """
 
 from __future__ import annotations
@@ -71,6 +76,17 @@ def summary(game: str, episodes: list) -> dict:
             "planner_seconds_per_episode": mean([e.planner_seconds for e in episodes]),
             "pddlego_gpt4_reference": {"coin": "78% success, 7.8 steps", "cooking-easy": "98%",
                                        "cooking-hard": "46%"}.get(game)}
+
+
+def llm_figures(episodes: list, counted: list[int]) -> dict[str, float | None]:
+    """LLM mode's measurements; `counted`: the prompt tokens of each episode, counted offline (o200k)."""
+    calls = sum(e.llm_calls for e in episodes)
+    return {"llm_calls_per_episode": mean([e.llm_calls for e in episodes]),
+            "prompt_tokens_per_episode": mean([e.prompt_tokens for e in episodes]),
+            "completion_tokens_per_episode": mean([e.completion_tokens for e in episodes]),
+            "refused_edits_per_episode": mean([e.refused_edits for e in episodes]),
+            "prompt_tokens_o200k_per_episode": mean(counted) if counted else None,
+            "prompt_tokens_o200k_per_call": sum(counted) / calls if counted and calls else None}
 
 
 def explorer_bound(exits: dict[Room, dict[Room, int]], start: Room = (0, 0)) -> tuple[float, float]:
@@ -137,22 +153,33 @@ def arguments(prog: str, doc: str | None, games: list[str]) -> argparse.Argument
     return ap
 
 
+# figures of `run`'s `extra` shown in its table, with their column titles (the others go to the JSON only)
+COLUMNS = {"opt_anywhere": "optimum, coin anywhere", "bound_anywhere": "explorer bound",
+           "bound_ratio": "bound/optimum", "agent_anywhere": "agent, coin anywhere", "agent_ratio": "agent/optimum",
+           "llm_calls_per_episode": "LLM calls/ep", "prompt_tokens_per_episode": "prompt tokens/ep",
+           "prompt_tokens_o200k_per_call": "prompt tokens/call (o200k)", "refused_edits_per_episode": "refused/ep",
+           "min_precision": "min precision", "min_recall": "min recall"}
+
+
 def run(args: argparse.Namespace, title: str, png: Path, play: Callable[[int], Any],
         extra: Callable[[list], dict[str, float | None]] = lambda _: {}) -> int:
     """Play each seed (`play(seed)` -> an Episode), print a line per episode and the summary table (with
-    `extra`'s figures as more columns), write the JSON after every episode and the PNG at the end."""
+    `extra`'s figures named in COLUMNS as more columns), write the JSON after every episode and the PNG at
+    the end."""
     out = bench_console()
     episodes = []
     for seed in args.seeds:
         ep = play(seed)
         episodes.append(ep)
         out.print(f"seed {seed}: {'success' if ep.success else 'FAILURE (' + ep.reason + ')'} in {ep.steps} "
-                  f"steps (optimum {ep.optimal}), {ep.replans} replans, {ep.planner_seconds:.1f}s planning")
+                  f"steps (optimum {ep.optimal}), {ep.replans} replans, {ep.planner_seconds:.1f}s planning"
+                  + (f", {ep.llm_calls} LLM calls, {ep.refused_edits} refused edits" if ep.llm_calls else ""))
         if args.json:  # after every episode: nothing lost if the run is cut short
             args.json.parent.mkdir(parents=True, exist_ok=True)
             args.json.write_text(json.dumps({**summary(args.game, episodes), **extra(episodes), "seeds": args.seeds,
                                              "episodes": [asdict(e) for e in episodes]}, indent=1))
     s, more = summary(args.game, episodes), extra(episodes)
+    more = {name: more[key] for key, name in COLUMNS.items() if key in more}
     table = Table(title=f"{title}, seeds {args.seeds[0]}-{args.seeds[-1]}")
     for col in ("success", "95% Wilson", "steps (successes)", "optimal steps", "ratio", "invalid/ep",
                 "replans/ep", "planner s/ep", *more):
@@ -229,33 +256,53 @@ class CoinReplica:
 
 def main(argv: list[str] | None = None) -> int:
     from agent.environments import TextWorldExpress, TWXUnavailable
-    from agent.explore import explore
+    from agent.explore import SENSORS, explore
+    from agent.llm import LLM, LLMConfig, OpenAIClient
+    from agent.pddl_edit import SensorOracleLLM
+    from benchmarks.l3mp import Counting
 
     ap = arguments("kgplan bench twx", __doc__, sorted(TWX_GAMES))
-    ap.add_argument("--mode", choices=["sensor"], default="sensor",
-                    help="sensor: structured outputs only (the LLM mode is not built yet)")
+    ap.add_argument("--mode", choices=["sensor", "llm"], default="sensor",
+                    help="sensor: structured outputs only; llm: an LLM edits the problem from the prose (PDDL-edit)")
+    ap.add_argument("--llm", choices=["oracle", "openai"], default="openai",
+                    help="LLM mode: oracle (true edits from the sensor, a check device) or openai (KGPLAN_LLM_*)")
     ap.add_argument("--coin-anywhere", action="store_true",
                     help="coin: also play each seed's map again with the coin in every room (CoinReplica)")
     args = ap.parse_args(argv)
     try:
-        env = TextWorldExpress(args.game)
+        twx = env = TextWorldExpress(args.game)
     except TWXUnavailable as e:
         bench_console().print(f"[red]error:[/red] {e}")
         return 2
+    llm: LLM | None = None
+    if args.mode == "llm" and args.llm == "oracle":
+        llm = SensorOracleLLM(SENSORS[args.game][1])
+        env = llm.watch(env)
+    elif args.mode == "llm":
+        llm = OpenAIClient(LLMConfig.from_env())
+    counter = Counting(llm) if llm else None  # prompt tokens (messages only) counted with o200k
+    counted: list[int] = []
 
     def play(seed: int) -> Episode:
-        ep = explore(env, args.game, seed, planner=args.planner)
+        before = sum(counter.counted) if counter else 0
+        ep = explore(env, args.game, seed, planner=args.planner, llm=counter)
+        counted.extend([sum(counter.counted) - before] if counter else [])
         if args.game != "coin":
             return ep
-        exits, _ = env.coin_map(seed)
+        exits, _ = twx.coin_map(seed)
         optimum, bound = explorer_bound(exits)
         agent = statistics.fmean(explore(CoinReplica(exits, room), "coin", seed, planner=args.planner).steps
                                  for room in exits) if args.coin_anywhere else 0.0
         return CoinEpisode(**asdict(ep), mean_optimum_any_room=optimum, explorer_bound=bound, agent_any_room=agent)
 
+    def extra(episodes: list) -> dict[str, float | None]:
+        return {**(coin_bounds(episodes) if args.game == "coin" else {}),
+                **(llm_figures(episodes, counted) if llm else {})}
+
+    mode = args.mode + (f" ({args.llm})" if llm else "")
     try:
-        return run(args, f"TWX {args.game}, sensor mode", Path(f"results/twx-{args.game}.png"), play,
-                   coin_bounds if args.game == "coin" else lambda _: {})
+        return run(args, f"TWX {args.game}, {mode} mode", Path(f"results/twx-{args.game}-{args.mode}.png"), play,
+                   extra)
     finally:
         env.close()
 
