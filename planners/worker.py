@@ -116,12 +116,11 @@ class Worker:
         if pid == 0:
             code = 0
             try:
-                for w in _WORKERS.values():  # another worker must see the caller's end of file only
-                    if w.channel is not None:
-                        os.close(w.channel.read_fd)
-                        os.close(w.channel.write_fd)
-                os.close(requests[1])
-                os.close(replies[0])
+                keep = {0, 1, 2, requests[0], replies[1]}
+                for fd in map(int, os.listdir("/proc/self/fd")):  # the caller's files, sockets and pipes
+                    if fd not in keep:  # (another worker's too) are the caller's to close
+                        with contextlib.suppress(OSError):
+                            os.close(fd)
                 serve(self.family, Channel(requests[0], replies[1]))
             except BrokenPipeError:  # the caller is gone
                 pass
@@ -212,6 +211,7 @@ class Worker:
 def serve(family: str, channel: Channel) -> None:
     """The worker's loop: one request per line, until the caller closes its end."""
     os.setsid()  # out of the terminal's process group: the caller decides what an interrupt ends
+    faulthandler.disable()  # a crash is reported by the caller
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)  # not the caller's handler
     null = os.open(os.devnull, os.O_RDWR)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import io
 import os
+import select
 import signal
 import subprocess
 import sys
@@ -154,6 +155,20 @@ def test_an_interrupted_call_leaves_no_planner_behind() -> None:
         solve(exploding_task(), timeout=30)
     assert planners and runner.pid == 0
     _wait_dead([*planners, old])
+
+
+def test_the_worker_keeps_none_of_the_callers_files(household: Domain, world_problem: Problem) -> None:
+    """A pipe the caller had open when its worker was forked ends when the caller closes it (a
+    socket or pipe kept open by the worker would keep a server or a child waiting)."""
+    runner = worker("fd")
+    runner.stop()
+    read_end, write_end = os.pipe()
+    try:
+        assert solve(world_task(household, world_problem, "(holding robot apple)")).solved  # a new worker
+        os.close(write_end)
+        assert select.select([read_end], [], [], 2)[0] and os.read(read_end, 1) == b""
+    finally:
+        os.close(read_end)
 
 
 def _wait_dead(pids: list[int]) -> None:
