@@ -21,7 +21,7 @@ from domains.verify import check_goal
 from graph.base import GraphError, WorldGraph
 from planners.problem import Task
 from planners.relevance import Relevance
-from planners.solve import OPTIMAL, PlanResult, solve
+from planners.solve import OPTIMAL, PlanResult, prepare, solve
 from planners.state import State, Step, simulate
 
 LAST_PLAN = "last_plan"
@@ -36,6 +36,8 @@ class PlanReport:
     planner: str
     plan: list[str] = field(default_factory=list)
     seconds: float = 0.0  # planner time, all attempts
+    planner_cpu_seconds: float = 0.0  # CPU time of the planner processes, all attempts
+    planner_peak_mb: float = 0.0  # the largest resident memory of a planner child
     prune_seconds: float = 0.0
     facts_full: int = 0
     facts_pruned: int = 0
@@ -73,7 +75,9 @@ def parse_goal(text: str, graph: WorldGraph, objects: dict[str, str]) -> Formula
 def plan(graph: WorldGraph, goal_text: str, *, planner: str = "fd", timeout: float = 60.0,
          prune: bool = True, memory_mb: int = 4096) -> PlanReport:
     """Plan for a PDDL goal on the graph's current state; the plan is remembered for `run`."""
+    prepare(planner)  # the planner's process gets ready while the domain and the state are read, and pruned
     domain = graph.domain
+    prepare(planner, domain)
     with _gc_paused():
         objects, atoms, numbers = graph.snapshot()
         state = State(domain, objects, atoms, numbers)
@@ -127,6 +131,8 @@ def _attempt(report: PlanReport, state: State, task: Task, planner: str, timeout
     """Plan on one task, checking the plan on the full state; whether it gave a valid plan."""
     result = solve(task, planner, timeout, memory_mb)
     report.seconds += result.seconds
+    report.planner_cpu_seconds += result.cpu_seconds
+    report.planner_peak_mb = max(report.planner_peak_mb, result.peak_mb)
     report.status, report.task = result.status, task
     if result.solved and (failure := _check(state, result, task.goal)) is not None:
         report.status, result.message = "error", f"invalid on the full state: {failure}"

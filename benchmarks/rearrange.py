@@ -40,7 +40,7 @@ from rich.table import Table
 
 from benchmarks import console as bench_console
 from benchmarks.twx import fmt, mean, seed_range, wilson
-from graph.model import Delta, Entity, Fact
+from graph.model import Delta, Entity, Fact, Unknown
 
 FAMILIES = {"simple": 1, "novel_simple": 1, "comp2": 2, "comp3": 3}
 METHODS = ("explore", "uct", "puct", "puct_dr", "puct_llm")
@@ -213,8 +213,9 @@ class World:
         self.state.apply(step)
         return True
 
-    def sensed(self, entities: set[str], facts: set[tuple]) -> Delta:
-        """What the agent sees: the items at the place it stands at, if open; the place marked looked."""
+    def sensed(self, entities: set[str], facts: set[tuple], marked: set[str]) -> Delta:
+        """What the agent sees: the items at the place it stands at, if open (an item marked unknown
+        becomes known); the place marked looked."""
         s = self.state
         here = next(iter(s.match("agent_at", (None,))))[0]
         if ("closed", (here,)) in s.facts:
@@ -222,6 +223,7 @@ class World:
         seen = [("in", args) for args in s.match("in", (None, here))] + [("looked", (here,))]
         new = [Entity(name=a[0], type="item") for p, a in seen if p == "in" and a[0] not in entities]
         return Delta(add=[Fact(predicate=p, args=a) for p, a in seen if (p, a) not in facts],
+                     known=[Unknown(entity=a[0], predicate="in") for p, a in seen if p == "in" and a[0] in marked],
                      new_entities=new, source="sensor", text=f"looked at {here}")
 
 
@@ -271,6 +273,8 @@ def episode(scene: Scene, task: Task, method: str, seed: int, simulations: int, 
         agent.graph.init(domain, problem=Problem.parse(
             f"(define (problem start) (:domain rearrange) (:objects {' '.join(objects)}) (:init {' '.join(init)}))",
             "scene"))
+        agent.observe([Delta(unknown=[Unknown(entity=i, predicate="in") for i in task.items], source="sensor",
+                             text="the task's items, whose places are not known")])
         search, belief = None, None
         if method != "explore":
             belief = (None if method == "uct" else mcts.llm_belief(llm) if method == "puct_llm"
@@ -285,8 +289,9 @@ def episode(scene: Scene, task: Task, method: str, seed: int, simulations: int, 
         plan: list[str] = []
         history: list[str] = []
         while True:
-            delta = world.sensed({e.name for e in agent.entities()}, {(f.predicate, tuple(f.args))
-                                                                      for f in agent.facts()})
+            delta = world.sensed({e.name for e in agent.entities()},
+                                 {(f.predicate, tuple(f.args)) for f in agent.facts()},
+                                 {u.entity for u in agent.unknowns() if u.predicate == "in"})
             if not delta.is_empty():
                 agent.observe([delta])
                 if any(f.args[0] in task.items for f in delta.add if f.predicate == "in"):

@@ -360,6 +360,10 @@ class Domain:
 
     def compiled_pddl(self) -> str:
         """This domain as PDDL without `either` types, accepted by unified-planning and FD."""
+        return self._compiled_pddl
+
+    @cached_property
+    def _compiled_pddl(self) -> str:  # rendered once per domain (milliseconds; once per plan otherwise)
         tt = self.type_text
         lines = [f"(define (domain {self.name})"]
         if self.requirements:

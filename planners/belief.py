@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import random
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -110,10 +110,11 @@ def sample(beliefs: Mapping[str, Mapping[str, float]], rng: random.Random) -> di
     return out
 
 
-def unknown_items(spec: BeliefSpec, domain: Domain, objects: Mapping[str, str],
-                  facts: set[GroundAtom]) -> list[str]:
-    """Items for which no `known` predicate holds."""
-    known = {a[0] for p, a in facts if p in spec.known and a}
+def unknown_items(spec: BeliefSpec, domain: Domain, objects: Mapping[str, str], facts: set[GroundAtom],
+                  marked: Collection[str] = ()) -> list[str]:
+    """Items the graph marks unknown for the `located` predicate (`marked`), or for which no `known`
+    predicate holds."""
+    known = {a[0] for p, a in facts if p in spec.known and a} - set(marked)
     return sorted(o for o, t in objects.items() if domain.is_subtype(t, spec.item) and o not in known)
 
 

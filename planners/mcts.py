@@ -710,7 +710,14 @@ def unknown_in_goal(graph: WorldGraph, goal: Formula) -> list[str]:
     spec = bl.BeliefSpec.of(domain)
     objects, facts, _ = graph.snapshot()
     named = {a for at in atoms(goal) for a in at.args}
-    return [i for i in bl.unknown_items(spec, domain, objects, set(facts)) if i in named]
+    return [i for i in unknown_items(graph, spec, objects, set(facts)) if i in named]
+
+
+def unknown_items(graph: WorldGraph, spec: bl.BeliefSpec, objects: Mapping[str, str],
+                  facts: set[GroundAtom]) -> list[str]:
+    """Items whose place the graph does not know: marked unknown (open world), or with no known place."""
+    marked = {u.entity for u in graph.unknowns() if u.predicate == spec.located}
+    return bl.unknown_items(spec, graph.domain, objects, facts, marked)
 
 
 def searcher(graph: WorldGraph, goal: Formula, prior: Prior, rollout_prior: Prior, settings: Settings | None = None,
@@ -730,7 +737,7 @@ def decide(graph: WorldGraph, search: Search, budget: Budget, prior: bl.BeliefPr
     or uniform, for unknown items that have none yet; updated with what the graph knows; stored)."""
     spec = bl.BeliefSpec.of(graph.domain)
     objects, facts, _ = graph.snapshot()
-    unknown = [i for i in bl.unknown_items(spec, graph.domain, objects, set(facts)) if i in search.observe.items]
+    unknown = [i for i in unknown_items(graph, spec, objects, set(facts)) if i in search.observe.items]
     beliefs = beliefs_for(graph, spec, unknown, prior, set(facts), objects)
     known = frozenset(a for a in facts if all(x in search.model.objects for x in a[1]))
     return search.decide(known, beliefs, budget, history)

@@ -14,6 +14,7 @@ from domains.formula import parse_formula
 from domains.model import Problem, resolve_domain
 from domains.sexpr import read
 from graph.backends.sqlite import SqliteGraph
+from graph.model import Delta, Unknown
 from planners import belief as bl
 from planners import mcts
 from planners.state import State
@@ -191,6 +192,8 @@ def test_decide_on_a_graph_stores_the_belief(tmp_path) -> None:
         "milk - item) (:init (in_room fridge kitchen) (in_room counter kitchen) (in_room bed kitchen) "
         "(closed fridge) (agent_at bed) (looked bed)))"))
     search = mcts.searcher(g, goal(), mcts.UniformPrior(), mcts.UniformPrior())
+    assert mcts.unknown_in_goal(g, goal()) == ["milk"]
+    g.apply(Delta(unknown=[Unknown(entity="milk", predicate="in")], source="sensor"))  # the open world's mark
     assert mcts.unknown_in_goal(g, goal()) == ["milk"]
     d = mcts.decide(g, search, mcts.Budget(20))
     assert d.step is not None and d.simulations == 20

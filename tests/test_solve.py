@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import io
 import os
+import select
 import signal
 import subprocess
 import sys
@@ -18,9 +19,11 @@ from domains.formula import And, Atom, Formula, Not, Or, parse_formula
 from domains.model import Domain, Problem
 from domains.sexpr import read
 from planners.problem import Task
-from planners.solve import ENGINES, domain_invariants, expand_quantifiers, solve
+from planners.solve import ENGINES, expand_quantifiers, solve
 from planners.state import State, simulate
+from planners.worker import prepared_domain, worker
 
+DOMAINS = Path(__file__).parent / "domains"
 # Grounding this domain makes 40^6 atoms: Fast Downward's translator cannot finish it.
 EXPLODING = Domain.parse("""(define (domain explode) (:requirements :strips :typing) (:types thing)
   (:predicates (p ?a ?b ?c ?d ?e ?f - thing))
@@ -99,9 +102,13 @@ def test_search_binary_runs_under_the_cap(household: Domain, world_problem: Prob
 
 
 def test_a_crash_is_an_error_not_a_memout() -> None:
+    """The planner child (the worker's child) killed by a signal is reported by that signal."""
+    runner = worker("fd")
+    runner.start()
+
     def crash() -> None:
         time.sleep(0.5)
-        for pid in _children():
+        for pid in _children(runner.pid):
             os.kill(pid, signal.SIGSEGV)
 
     threading.Thread(target=crash, daemon=True).start()
@@ -109,34 +116,120 @@ def test_a_crash_is_an_error_not_a_memout() -> None:
     assert r.status == "error" and "SIGSEGV" in r.message, r.message
 
 
-def _children() -> list[int]:
-    me = str(os.getpid())
+def test_a_dead_worker_takes_its_planner_along_and_is_replaced(household: Domain, world_problem: Problem) -> None:
+    """The worker killed mid-plan: the call says so at once, its planner child is killed, the next
+    call starts a new worker."""
+    runner = worker("fd")
+    runner.start()
+    old, planners = runner.pid, []
+
+    def kill_worker() -> None:
+        time.sleep(0.5)
+        planners.extend(_children(old))
+        os.kill(old, signal.SIGKILL)
+
+    threading.Thread(target=kill_worker, daemon=True).start()
+    t = time.perf_counter()
+    r = solve(exploding_task(), timeout=30)
+    assert r.status == "error" and "SIGKILL" in r.message, r.message
+    assert time.perf_counter() - t < 5
+    assert planners
+    _wait_dead(planners)
+    r = solve(world_task(household, world_problem, "(holding robot apple)"))
+    assert r.solved and runner.pid not in (0, old), r.message
+
+
+def test_an_interrupted_call_leaves_no_planner_behind() -> None:
+    """Ctrl-C during a plan: the call raises, the planner child and the worker are killed."""
+    runner = worker("fd")
+    runner.start()
+    old, planners = runner.pid, []
+
+    def interrupt() -> None:
+        time.sleep(0.5)
+        planners.extend(_children(old))
+        os.kill(os.getpid(), signal.SIGINT)
+
+    threading.Thread(target=interrupt, daemon=True).start()
+    with pytest.raises(KeyboardInterrupt):
+        solve(exploding_task(), timeout=30)
+    assert planners and runner.pid == 0
+    _wait_dead([*planners, old])
+
+
+def test_the_worker_keeps_none_of_the_callers_files(household: Domain, world_problem: Problem) -> None:
+    """A pipe the caller had open when its worker was forked ends when the caller closes it (a
+    socket or pipe kept open by the worker would keep a server or a child waiting)."""
+    runner = worker("fd")
+    runner.stop()
+    read_end, write_end = os.pipe()
+    try:
+        assert solve(world_task(household, world_problem, "(holding robot apple)")).solved  # a new worker
+        os.close(write_end)
+        assert select.select([read_end], [], [], 2)[0] and os.read(read_end, 1) == b""
+    finally:
+        os.close(read_end)
+
+
+def _wait_dead(pids: list[int]) -> None:
+    t = time.perf_counter()
+    while any(_alive(pid) for pid in pids):  # SIGKILL takes effect when the process next runs
+        assert time.perf_counter() - t < 2, "a planner process outlived the call"
+        time.sleep(0.01)
+
+
+def _children(parent: int) -> list[int]:
     out = []
     for stat in Path("/proc").glob("[0-9]*/stat"):
         try:
             fields = stat.read_text().rsplit(")", 1)[1].split()
         except OSError:
             continue
-        if fields[1] == me:
+        if fields[1] == str(parent):
             out.append(int(stat.parent.name))
     return out
 
 
-def test_invariants_found_once_per_domain_translate_the_same(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                              household: Domain, world_problem: Problem) -> None:
-    """The translator given the domain's invariants writes the task it writes when it finds them itself."""
-    from fast_downward.translate import invariant_finder, main, options
+def _alive(pid: int) -> bool:
+    """Whether a process runs (a zombie does not: it waits for a parent that may never reap it)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
 
-    task = world_task(household, world_problem, "(and (clean sandra_jeans) (dry sandra_jeans))")
-    (tmp_path / "domain.pddl").write_text(household.compiled_pddl())
+
+def _translation_cases() -> list:
+    """Every domain of tests/domains with its first problem, and household."""
+    cases = [pytest.param(p.parent, p, id=p.parent.name) for p in sorted(DOMAINS.glob("*/p01.pddl"))]
+    return [*cases, pytest.param(None, None, id="household")]
+
+
+@pytest.mark.parametrize(("folder", "problem_file"), _translation_cases())
+def test_a_prepared_domain_translates_the_same(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, household: Domain,
+                                               world_problem: Problem, folder: Path | None,
+                                               problem_file: Path | None) -> None:
+    """The translator given the domain's parse and invariants, found once per domain by the worker
+    (on an empty problem), writes the task it writes when it parses and finds them itself."""
+    from fast_downward.translate import invariant_finder, main, options
+    from fast_downward.translate.pddl_parser import parsing_functions
+
+    if folder is None or problem_file is None:
+        task = world_task(household, world_problem, "(and (clean sandra_jeans) (dry sandra_jeans))")
+    else:
+        problem = Problem.parse(problem_file.read_text(), str(problem_file))
+        assert problem.goal is not None
+        task = Task(Domain.load(folder), problem.objects, {(a.predicate, a.args) for a in problem.init},
+                    problem.goal, {(a.predicate, a.args): v for a, v in problem.numbers.items()})
+    (tmp_path / "domain.pddl").write_text(task.domain.compiled_pddl())
     (tmp_path / "problem.pddl").write_text(task.to_pddl())
-    invariants = domain_invariants(household.compiled_pddl())
-    assert invariants
+    parsed, invariants = prepared_domain.__wrapped__(task.domain.compiled_pddl())  # fresh: translating changes it
+    assert parsed is not None and invariants is not None
     for name in ("found.sas", "given.sas"):
         options.set_options([str(tmp_path / "domain.pddl"), str(tmp_path / "problem.pddl"),
                              "--sas-file", str(tmp_path / name)])
         if name == "given.sas":
             monkeypatch.setattr(invariant_finder, "find_invariants", lambda task, params: iter(invariants))
+            monkeypatch.setattr(parsing_functions, "parse_domain_pddl", lambda context, pddl: iter(parsed))
         with contextlib.redirect_stdout(io.StringIO()):
             main.main()
     assert (tmp_path / "found.sas").read_text() == (tmp_path / "given.sas").read_text()

@@ -1,0 +1,424 @@
+"""The planner worker: a process that forks one child per plan, bounded in time and memory.
+
+`solve` writes a task's PDDL files to a folder and asks this process's `Worker` (one per engine
+family) to plan on them. The worker is a fork of the caller made at its first plan
+(`agent.planning.plan` makes it before it reads the domain and the state), so it is as small as
+the caller was then. It imports Fast Downward's translator (or LAPKT) and keeps what every task
+of a domain shares (the parsed domain, the translator's invariants of it). A plan then costs the
+fork of that process, whatever the caller has loaded since (torch, unified-planning), and no
+interpreter start. The child translates in-process, then replaces itself with the search binary
+shipped in ``up-fast-downward`` or ``up-symk``, or grounds and searches with LAPKT.
+
+The worker kills the child's process group at the deadline, translation included, and when the
+child grows beyond the memory cap over the address space it inherited (the search binary runs
+under the cap as its address-space limit); a child that dies otherwise is reported by its
+signal or exit code. Requests and replies are JSON lines over two pipes. A worker that dies is
+reported (its child killed) and forked again; one that does not answer within `GRACE_S` of the
+deadline is killed with its child, and so is one whose caller is interrupted.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import faulthandler
+import functools
+import gc
+import importlib
+import importlib.util
+import io
+import json
+import os
+import resource
+import select
+import signal
+import sys
+import threading
+import time
+import traceback
+from pathlib import Path
+
+LAMA_FIRST = ("let(hlm, eval_modify_costs(landmark_sum(lm_factory=lm_reasonable_orders_hps(lm_rhw()),pref=false),"
+              "cost_type=one),let(hff, eval_modify_costs(ff(),cost_type=one),lazy_greedy([hff,hlm],"
+              "preferred=[hff,hlm],cost_type=one,reopen_closed=false)))")  # Fast Downward's lama-first alias
+SEARCH = {"fd": ("up_fast_downward", "downward", LAMA_FIRST),
+          "fd-opt": ("up_fast_downward", "downward", "astar(lmcut())"),
+          "symk-opt": ("up_symk", "symk", "sym_bd()")}
+PRELOAD = {"fd": "fast_downward.translate.main", "lapkt": "lapkt.pddl.tarski"}  # what a worker imports, by family
+# Exit codes of Fast Downward's components (driver/returncodes.py); the child uses the translator's.
+EXIT_STATUS: dict[int, tuple[str, str]] = {
+    10: ("unsolvable", "the translator proved that no plan exists"),
+    11: ("unsolvable", "the planner proved that no plan exists"),
+    12: ("unsolvable", "the search space was exhausted without a plan"),
+    20: ("memout", "the translator ran out of memory"),
+    22: ("memout", "the search ran out of memory"),
+    24: ("memout", "the search ran out of memory"),
+    34: ("error", "the search configuration does not support this task"),
+}
+TRANSLATE_UNSOLVABLE, TRANSLATE_OUT_OF_MEMORY, TRANSLATE_CRITICAL_ERROR, PLAN_FILE = 10, 20, 30, "plan"
+POLL_S = 0.02  # how often the worker looks at the child's address space
+GRACE_S = 0.5  # how long after the deadline the caller waits for the worker before killing it
+
+
+class Channel:
+    """JSON lines over a pair of pipe ends."""
+
+    def __init__(self, read_fd: int, write_fd: int) -> None:
+        self.read_fd, self.write_fd, self.buffer = read_fd, write_fd, b""
+
+    def send(self, message: dict) -> None:
+        data = json.dumps(message).encode() + b"\n"
+        while data:
+            data = data[os.write(self.write_fd, data):]
+
+    def receive(self, deadline: float | None = None) -> dict | None:
+        """The next message; None at end of file. TimeoutError past `deadline` (perf_counter)."""
+        while b"\n" not in self.buffer:
+            wait = None if deadline is None else max(0.0, deadline - time.perf_counter())
+            if not select.select([self.read_fd], [], [], wait)[0]:
+                raise TimeoutError
+            if not (chunk := os.read(self.read_fd, 1 << 16)):
+                return None
+            self.buffer += chunk
+        line, self.buffer = self.buffer.split(b"\n", 1)
+        return json.loads(line)
+
+
+class Worker:
+    """The caller's side of one worker process: started on first use, started again if it died.
+    Thread-safe: one plan at a time."""
+
+    def __init__(self, family: str) -> None:
+        self.family = family
+        self.pid = 0
+        self.channel: Channel | None = None
+        self.owner = 0  # the process that started it (a forked copy of the caller starts its own)
+        self.lock = threading.RLock()
+
+    def start(self, domain_pddl: str | None = None) -> None:
+        """Start the worker unless it runs, and have it prepare a domain (`prepared_domain`) while
+        the caller works on: a plan then waits for neither. The worker is a fork of the caller:
+        start it before the caller grows (a plan forks the worker)."""
+        with self.lock:
+            if not self._running():
+                self._forget()
+                self._fork()
+            if domain_pddl is not None and self.family == "fd":
+                assert self.channel is not None
+                with contextlib.suppress(BrokenPipeError):  # noticed by the next plan
+                    self.channel.send({"prepare": domain_pddl})
+
+    def _fork(self) -> None:
+        requests, replies = os.pipe(), os.pipe()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        pid = os.fork()
+        if pid == 0:
+            code = 0
+            try:
+                keep = {0, 1, 2, requests[0], replies[1]}
+                for fd in map(int, os.listdir("/proc/self/fd")):  # the caller's files, sockets and pipes
+                    if fd not in keep:  # (another worker's too) are the caller's to close
+                        with contextlib.suppress(OSError):
+                            os.close(fd)
+                serve(self.family, Channel(requests[0], replies[1]))
+            except BrokenPipeError:  # the caller is gone
+                pass
+            except BaseException:
+                traceback.print_exc()
+                code = 1
+            os._exit(code)  # never the caller's exit handlers
+        os.close(requests[0])
+        os.close(replies[1])
+        self.pid, self.owner, self.channel = pid, os.getpid(), Channel(replies[0], requests[1])
+
+    def run(self, folder: Path, planner: str, cap: int, deadline: float) -> tuple[str, str, float, float]:
+        """Plan on domain.pddl and problem.pddl in `folder` (the plan is written there): status,
+        message, the CPU seconds the worker and its child spent on it, and the child's peak
+        resident memory in MB."""
+        with self.lock:
+            for attempt in range(2):
+                self.start()
+                assert self.channel is not None
+                pid = 0
+                try:
+                    self.channel.send({"folder": str(folder), "planner": planner, "cap": cap,
+                                       "seconds": deadline - time.perf_counter()})
+                    while (reply := self.channel.receive(deadline + GRACE_S)) is not None and "pid" in reply:
+                        pid = reply["pid"]
+                except BrokenPipeError:
+                    reply = None
+                except TimeoutError:
+                    self.stop(pid)
+                    return "timeout", "", 0.0, 0.0
+                except BaseException:
+                    self.stop(pid)
+                    raise
+                if reply is not None:
+                    return reply["status"], reply["message"], reply["cpu"], reply["peak_mb"]
+                died = self.stop(pid)
+                if pid or attempt:  # it died planning, or twice
+                    return "error", f"the planner process died ({died})", 0.0, 0.0
+            raise AssertionError("unreachable")
+
+    def stop(self, pid: int = 0) -> str:
+        """Kill the worker and the process group of its child `pid`; how the worker ended."""
+        if pid:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(pid, signal.SIGKILL)
+        ended = ""
+        if self.pid and self.owner == os.getpid():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.pid, signal.SIGKILL)
+            with contextlib.suppress(ChildProcessError):
+                status = os.waitpid(self.pid, 0)[1]
+                ended = (f"killed by {signal.Signals(os.WTERMSIG(status)).name}" if os.WIFSIGNALED(status)
+                         else f"exit code {os.WEXITSTATUS(status)}")
+        self._forget()
+        return ended
+
+    def close(self) -> None:
+        """End an idle worker: it exits at the end of its input (killed after a second)."""
+        if self._running():
+            assert self.channel is not None
+            with contextlib.suppress(ChildProcessError):
+                os.close(self.channel.write_fd)
+                self.channel.write_fd = -1
+                deadline = time.perf_counter() + 1
+                while not os.waitpid(self.pid, os.WNOHANG)[0]:
+                    if time.perf_counter() > deadline:
+                        self.stop()
+                        return
+                    time.sleep(0.001)
+        self._forget()
+
+    def _running(self) -> bool:
+        if not self.pid or self.owner != os.getpid():
+            return False
+        try:
+            return os.waitpid(self.pid, os.WNOHANG)[0] == 0
+        except ChildProcessError:
+            return False
+
+    def _forget(self) -> None:
+        if self.channel is not None and self.owner == os.getpid():
+            for fd in (self.channel.read_fd, self.channel.write_fd):
+                if fd >= 0:
+                    os.close(fd)
+        self.pid, self.channel = 0, None
+
+
+def serve(family: str, channel: Channel) -> None:
+    """The worker's loop: one request per line, until the caller closes its end."""
+    os.setsid()  # out of the terminal's process group: the caller decides what an interrupt ends
+    faulthandler.disable()  # a crash is reported by the caller
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # not the caller's handler
+    null = os.open(os.devnull, os.O_RDWR)
+    os.dup2(null, 0)
+    os.dup2(null, 1)  # nothing the translator prints reaches the caller's output
+    os.close(null)
+    importlib.import_module(PRELOAD[family])  # inherited by every child
+    gc.freeze()  # neither this process's collections nor its children's scan the caller's objects
+    while (request := channel.receive()) is not None:
+        if "prepare" in request:
+            prepared_domain(request["prepare"])
+            continue
+        used = _cpu()
+        try:
+            folder, planner, cap = Path(request["folder"]), request["planner"], request["cap"]
+            deadline = time.perf_counter() + request["seconds"]
+            domain = None if planner == "lapkt" else prepared_domain((folder / "domain.pddl").read_text())
+            limit = _address_space(os.getpid()) + cap  # what the child may grow to before it counts as a memout
+            gc.freeze()
+            pid = os.fork()
+            if pid == 0:
+                os.close(channel.write_fd)  # the worker's death must end its replies
+                _child(folder, planner, cap, limit, domain)
+            channel.send({"pid": pid})
+            status, message, usage = _wait(pid, deadline, limit, folder)
+            cpu, peak = usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024
+        except Exception as e:
+            status, message, cpu, peak = "error", f"the planner process failed: {e!r}", 0.0, 0.0
+        channel.send({"status": status, "message": message, "cpu": cpu + _cpu() - used, "peak_mb": peak})
+
+
+def _cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _wait(pid: int, deadline: float, limit: int, folder: Path) -> tuple[str, str, resource.struct_rusage]:
+    """Wait for the child, watching its address space; kill its process group at the deadline or
+    when it outgrows `limit`. Status, message and the child's resource usage."""
+    pidfd = os.pidfd_open(pid)
+    status: tuple[str, str] | None = None
+    try:
+        while not select.select([pidfd], [], [], min(POLL_S, max(0.0, deadline - time.perf_counter())))[0]:
+            over = _address_space(pid) > limit
+            if over or time.perf_counter() >= deadline:
+                status = ("memout", "the planner needed more memory") if over else ("timeout", "")
+                break
+    finally:
+        os.close(pidfd)
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(pid, signal.SIGKILL)  # at a limit, or anything the planner left behind (it is not reaped yet)
+    _, wait_status, usage = os.wait4(pid, 0)
+    if status is not None:
+        return *status, usage
+    if os.WIFSIGNALED(wait_status):
+        sig = signal.Signals(os.WTERMSIG(wait_status)).name
+        return "error", f"the planner was killed by {sig}: {_log_tail(folder)}", usage
+    code = os.WEXITSTATUS(wait_status)
+    if code == 0:
+        if (folder / PLAN_FILE).is_file():
+            return "solved", "", usage
+        return "unsolvable", "the planner found no plan", usage
+    status = EXIT_STATUS.get(code, ("error", f"the planner failed with exit code {code}"))
+    return status[0], status[1] if status[0] != "error" else f"{status[1]}: {_log_tail(folder)}", usage
+
+
+def _log_tail(folder: Path) -> str:
+    log = folder / "log"
+    return log.read_text(errors="replace")[-2000:].strip() if log.is_file() else ""
+
+
+def _child(folder: Path, planner: str, cap: int, limit: int, domain: tuple | None) -> None:
+    """In the forked child: translate (or ground) and search, reporting through the exit code.
+
+    The worker kills the child when it outgrows `limit`; the address-space limit set here, twice
+    the cap above it, only catches an allocation too large and too quick for the worker to see
+    (near that limit Python slows to a crawl instead of failing). The search binary gets the cap."""
+    code = TRANSLATE_CRITICAL_ERROR
+    try:
+        os.setpgid(0, 0)
+        signal.signal(signal.SIGINT, signal.SIG_DFL)  # ignored by the worker; an ignored signal stays so in exec
+        os.chdir(folder)
+        log = os.open("log", os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+        os.dup2(log, 1)
+        os.dup2(log, 2)
+        os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
+        sys.stdout = sys.stderr = open(log, "w")  # noqa: SIM115  (Python-level output too)
+        faulthandler.disable()  # a crash is reported by the worker, not dumped on an inherited stream
+        _, hard = resource.getrlimit(resource.RLIMIT_AS)
+        resource.setrlimit(resource.RLIMIT_AS, (limit + cap, hard))
+        if planner == "lapkt":
+            code = _lapkt()
+        else:
+            _translate(domain)
+            package, build, config = SEARCH[planner]
+            os.dup2(os.open("output.sas", os.O_RDONLY), 0)
+            resource.setrlimit(resource.RLIMIT_AS, (cap, hard))
+            sys.stdout.flush()
+            binary = str(_binary(package, build))
+            os.execv(binary, [binary, "--search", config, "--internal-plan-file", PLAN_FILE])
+    except MemoryError:
+        code = TRANSLATE_OUT_OF_MEMORY
+    except BaseException:
+        with contextlib.suppress(BaseException):
+            traceback.print_exc()
+    finally:
+        with contextlib.suppress(BaseException):
+            sys.stdout.flush()
+        os._exit(code)
+
+
+def _binary(package: str, build: str) -> Path:
+    spec = importlib.util.find_spec(package)
+    assert spec is not None and spec.origin is not None, f"{package} is not installed"
+    return Path(spec.origin).parent / build / "builds/release/bin/downward"
+
+
+def _address_space(pid: int) -> int:
+    """The virtual memory size of a process in bytes (0 once it is gone)."""
+    with contextlib.suppress(OSError):
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmSize:"):
+                return int(line.split()[1]) * 1024
+    return 0
+
+
+def _translate(domain: tuple | None) -> None:
+    """Fast Downward's translator on the folder's files, given what `prepared_domain` found."""
+    from fast_downward.translate import invariant_finder, main, options
+    from fast_downward.translate.pddl_parser import parsing_functions
+
+    options.set_options(["domain.pddl", "problem.pddl", "--sas-file", "output.sas"])
+    parsed, invariants = domain or (None, None)
+    if parsed is not None:  # (this process is a fork: the worker's copy stays as it was)
+        parsing_functions.parse_domain_pddl = lambda context, pddl: iter(parsed)
+    if invariants is not None:
+        invariant_finder.find_invariants = lambda task, reachable_action_params: iter(invariants)
+    main.main()
+
+
+@functools.lru_cache(maxsize=8)
+def prepared_domain(domain_pddl: str) -> tuple[tuple | None, tuple | None]:
+    """What the translator finds in a domain alone, once per worker and domain: the domain part of
+    its parse (None if that fails: the child then parses and reports) and `domain_invariants`."""
+    from fast_downward.translate.pddl_parser import lisp_parser, parsing_functions
+
+    try:
+        with contextlib.redirect_stdout(io.StringIO()):
+            parsed = tuple(parsing_functions.parse_domain_pddl(
+                parsing_functions.Context(), lisp_parser.parse_nested_list(domain_pddl.splitlines())))
+    except (Exception, SystemExit):
+        parsed = None
+    return parsed, domain_invariants(domain_pddl)
+
+
+@functools.lru_cache(maxsize=8)
+def domain_invariants(domain_pddl: str) -> tuple | None:
+    """Fast Downward's invariants of a domain, synthesised on the domain alone (an empty problem,
+    every action instance counted), so they hold in every problem of it: each translator reuses
+    them instead of synthesising them again (a third of its time on a small task). None if that
+    fails or takes a second: each translator then synthesises its own."""
+    from fast_downward.translate import invariant_finder, normalize, options
+    from fast_downward.translate.pddl_parser import lisp_parser, parsing_functions
+
+    start = time.process_time()
+    try:
+        options.set_options(["domain.pddl", "problem.pddl", "--invariant-generation-max-time", "1"])
+        domain = lisp_parser.parse_nested_list(domain_pddl.splitlines())
+        problem = f"(define (problem empty) (:domain {domain[1][1]}) (:init) (:goal (and)))"
+        task = parsing_functions.parse_task(domain, lisp_parser.parse_nested_list([problem]))
+        normalize.normalize(task)
+        with contextlib.redirect_stdout(io.StringIO()):
+            invariants = tuple(invariant_finder.find_invariants(task, None))
+    except (Exception, SystemExit):
+        return None
+    return invariants if time.process_time() - start < 1 else None
+
+
+def _lapkt() -> int:
+    """SIW, then BFS(f) if SIW fails, on the PDDL files: 0 whether or not a plan was found, or
+    the translator's code for a goal that is not even relaxed-reachable."""
+    from lapkt.pddl.tarski import ground_generate_task
+    from lapkt.planner import SIW_PLUS_BFS_F_Planner
+    from tarski.grounding.errors import ReachabilityLPUnsolvable
+
+    search = SIW_PLUS_BFS_F_Planner()
+    search.enable_siw_plus = False  # plain SIW, as in the L3M+P paper
+    search.log_filename, search.plan_filename = "lapkt.log", PLAN_FILE
+    try:
+        ground_generate_task("domain.pddl", "problem.pddl", search)
+    except ReachabilityLPUnsolvable:
+        return TRANSLATE_UNSOLVABLE
+    search.setup(True)
+    search.solve()
+    return 0
+
+
+def worker(planner: str) -> Worker:
+    """This process's worker for a planner's engine family."""
+    family = "lapkt" if planner == "lapkt" else "fd"
+    return _WORKERS.setdefault(family, Worker(family))
+
+
+_WORKERS: dict[str, Worker] = {}
+
+
+@atexit.register
+def _close_all() -> None:
+    for w in _WORKERS.values():
+        w.close()
