@@ -20,7 +20,7 @@ from domains.invariants import Mined, MutexGroup, Synthesis
 from domains.model import Domain, Problem, resolve_domain
 from domains.verify import Issue
 from graph.base import ChangeRefused, GraphError, WorldGraph, atom_of, fact_of
-from graph.model import Change, Delta, Entity, Fact
+from graph.model import Change, ChangeSlice, Delta, Entity, Fact
 from graph.store import open_graph
 from planners.solve import ENGINES
 
@@ -185,9 +185,18 @@ class Agent:
             facts = [f for f in facts if s in str(f).lower()]
         return facts
 
-    def history(self, limit: int | None = None) -> list[Change]:
+    def history(self, limit: int | None = 50, before: int | None = None) -> list[ChangeSlice]:
+        """The newest `limit` changes (all if None) with ids below `before`, newest first, each with its
+        provenance and the first few items of each list of its delta (`sizes` gives the totals)."""
         with self.lock:
-            return self.graph.history(limit)
+            return self.graph.changes(limit, before)
+
+    def diff(self, change_id: int, offset: int = 0, limit: int | None = 1000) -> ChangeSlice:
+        """One change with items [offset, offset + limit) of each list of its delta."""
+        with self.lock:
+            if (c := self.graph.change_slice(change_id, offset, limit)) is None:
+                raise NotFound(f"no change with id {change_id}")
+            return c
 
     def count(self) -> tuple[int, int]:
         with self.lock:

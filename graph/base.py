@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import tomllib
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Collection, Iterable
@@ -13,7 +14,7 @@ from domains.formula import Atom, Formula, to_pddl
 from domains.invariants import Mined, MutexGroup, Synthesis, dump_groups, load_groups, mine_invariants
 from domains.model import TOTAL_COST, Domain, Problem
 from domains.verify import GroundAtom, Issue, IssueKind, check_values, show, verify
-from graph.model import Change, Delta, Entity, Fact
+from graph.model import Change, ChangeSlice, Delta, Entity, Fact
 
 T = TypeVar("T")
 
@@ -120,6 +121,30 @@ class WorldGraph(ABC):
     @abstractmethod
     def history(self, limit: int | None = None) -> list[Change]:
         """Applied changes, oldest first (the newest `limit` if given)."""
+
+    @abstractmethod
+    def _summaries(self, limit: int | None, before: int | None) -> list[tuple[int, str, int | None, str | None,
+                                                                               str | None]]:
+        """(id, time, undo_of, summary, delta) of the newest `limit` changes with ids below `before`, newest
+        first; `summary` as stored by `graph.model.summary_json`, `delta` only where it is missing (a change
+        recorded before summaries were)."""
+
+    @abstractmethod
+    def _whole(self, change_id: int) -> tuple[int, str, int | None, str] | None:
+        """(id, time, undo_of, delta as JSON) of one change."""
+
+    def changes(self, limit: int | None = 50, before: int | None = None) -> list[ChangeSlice]:
+        """The newest `limit` changes (all if None) with ids below `before`, newest first, summarised:
+        provenance whole, each list of the delta cut to its first `PREVIEW` items. Reads no change whole."""
+        return [ChangeSlice(id=i, time=t, undo_of=u, **json.loads(s)) if s is not None
+                else ChangeSlice.cut(i, t, u, json.loads(d or "{}"))
+                for i, t, u, s, d in self._summaries(limit, before)]
+
+    def change_slice(self, change_id: int, offset: int = 0, limit: int | None = 1000) -> ChangeSlice | None:
+        """One change with each list of its delta cut to items [offset, offset + limit): its diff, paged."""
+        if (row := self._whole(change_id)) is None:
+            return None
+        return ChangeSlice.cut(*row[:3], json.loads(row[3]), offset, limit)
 
     @abstractmethod
     def count(self) -> tuple[int, int]:

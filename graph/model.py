@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -11,6 +12,8 @@ from domains.formula import number_pddl, parse_numeric_fact
 from domains.sexpr import PDDLError, SList, Sym, read
 
 Source = Literal["nl", "sensor", "user", "plan", "load", "undo"]
+LISTS = ("add", "remove", "new_entities", "removed_entities")  # a delta's lists, which a slice cuts
+PREVIEW = 20  # items of each list a history summary keeps
 
 
 class Entity(BaseModel):
@@ -93,3 +96,31 @@ class Change(BaseModel):
     time: datetime = Field(default_factory=lambda: datetime.now(UTC))
     delta: Delta
     undo_of: int | None = None
+
+
+class ChangeSlice(BaseModel):
+    """A change with each list of its delta cut to items [offset, offset + limit): a history summary
+    (the first `PREVIEW` items) or one page of a large change's diff. `sizes` are the lists' full lengths."""
+
+    id: int
+    time: datetime
+    undo_of: int | None = None
+    delta: Delta
+    sizes: dict[str, int]
+    offset: int = 0
+
+    @classmethod
+    def cut(cls, id: int, time: datetime | str, undo_of: int | None, delta: dict[str, Any] | Delta,
+            offset: int = 0, limit: int | None = PREVIEW) -> ChangeSlice:
+        """The slice of a delta (as JSON data, validated only in the slice, or as a Delta)."""
+        data = delta if isinstance(delta, dict) else dict(delta)  # a Delta's fields, not dumped
+        end = None if limit is None else offset + limit
+        part = {**data, **{k: data.get(k, [])[offset:end] for k in LISTS}}
+        return cls(id=id, time=time, undo_of=undo_of, delta=Delta.model_validate(part),
+                   sizes={k: len(data.get(k, [])) for k in LISTS}, offset=offset)
+
+
+def summary_json(delta: Delta) -> str:
+    """What a backend stores beside a change so that the history lists it without reading it whole."""
+    cut = ChangeSlice.cut(0, datetime.now(UTC), None, delta)
+    return json.dumps({"delta": cut.delta.model_dump(mode="json"), "sizes": cut.sizes})

@@ -96,6 +96,24 @@ def test_changes_history_and_undo(client: TestClient) -> None:
     assert client.post("/api/undo/9999").status_code == 404
 
 
+def test_history_pages_and_a_large_change_paged(client: TestClient) -> None:
+    load = client.get("/api/history").json()[-1]  # the problem's load: more facts than a summary shows
+    assert load["sizes"]["add"] > len(load["add"]) > 0 and load["offset"] == 0
+    ids = [client.post("/api/changes", json={k: ["(switched_on hallway_light)"], "note": k}).json()["id"]
+           for k in ("add", "remove")]
+    first = client.get("/api/history", params={"limit": 1}).json()
+    rest = client.get("/api/history", params={"limit": 50, "before": first[0]["id"]}).json()
+    assert [c["id"] for c in first + rest] == [*ids[::-1], load["id"]]
+    pages = [client.get(f"/api/history/{load['id']}", params={"offset": o, "limit": 40}).json()
+             for o in range(0, load["sizes"]["add"], 40)]
+    facts = [f["text"] for p in pages for f in p["add"]]
+    assert len(facts) == len(set(facts)) == load["sizes"]["add"] and facts[: len(load["add"])] == [
+        f["text"] for f in load["add"]]
+    assert pages[1]["offset"] == 40 and pages[1]["sizes"] == load["sizes"]
+    assert client.get("/api/history/9999").status_code == 404
+    assert client.get(f"/api/history/{load['id']}", params={"offset": -1}).status_code == 422
+
+
 @pytest.mark.parametrize("body, status, words", [
     ({"add": ["(on apple kitchen_table)"]}, 422, "invariant"),        # refused by verification
     ({"add": ["(switched_on atlantis)"]}, 422, "atlantis"),          # unknown entity
@@ -221,7 +239,8 @@ def test_settings_page_and_schema(client: TestClient) -> None:
     assert page.status_code == 200 and "kgplan" in page.text
     paths = client.get("/openapi.json").json()["paths"]
     assert {"/api/entities", "/api/entities/{name}", "/api/facts", "/api/changes", "/api/history",
-            "/api/undo/{change_id}", "/api/plan", "/api/run", "/api/tell", "/api/settings"} <= set(paths)
+            "/api/history/{change_id}", "/api/undo/{change_id}", "/api/plan", "/api/run", "/api/tell",
+            "/api/settings"} <= set(paths)
 
 
 # ---- schemathesis against a real server ------------------------------------------------------------

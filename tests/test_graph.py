@@ -9,7 +9,7 @@ import pytest
 from domains.model import Domain, Problem
 from domains.verify import IssueKind
 from graph.base import ChangeRefused, GraphError, WorldGraph
-from graph.model import Change, Delta, Entity, Fact
+from graph.model import PREVIEW, Change, Delta, Entity, Fact
 
 F = Fact.parse
 
@@ -74,6 +74,38 @@ def test_apply_move_and_history(graph: WorldGraph) -> None:
     last = graph.history()[-1]
     assert last.id == c.id and last.delta.source == "sensor" and last.delta.text == "camera"
     assert last.delta.add == d.add and last.time.tzinfo is not None
+
+
+def test_history_summaries_and_paged_diffs(graph: WorldGraph) -> None:
+    things = [Entity(name=f"thing{i:03d}", type="item") for i in range(PREVIEW + 30)]
+    made = graph.apply(Delta(new_entities=things, add=[F(f"(on {t.name} kitchen_table)") for t in things],
+                             source="sensor", text="a delivery", tokens={"prompt": 3}))
+    moved = graph.apply(Delta(remove=[F("(on apple kitchen_counter)")], add=[F("(on apple kitchen_table)")]))
+    whole = {c.id: c for c in graph.history()}
+    newest = graph.changes(limit=2)
+    assert [c.id for c in newest] == [moved.id, made.id]
+    small, big = newest
+    assert small.delta == whole[moved.id].delta and small.time == whole[moved.id].time
+    assert big.sizes == {"add": len(things), "remove": 0, "new_entities": len(things), "removed_entities": 0}
+    assert big.delta.new_entities == things[:PREVIEW] and big.delta.add == whole[made.id].delta.add[:PREVIEW]
+    assert (big.delta.text, big.delta.source, big.delta.tokens) == ("a delivery", "sensor", {"prompt": 3})
+    older = graph.changes(limit=None, before=made.id)
+    assert [c.id for c in older] == sorted((i for i in whole if i < made.id), reverse=True)
+    assert [c.id for c in graph.changes(limit=None)] == sorted(whole, reverse=True)
+    pages = [graph.change_slice(made.id, offset, 7) for offset in range(0, len(things), 7)]
+    assert [f for p in pages if p for f in p.delta.add] == whole[made.id].delta.add
+    assert all(p and p.sizes == big.sizes for p in pages) and pages[1] and pages[1].offset == 7
+    assert graph.change_slice(made.id, len(things), 5).delta.add == []  # type: ignore[union-attr]
+    assert graph.change_slice(10**6) is None
+
+
+def test_sqlite_store_made_before_summaries_lists_its_history(world: WorldGraph) -> None:
+    c = world.apply(Delta(remove=[F("(on apple kitchen_counter)")], add=[F("(on apple kitchen_table)")]))
+    world.db.execute("ALTER TABLE changes DROP COLUMN summary")  # type: ignore[attr-defined]
+    reopened = type(world)(world.path)  # type: ignore[call-arg, attr-defined]
+    newest = reopened.changes(limit=1)[0]
+    assert (newest.id, newest.delta, newest.sizes["add"]) == (c.id, c.delta, 1)
+    assert len(reopened.changes(limit=None)) == 2 and reopened.changes(limit=None)[1].sizes["add"] > PREVIEW
 
 
 def test_unary_binary_and_new_entities(graph: WorldGraph) -> None:

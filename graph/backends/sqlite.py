@@ -10,7 +10,7 @@ from pathlib import Path
 
 from domains.verify import GroundAtom
 from graph.base import GraphError, T, Tx, WorldGraph
-from graph.model import Change, Delta, Entity, Fact
+from graph.model import Change, Delta, Entity, Fact, summary_json
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
@@ -24,7 +24,8 @@ CREATE TABLE IF NOT EXISTS fact_args(
     PRIMARY KEY(entity, fact_id, pos)) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS fact_args_fact ON fact_args(fact_id);
 CREATE TABLE IF NOT EXISTS changes(
-    id INTEGER PRIMARY KEY AUTOINCREMENT, time TEXT NOT NULL, undo_of INTEGER, delta TEXT NOT NULL);
+    id INTEGER PRIMARY KEY AUTOINCREMENT, time TEXT NOT NULL, undo_of INTEGER, delta TEXT NOT NULL,
+    summary TEXT);
 """
 CHUNK = 500  # rows per statement, well under SQLite's bound-parameter limit
 
@@ -92,8 +93,8 @@ class _SqliteTx(Tx):
             (a, i, pos) for i, p, k in db.execute("SELECT id, predicate, args FROM facts WHERE id > ?", (top,))
             for pos, a in enumerate(added[p, k])])
         change = Change(id=0, delta=delta, undo_of=undo_of)
-        cur = db.execute("INSERT INTO changes(time, undo_of, delta) VALUES (?,?,?)",
-                         (change.time.isoformat(), undo_of, delta.model_dump_json()))
+        cur = db.execute("INSERT INTO changes(time, undo_of, delta, summary) VALUES (?,?,?,?)",
+                         (change.time.isoformat(), undo_of, delta.model_dump_json(), summary_json(delta)))
         change.id = int(cur.lastrowid or 0)
         return change
 
@@ -151,8 +152,10 @@ class SqliteGraph(WorldGraph):
             self.db.execute("PRAGMA synchronous=NORMAL")
             self.db.execute("PRAGMA foreign_keys=ON")
             self.db.executescript(SCHEMA)
-            if "value" not in {r[1] for r in self.db.execute("PRAGMA table_info(facts)")}:
-                self.db.execute("ALTER TABLE facts ADD COLUMN value REAL")  # a store made before values
+            # columns a store made before them lacks
+            for table, column in (("facts", "value REAL"), ("changes", "summary TEXT")):
+                if column.split()[0] not in {r[1] for r in self.db.execute(f"PRAGMA table_info({table})")}:
+                    self.db.execute(f"ALTER TABLE {table} ADD COLUMN {column}")
         except sqlite3.DatabaseError as e:
             raise GraphError(f"cannot open {self.path} as a kgplan store: {e}") from e
 
@@ -216,6 +219,16 @@ class SqliteGraph(WorldGraph):
         q = "SELECT id, time, undo_of, delta FROM changes ORDER BY id DESC"
         rows = self.db.execute(q + (" LIMIT ?" if limit else ""), (limit,) if limit else ()).fetchall()
         return [_change(r) for r in reversed(rows)]
+
+    def _summaries(self, limit: int | None, before: int | None) -> list[tuple[int, str, int | None, str | None,
+                                                                               str | None]]:
+        q = ("SELECT id, time, undo_of, summary, CASE WHEN summary IS NULL THEN delta END FROM changes "
+             "WHERE id < ? ORDER BY id DESC LIMIT ?")
+        return self.db.execute(q, (before if before is not None else 2**63 - 1, -1 if limit is None else limit)
+                               ).fetchall()
+
+    def _whole(self, change_id: int) -> tuple[int, str, int | None, str] | None:
+        return self.db.execute("SELECT id, time, undo_of, delta FROM changes WHERE id=?", (change_id,)).fetchone()
 
     def count(self) -> tuple[int, int]:
         (e,) = self.db.execute("SELECT count(*) FROM entities").fetchone()
