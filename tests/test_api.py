@@ -17,6 +17,7 @@ from fastapi.testclient import TestClient
 from agent.api import create_app
 from agent.core import Agent
 from agent.llm import ScriptedLLM
+from graph.model import Entity
 from tests.conftest import HOUSEHOLD
 
 
@@ -213,13 +214,51 @@ def test_jobs_report_progress(client: TestClient, agent: Agent) -> None:
     r = client.post("/api/jobs/plan", json={"goal": "(not (switched_on kitchen_light))"})
     assert r.status_code == 202 and r.json()["status"] == "running"
     job = wait(client, r.json())
-    assert job["status"] == "done" and job["result"]["plan"] and job["progress"]
+    assert job["status"] == "done" and job["result"]["plan"]
+    said = " | ".join(job["progress"])  # the phases of the plan call, as they happen
+    assert all(w in said for w in ("read the state", "pruned state (", "fd on the pruned")), said
     job = wait(client, client.post("/api/jobs/run").json())
     assert job["status"] == "done" and job["result"]["done"]
     script(agent)
     job = wait(client, client.post("/api/jobs/tell", json={"text": "the light is off"}).json())
     assert job["status"] == "failed" and job["http_status"] == 424 and job["progress"]
     assert client.get("/api/jobs/nope").status_code == 404
+
+
+def test_reads_answer_while_a_tell_waits_for_the_llm(client: TestClient, agent: Agent) -> None:
+    asked, release = threading.Event(), threading.Event()
+
+    def slow(messages: list) -> str:
+        asked.set()
+        assert release.wait(60)
+        return json.dumps({"entities": ["kitchen_light"]})
+
+    agent._llm = ScriptedLLM([slow, json.dumps({"add": [], "remove": [{"predicate": "switched_on",
+                                                                        "args": ["kitchen_light"]}]})])
+    job = client.post("/api/jobs/tell", json={"text": "Omar switched the kitchen light off"}).json()
+    answers: list[int] = []
+
+    def read() -> None:  # the tell holds the writers' lock all through its LLM call
+        answers.extend(client.get(p).status_code for p in ("/api/entities/kitchen_light", "/api/entities",
+                                                           "/api/history", "/api/facts?predicate=switched_on"))
+
+    try:
+        assert asked.wait(60)
+        reader = threading.Thread(target=read)
+        reader.start()
+        reader.join(30)
+        assert answers == [200] * 4, "a read waited behind the LLM call"
+    finally:
+        release.set()
+    assert wait(client, job)["status"] == "done"
+    assert client.get("/api/history").json()[0]["text"] == "Omar switched the kitchen light off"
+
+
+def test_entity_list_shows_another_process_changes_at_once(client: TestClient, agent: Agent) -> None:
+    assert client.get("/api/entities", params={"search": "porch"}).json()["total"] == 0
+    with Agent(agent.graph.url) as other:  # another process on the same store
+        other.change(new_entities=[Entity(name="porch_light", type="light")])
+    assert client.get("/api/entities", params={"search": "porch"}).json()["total"] == 1
 
 
 def test_token_protects_writes(agent: Agent) -> None:
