@@ -17,11 +17,10 @@ from domains.formula import (
     Effect,
     Equals,
     Formula,
-    Imply,
-    Not,
     Or,
     Param,
     Quantified,
+    map_children,
     number_pddl,
     params_pddl,
     parse_effect,
@@ -346,17 +345,11 @@ class Domain:
     def compile_formula(self, f: Formula) -> Formula:
         """Split quantifiers over either-types into one per member type (a conjunction for
         `forall`, a disjunction for `exists`), so every quantified variable has one type."""
-        if isinstance(f, Not):
-            return Not(self.compile_formula(f.arg))
-        if isinstance(f, And | Or):
-            return type(f)(tuple(self.compile_formula(a) for a in f.args))
-        if isinstance(f, Imply):
-            return Imply(self.compile_formula(f.left), self.compile_formula(f.right))
         if isinstance(f, Quantified):
             body = self.compile_formula(f.body)
             parts = tuple(Quantified(f.kind, ps, body) for ps in self.split_either(f.params))
             return parts[0] if len(parts) == 1 else (And if f.kind == "forall" else Or)(parts)
-        return f
+        return map_children(f, self.compile_formula)
 
     def compiled_pddl(self) -> str:
         """This domain as PDDL without `either` types, accepted by unified-planning and FD."""

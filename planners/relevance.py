@@ -29,7 +29,21 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from itertools import chain
 
-from domains.formula import TRUE, And, Atom, Effect, Equals, Formula, Imply, Not, Or, Param, Quantified, quantifiers
+from domains.formula import (
+    TRUE,
+    And,
+    Atom,
+    Effect,
+    Equals,
+    Formula,
+    Imply,
+    Not,
+    Or,
+    Param,
+    Quantified,
+    polar_children,
+    quantifiers,
+)
 from domains.model import Action, Domain
 from domains.verify import GroundAtom
 from planners.state import Binding, State, ground
@@ -54,16 +68,8 @@ def literals(f: Formula, positive: bool = True) -> Iterator[tuple[Atom, bool]]:
     """The atoms of a formula with the polarity in which they occur (both, under `imply`)."""
     if isinstance(f, Atom):
         yield f, positive
-    elif isinstance(f, Not):
-        yield from literals(f.arg, not positive)
-    elif isinstance(f, And | Or):
-        for a in f.args:
-            yield from literals(a, positive)
-    elif isinstance(f, Imply):
-        yield from literals(f.left, not positive)
-        yield from literals(f.right, positive)
-    elif isinstance(f, Quantified):
-        yield from literals(f.body, positive)
+    for g, p in polar_children(f, positive):
+        yield from literals(g, p)
 
 
 def _required(f: Formula) -> Iterator[tuple[Atom, bool]]:
