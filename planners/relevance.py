@@ -29,21 +29,8 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from itertools import chain
 
-from domains.formula import (
-    TRUE,
-    And,
-    Atom,
-    Effect,
-    Equals,
-    Formula,
-    Imply,
-    Not,
-    Or,
-    Param,
-    Quantified,
-    polar_children,
-    quantifiers,
-)
+from domains import formula
+from domains.formula import TRUE, And, Atom, Effect, Equals, Formula, Imply, Not, Or, Param, Quantified, quantifiers
 from domains.model import Action, Domain
 from domains.verify import GroundAtom
 from planners.state import Binding, State, ground
@@ -68,7 +55,7 @@ def literals(f: Formula, positive: bool = True) -> Iterator[tuple[Atom, bool]]:
     """The atoms of a formula with the polarity in which they occur (both, under `imply`)."""
     if isinstance(f, Atom):
         yield f, positive
-    for g, p in polar_children(f, positive):
+    for g, p in formula.polar_children(f, positive):
         yield from literals(g, p)
 
 

@@ -39,21 +39,8 @@ from importlib.util import find_spec
 from pathlib import Path
 from typing import Literal
 
-from domains.formula import (
-    TRUE,
-    And,
-    Atom,
-    Effect,
-    Equals,
-    Formula,
-    Imply,
-    Not,
-    Or,
-    Quantified,
-    polar_children,
-    scoped,
-    to_pddl,
-)
+from domains import formula
+from domains.formula import TRUE, And, Atom, Effect, Equals, Formula, Imply, Not, Or, Quantified, scoped, to_pddl
 from domains.model import Domain
 from planners.problem import Task
 from planners.state import State, Step, substitute
@@ -194,7 +181,7 @@ def _existential(f: Formula, positive: bool = True) -> bool:
     turns `exists` and `or` in a precondition into parameters and split actions, `forall` into axioms)."""
     if isinstance(f, Quantified) and (f.kind == "exists") != positive:
         return False
-    return all(_existential(g, p) for g, p in polar_children(f, positive))
+    return all(_existential(g, p) for g, p in formula.polar_children(f, positive))
 
 
 def _goal_as_action(domain_pddl: str, task: Task) -> tuple[str, Task]:
