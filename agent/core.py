@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from domains.invariants import Mined, MutexGroup, Synthesis
 from domains.model import Domain, Problem, resolve_domain
 from domains.verify import Issue
-from graph.base import ChangeRefused, GraphError, WorldGraph, fact_of
+from graph.base import ChangeRefused, GraphError, WorldGraph
 from graph.model import Change, ChangeSlice, Delta, Entity, Fact
 from graph.store import open_graph
 from planners.solve import ENGINES
@@ -309,7 +309,7 @@ class Agent:
         out = []
         for step in plan:
             added, removed = state.apply(Step.parse(step))
-            out.append(([fact_of(a) for a in sorted(added)], [fact_of(a) for a in sorted(removed)]))
+            out.append(([Fact.of(a) for a in sorted(added)], [Fact.of(a) for a in sorted(removed)]))
         return out
 
     def run(self, progress: Progress = quiet) -> tuple[str, int, Execution]:

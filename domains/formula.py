@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from domains.sexpr import Expr, PDDLError, SList, Sym, pos_of
 
@@ -31,6 +32,17 @@ class Atom:
     args: tuple[str, ...]
     line: int = _pos()
     col: int = _pos()
+
+    def __str__(self) -> str:
+        return f"({' '.join((self.predicate, *self.args))})"
+
+
+class GroundAtom(NamedTuple):
+    """A ground atom such as ``(on apple table)``: the one type of a fact that domains, the graph and the
+    planners share. A tuple, so it equals (and hashes as) the plain pair ``(predicate, args)``."""
+
+    predicate: str
+    args: tuple[str, ...] = ()
 
     def __str__(self) -> str:
         return f"({' '.join((self.predicate, *self.args))})"

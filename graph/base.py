@@ -10,11 +10,11 @@ from dataclasses import replace
 from functools import cached_property
 from typing import TypeVar
 
-from domains.formula import Atom, Formula, to_pddl
+from domains.formula import Formula, GroundAtom, to_pddl
 from domains.invariants import Mined, MutexGroup, Synthesis, dump_groups, load_groups, mine_invariants
 from domains.model import TOTAL_COST, Domain, Problem
-from domains.verify import GroundAtom, Issue, IssueKind, check_values, show, verify
-from graph.model import Change, ChangeSlice, Delta, Entity, Fact
+from domains.verify import Issue, IssueKind, check_values, show, verify
+from graph.model import Change, ChangeSlice, Delta, Entity, Fact, by_atom
 
 T = TypeVar("T")
 
@@ -59,26 +59,12 @@ class Tx(ABC):
         if not delta.removed_entities:
             return delta
         names = delta.removed_names()
-        gone = [f for f in map(fact_of, self.facts_about(names)) if f not in delta.remove]
+        gone = [f for f in map(Fact.of, self.facts_about(names)) if f not in delta.remove]
         return delta.model_copy(update={"removed_entities": self.entities(names),
-                                        "remove": [*delta.remove, *sorted(gone, key=_order)]})
+                                        "remove": [*delta.remove, *sorted(gone, key=by_atom)]})
 
     @abstractmethod
     def change(self, change_id: int) -> Change | None: ...
-
-
-def _order(f: Fact) -> tuple[str, tuple[str, ...]]:
-    return (f.predicate, f.args)
-
-
-def atom_of(f: Fact) -> GroundAtom:
-    return (f.predicate, tuple(f.args))
-
-
-def fact_of(a: GroundAtom | Atom) -> Fact:
-    if isinstance(a, Atom):
-        return Fact(predicate=a.predicate, args=a.args)
-    return Fact(predicate=a[0], args=a[1])
 
 
 class WorldGraph(ABC):
@@ -115,8 +101,8 @@ class WorldGraph(ABC):
         particular order), and the values of numeric functions' facts. Backends may read it faster
         than this default."""
         facts = self.facts()
-        return ({e.name: e.type for e in self.entities()}, [atom_of(f) for f in facts if f.value is None],
-                {atom_of(f): f.value for f in facts if f.value is not None})
+        return ({e.name: e.type for e in self.entities()}, [f.atom for f in facts if f.value is None],
+                {f.atom: f.value for f in facts if f.value is not None})
 
     @abstractmethod
     def history(self, limit: int | None = None) -> list[Change]:
@@ -197,7 +183,7 @@ class WorldGraph(ABC):
         """Invariants the current graph satisfies for predicates no action changes (see
         `domains.invariants.mine_invariants`), not yet among the store's."""
         entities = {e.name: e.type for e in self.entities()}
-        return mine_invariants(self.domain, entities, map(atom_of, self.facts()), self.domain.invariants)
+        return mine_invariants(self.domain, entities, (f.atom for f in self.facts()), self.domain.invariants)
 
     def accept_invariants(self, groups: Iterable[MutexGroup]) -> None:
         """Store mined groups with the invariants; verification enforces them from now on.
@@ -209,7 +195,7 @@ class WorldGraph(ABC):
         static = self.domain.static_predicates()
         if changed := sorted({p.predicate for g in groups for p in g.parts} - static):
             raise GraphError(f"actions change {', '.join(changed)}: their invariants are derived, not mined")
-        facts = [atom_of(f) for f in self.facts()]
+        facts = [f.atom for f in self.facts()]
         issues = [Issue(IssueKind.INVARIANT, f"the graph has {' and '.join(map(show, w))}, but {g.describe()}")
                   for g in groups if (w := g.overcrowded(facts)) is not None]
         if issues:
@@ -229,13 +215,13 @@ class WorldGraph(ABC):
 
     def _verify(self, tx: Tx, delta: Delta, undone: Delta | None = None) -> list[Issue]:
         """Verify `delta`; `undone` is the recorded delta it undoes, if it is an undo."""
-        if issues := check_values(self.domain, [(atom_of(f), f.value) for f in delta.add]):
+        if issues := check_values(self.domain, [(f.atom, f.value) for f in delta.add]):
             return issues
-        remove = [atom_of(f) for f in delta.remove]
+        remove = [f.atom for f in delta.remove]
         # removing a function's value and adding another one replaces it (removals apply first)
-        add = [atom_of(f) for f in delta.add if f.value is None or atom_of(f) not in remove]
+        add = [f.atom for f in delta.add if f.value is None or f.atom not in remove]
         return verify(self.domain, add, remove, [(e.name, e.type) for e in delta.new_entities], tx,
-                      delta.removed_names(), [atom_of(f) for f in undone.add] if undone else ())
+                      delta.removed_names(), [f.atom for f in undone.add] if undone else ())
 
     def _apply(self, tx: Tx, delta: Delta, verified: bool, undo_of: int | None,
                undone: Delta | None = None) -> Change:
@@ -302,7 +288,7 @@ class WorldGraph(ABC):
         lines = [f"(define (problem {name})", f"  (:domain {self.domain.name})", "  (:objects"]
         lines += [f"    {o} - {t}" for o, t in sorted(objects.items())]
         lines += ["  )", "  (:init"]
-        lines += [f"    {f}" for f in sorted(facts, key=lambda f: (f.predicate, f.args))]
+        lines += [f"    {f}" for f in sorted(facts, key=by_atom)]
         lines.append("  )")
         if goal is not None:
             lines.append(f"  (:goal {goal if isinstance(goal, str) else to_pddl(goal)})")
@@ -324,7 +310,7 @@ class WorldGraph(ABC):
             facts |= new
             frontier = {a for f in new for a in f.args} - seen
             seen |= frontier
-        return self.entities(seen), sorted(facts, key=lambda f: (f.predicate, f.args))
+        return self.entities(seen), sorted(facts, key=by_atom)
 
     def __enter__(self) -> WorldGraph:
         return self
@@ -352,8 +338,8 @@ class _EmptyState:
 def _problem_delta(problem: Problem, have: Collection[str]) -> Delta:
     return Delta(
         new_entities=[Entity(name=o, type=t) for o, t in problem.objects.items() if o not in have],
-        add=[fact_of(a) for a in dict.fromkeys(problem.init)]
-        + [Fact(predicate=a.predicate, args=a.args, value=v) for a, v in problem.numbers.items()],
+        add=[Fact.of(a) for a in dict.fromkeys(problem.init)]
+        + [Fact.of(a, v) for a, v in problem.numbers.items()],
         source="load", text=f"problem {problem.name}",
     )
 
@@ -365,7 +351,7 @@ def _start(domain: Domain, problem: Problem | None, extra: Iterable[MutexGroup] 
 
     Raises GraphError if the invariants cannot be derived, ChangeRefused if the problem is refused.
     """
-    init = [(a.predicate, a.args) for a in problem.init] if problem else []
+    init = problem.init if problem else []
     try:
         synthesis = domain.derive_invariants(init)
     except ValueError as e:
@@ -375,7 +361,7 @@ def _start(domain: Domain, problem: Problem | None, extra: Iterable[MutexGroup] 
     delta = _problem_delta(problem, ())
     bound = replace(domain)
     bound.invariants = [*synthesis.kept, *extra]
-    if verified and (issues := verify(bound, map(atom_of, delta.add), (),
+    if verified and (issues := verify(bound, (f.atom for f in delta.add), (),
                                       [(e.name, e.type) for e in delta.new_entities], _EmptyState())):
         raise ChangeRefused(issues)
     return synthesis, delta

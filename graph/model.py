@@ -8,7 +8,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from domains.formula import number_pddl, parse_numeric_fact
+from domains.formula import GroundAtom, number_pddl, parse_numeric_fact
 from domains.sexpr import PDDLError, SList, Sym, read
 
 Source = Literal["nl", "sensor", "user", "plan", "load", "undo"]
@@ -38,8 +38,16 @@ class Fact(BaseModel):
     value: float | None = None
 
     def __str__(self) -> str:
-        atom = f"({' '.join((self.predicate, *self.args))})"
-        return atom if self.value is None else f"(= {atom} {number_pddl(self.value)})"
+        return str(self.atom) if self.value is None else f"(= {self.atom} {number_pddl(self.value)})"
+
+    @property
+    def atom(self) -> GroundAtom:
+        return GroundAtom(self.predicate, self.args)
+
+    @classmethod
+    def of(cls, atom: GroundAtom, value: float | None = None) -> Fact:
+        """The fact of a ground atom (a function's, with its value)."""
+        return cls(predicate=atom[0], args=atom[1], value=value)
 
     @classmethod
     def parse(cls, text: str) -> Fact:
@@ -55,6 +63,11 @@ class Fact(BaseModel):
         if not all(isinstance(x, Sym) for x in e):
             raise PDDLError(f"a fact holds only names, got {text!r}", e.line, e.col, "fact")
         return cls(predicate=str(e[0]), args=tuple(str(x) for x in e[1:]))
+
+
+def by_atom(f: Fact) -> GroundAtom:
+    """The sort key of facts: by predicate, then arguments."""
+    return f.atom
 
 
 class Delta(BaseModel):

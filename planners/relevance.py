@@ -30,9 +30,22 @@ from dataclasses import dataclass
 from itertools import chain
 
 from domains import formula
-from domains.formula import TRUE, And, Atom, Effect, Equals, Formula, Imply, Not, Or, Param, Quantified, quantifiers
+from domains.formula import (
+    TRUE,
+    And,
+    Atom,
+    Effect,
+    Equals,
+    Formula,
+    GroundAtom,
+    Imply,
+    Not,
+    Or,
+    Param,
+    Quantified,
+    quantifiers,
+)
 from domains.model import Action, Domain
-from domains.verify import GroundAtom
 from planners.state import Binding, State, ground
 
 Pattern = tuple[str | None, ...]

@@ -6,9 +6,21 @@ from collections import defaultdict
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
-from domains.formula import And, Atom, Equals, Formula, Imply, Not, Or, Param, Quantified, map_children, to_pddl
+from domains.formula import (
+    And,
+    Atom,
+    Equals,
+    Formula,
+    GroundAtom,
+    Imply,
+    Not,
+    Or,
+    Param,
+    Quantified,
+    map_children,
+    to_pddl,
+)
 from domains.model import TOTAL_COST, Action, Domain
-from domains.verify import GroundAtom
 
 Binding = dict[str, str]
 

@@ -34,9 +34,10 @@ from neo4j.exceptions import (
     SessionExpired,
 )
 
+from domains.formula import GroundAtom
 from domains.invariants import Synthesis
 from domains.model import Domain, Problem
-from domains.verify import GroundAtom, Issue
+from domains.verify import Issue
 from graph.base import GraphError, T, Tx, WorldGraph
 from graph.model import Change, Delta, Entity, Fact, summary_json
 

@@ -10,9 +10,9 @@ from collections.abc import Callable, Collection, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from domains.verify import GroundAtom
+from domains.formula import GroundAtom
 from graph.base import GraphError, T, Tx, WorldGraph
-from graph.model import Change, Delta, Entity, Fact, summary_json
+from graph.model import Change, Delta, Entity, Fact, by_atom, summary_json
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
@@ -65,7 +65,7 @@ class _SqliteTx(Tx):
         return out
 
     def facts_about(self, names: Collection[str]) -> list[GroundAtom]:
-        return [(f.predicate, f.args) for f in _facts_about(self.db, names)]
+        return [f.atom for f in _facts_about(self.db, names)]
 
     def facts_of(self, predicates: Collection[str]) -> list[GroundAtom]:
         out = []
@@ -214,7 +214,7 @@ class SqliteGraph(WorldGraph):
     def facts(self, predicate: str | None = None, entity: str | None = None) -> list[Fact]:
         if entity is not None:
             out = _facts_about(self.reader, [entity])
-            return sorted((f for f in out if predicate in (None, f.predicate)), key=_order)
+            return sorted((f for f in out if predicate in (None, f.predicate)), key=by_atom)
         q, params = "SELECT predicate, args, value FROM facts", ()
         if predicate is not None:
             q, params = q + " WHERE predicate=?", (predicate,)
@@ -267,6 +267,3 @@ class SqliteGraph(WorldGraph):
         for db in [self.db, *self._readers]:
             db.close()
 
-
-def _order(f: Fact) -> tuple[str, tuple[str, ...]]:
-    return (f.predicate, f.args)
