@@ -30,26 +30,12 @@ from dataclasses import dataclass
 from itertools import chain
 
 from domains import formula
-from domains.formula import (
-    TRUE,
-    And,
-    Atom,
-    Effect,
-    Equals,
-    Formula,
-    GroundAtom,
-    Imply,
-    Not,
-    Or,
-    Param,
-    Quantified,
-    quantifiers,
-)
+from domains.formula import TRUE, And, Atom, Effect, Equals, Formula, Imply, Not, Or, Param, Quantified, quantifiers
 from domains.model import Action, Domain
 from planners.state import Binding, State, ground
 
 Pattern = tuple[str | None, ...]
-Lit = tuple[GroundAtom, bool]  # a ground literal: (atom, positive)
+Lit = tuple[formula.GroundAtom, bool]  # a ground literal: (atom, positive)
 Key = tuple[str, tuple[str, ...]]  # a ground action: (name, arguments)
 LEVELS = ("relaxed plan", "neighbours", "relaxed reachable")
 
@@ -59,7 +45,7 @@ class Pruned:
     """The objects and facts kept for a goal, and whether the goal is relaxed-reachable on them."""
 
     objects: dict[str, str]
-    facts: set[GroundAtom]
+    facts: set[formula.GroundAtom]
     level: str = LEVELS[0]
     reachable: bool = True
 
@@ -438,7 +424,7 @@ class _Explorer:
                 if nb is not None:
                     yield from self._join(atoms[:i] + atoms[i + 1:], nb, types, allowed)
 
-    def _reach(self, atom: GroundAtom, pos: bool, layer: int, act: str, b: Binding, e: Effect,
+    def _reach(self, atom: formula.GroundAtom, pos: bool, layer: int, act: str, b: Binding, e: Effect,
                new: list[Lit]) -> None:
         lit = (atom, pos)
         if (atom in self.state.facts) == pos or lit in self.level:
