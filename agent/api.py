@@ -46,7 +46,7 @@ from agent.views import (
 )
 from domains.sexpr import PDDLError
 from graph.base import ChangeRefused, GraphError
-from graph.model import Entity
+from graph.model import Entity, Unknown
 
 WEB = Path(__file__).parent / "web"
 
@@ -185,6 +185,13 @@ def create_app(agent: Agent, token: str | None = None) -> FastAPI:
               search: str | None = Query(None, description="Text in the fact"),
               limit: int = Query(1000, ge=1, le=1_000_000)) -> FactsOut:
         return facts_out(agent.facts(predicate, entity, search), limit)
+
+    @app.get("/api/unknowns", responses=errors)
+    def unknowns(entity: str | None = Query(None, description="Only what is unknown about this entity")
+                 ) -> list[Unknown]:
+        """What the graph marks unknown: placeholders (`predicate` null: an entity not yet identified) and
+        facts of a predicate not known for an entity (e.g. where an item is)."""
+        return agent.unknowns(None if entity is None else [entity])
 
     @app.get("/api/history", responses=errors)
     def history(limit: int = Query(50, ge=1, le=10_000),

@@ -7,6 +7,7 @@ import sys
 from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -197,16 +198,31 @@ def pick(items: list, spec: str) -> list:
 
 @app.command()
 def show(entity: Annotated[str | None, typer.Argument(help="Entity to show; omit for a summary.")] = None,
-         depth: Annotated[int, typer.Option(help="Fact hops around the entity.")] = 1) -> None:
-    """Show the facts around an entity as a tree, or a summary of the whole graph."""
+         depth: Annotated[int, typer.Option(help="Fact hops around the entity.")] = 1,
+         unknown: Annotated[bool, typer.Option(
+             "--unknown", help="List what the graph marks unknown (about ENTITY, if given).")] = False) -> None:
+    """Show the facts around an entity as a tree, or a summary of the whole graph.
+
+    Unknowns are marked: placeholders (an entity seen but not identified, e.g. a room seen through an exit)
+    and facts not known for an entity (e.g. where an item is: "(on apple ?)").
+    """
 
     def go() -> None:
         with agent() as a:
             dom = a.domain
+            if unknown:
+                marks = a.unknowns(None if entity is None else [entity])
+                types = {e.name: e.type for e in a.graph.entities({u.entity for u in marks})}
+                t = Table("entity", "type", "unknown", "meaning", title=f"Unknowns ({len(marks)})")
+                for u in marks:
+                    t.add_row(u.entity, types.get(u.entity, "?"), "placeholder" if u.predicate is None else str(u),
+                              "not yet identified" if u.predicate is None else dom.gloss(u.predicate))
+                out.print(t)
+                return
             if entity is None:
                 ents, facts, last = a.entities(), a.facts(), a.history(1)
                 out.print(f"{a.graph.url}: domain {dom.name}, {len(ents)} entities, {len(facts)} facts, "
-                          f"{last[0].id if last else 0} changes")
+                          f"{len(a.unknowns())} unknowns, {last[0].id if last else 0} changes")
                 t = Table("type", "entities", title="Entities by type")
                 for k, v in sorted(Counter(e.type for e in ents).items()):
                     t.add_row(k, str(v))
@@ -217,7 +233,13 @@ def show(entity: Annotated[str | None, typer.Argument(help="Entity to show; omit
                 return
             n = a.show(entity, depth)
             types = {e.name: e.type for e in n.entities}
-            tree = Tree(f"[bold]{entity}[/bold] - {n.entity.type}")
+            marks = a.unknowns([entity])
+            placeholder = " [yellow](placeholder: not yet identified)[/yellow]" if any(
+                u.predicate is None for u in marks) else ""
+            tree = Tree(f"[bold]{entity}[/bold] - {n.entity.type}{placeholder}")
+            for u in marks:
+                if u.predicate is not None:
+                    tree.add(f"[yellow]unknown: {u}[/yellow]  [dim]{dom.gloss(u.predicate)}[/dim]")
             for k, v in n.entity.attrs.items():
                 tree.add(f"[dim]{k}: {v}[/dim]")
             by_pred: dict[str, list[Fact]] = {}
@@ -540,12 +562,22 @@ def mcp() -> None:
     run_guarded(go)
 
 
+ExploreMode = StrEnum("ExploreMode", ["sensor", "llm"])
+ExploreLLM = StrEnum("ExploreLLM", ["openai", "oracle"])
+
+
 @app.command()
 def explore(
     game: Annotated[str, typer.Option(help="TextWorld-Express game: coin, cooking-easy or cooking-hard.")] = "coin",
     seed: Annotated[int, typer.Option(help="Game seed (0-9 for development, 10-59 are the reported ones).")] = 0,
     planner: Annotated[Planner | None, typer.Option(
         help="Planner for the goal and the sub-goals (default: the domain's, see its domain.toml).")] = None,
+    mode: Annotated[ExploreMode, typer.Option(
+        help="sensor: read the game's structured outputs; llm: the LLM edits the problem from the prose.")
+    ] = ExploreMode.sensor,
+    llm: Annotated[ExploreLLM, typer.Option(
+        help="LLM mode's model: openai (the endpoint of --llm-url / KGPLAN_LLM_*) or oracle (a check device "
+             "answering the true edits, read by the sensor).")] = ExploreLLM.openai,
 ) -> None:
     """Play a partially observed game: plan for the goal or the domain's sub-goals, act, observe, replan.
 
@@ -555,6 +587,7 @@ def explore(
     from agent.environments import TextWorldExpress, TWXUnavailable
     from agent.explore import SENSORS
     from agent.explore import explore as play
+    from agent.pddl_edit import SensorOracleLLM
 
     if game not in SENSORS:
         err.print(f"[red]error:[/red] no sensor for game {game!r}: choose {', '.join(SENSORS)}")
@@ -564,9 +597,17 @@ def explore(
     except TWXUnavailable as e:
         err.print(f"[red]error:[/red] {e}")
         raise typer.Exit(2) from None
+    model = None
+    if mode == ExploreMode.llm and llm == ExploreLLM.oracle:
+        model = SensorOracleLLM(SENSORS[game][1])
+        env = model.watch(env)
+    elif mode == ExploreMode.llm:
+        from agent.llm import LLMConfig, OpenAIClient
+
+        model = OpenAIClient(_llm() or LLMConfig.from_env())
     try:
-        ep = play(env, game, seed, planner=planner and planner.value,
-                  show=lambda line: out.print(line, highlight=False))
+        ep = play(env, game, seed, planner=planner and planner.value, llm=model,
+                  show=lambda line: out.print(line, highlight=False, markup=False))
     finally:
         env.close()
     raise typer.Exit(0 if ep.success else 1)

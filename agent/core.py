@@ -20,13 +20,14 @@ from domains.invariants import Mined, MutexGroup, Synthesis
 from domains.model import Domain, Problem, resolve_domain
 from domains.verify import Issue
 from graph.base import ChangeRefused, GraphError, WorldGraph
-from graph.model import Change, ChangeSlice, Delta, Entity, Fact
+from graph.model import Change, ChangeSlice, Delta, Entity, Fact, Unknown
 from graph.store import open_graph
 from planners.solve import ENGINES
 
 if TYPE_CHECKING:
     from agent.language import Outcome, Retrieval
     from agent.llm import LLM, LLMConfig
+    from agent.pddl_edit import EditOutcome
     from agent.planning import PlanReport
     from planners.execute import Execution
 
@@ -173,6 +174,11 @@ class Agent:
             facts = [f for f in facts if s in str(f).lower()]
         return facts
 
+    def unknowns(self, names: Iterable[str] | None = None) -> list[Unknown]:
+        """What the graph marks unknown (placeholders, facts of a predicate not known for an entity),
+        about every entity or those named."""
+        return self.graph.unknowns(None if names is None else list(names))
+
     def history(self, limit: int | None = 50, before: int | None = None) -> list[ChangeSlice]:
         """The newest `limit` changes (all if None) with ids below `before`, newest first, each with its
         provenance and the first few items of each list of its delta (`sizes` gives the totals)."""
@@ -268,6 +274,14 @@ class Agent:
             progress(f"asking the LLM for the change ({len(retrieval.entities)} entities, "
                      f"{len(retrieval.facts)} facts shown)")
             return update(self.llm, self.graph, text, retrieval, max_rounds=rounds, dry_run=dry_run, out=out)
+
+    def read_observation(self, text: str, action: str | None = None, rounds: int = 3) -> EditOutcome:
+        """LLM mode of exploration (PDDL-edit): the LLM edits the problem to hold what a prose observation
+        (made after `action`) tells; applied as one verified change, refused edits re-prompted with the issues."""
+        from agent.pddl_edit import observe
+
+        with self.writes:
+            return observe(self.llm, self.graph, action, text, rounds)
 
     def goal_for(self, task: str, progress: Progress = quiet) -> str:
         """The PDDL goal the LLM writes for a task in English (checked against the domain and the graph)."""

@@ -10,7 +10,7 @@ import heapq
 from dataclasses import dataclass, field
 from typing import ClassVar, Protocol
 
-from graph.model import Delta, Entity, Fact
+from graph.model import Delta, Entity, Fact, Unknown
 
 # name -> (TWX game, its generation parameters, step budget), the settings of issue 12 / PDDLEGO
 TWX_GAMES: dict[str, tuple[str, str, int]] = {
@@ -130,7 +130,8 @@ class CoinSensor:
     """Coin Collector from the admissible actions only (TWX offers no object tree for it).
 
     Rooms lie on a grid, so a room is named by its offset from the start, dead-reckoned from the
-    moves made: "move D" admissible -> an exit D to a room, a placeholder (unknown) until entered;
+    moves made: "move D" admissible -> an exit D to a room, a placeholder (marked unknown, and the fact
+    (unknown ROOM) for the planner's sub-goal) until entered;
     "open door to D" admissible -> a door there, closed until opened; "take coin" -> a coin here.
     """
 
@@ -145,6 +146,8 @@ class CoinSensor:
         add: list[Fact] = []
         remove: list[Fact] = []
         new: list[Entity] = []
+        marks: list[Unknown] = []
+        known: list[Unknown] = []
         here = room_name(*self.pos)
         words = (action or "").split()
         if words[:1] == ["move"] and words[-1] in DIRECTIONS:
@@ -156,6 +159,7 @@ class CoinSensor:
             if Fact(predicate="unknown", args=(there,)) in facts:
                 remove.append(Fact(predicate="unknown", args=(there,)))
                 add.append(Fact(predicate="visited", args=(there,)))
+                known.append(Unknown(entity=there))
             here = there
         elif words[:3] == ["open", "door", "to"] and words[-1] in DIRECTIONS:
             dx, dy = DIRECTIONS[words[-1]]
@@ -175,6 +179,7 @@ class CoinSensor:
             if there not in entities:
                 new.append(Entity(name=there, type="room"))
                 add.append(Fact(predicate="unknown", args=(there,)))
+                marks.append(Unknown(entity=there))
             add += [Fact(predicate="connected", args=(here, d, there)),
                     Fact(predicate="connected", args=(there, OPPOSITE[d], here))]
             if f"open door to {d}" in obs.admissible:
@@ -185,7 +190,8 @@ class CoinSensor:
             if item == "coin" and item not in entities:
                 new.append(Entity(name=item, type="item"))
                 add.append(Fact(predicate="coin_in", args=(item, here)))
-        return Delta(add=add, remove=remove, new_entities=new, source="sensor", text=action or "start")
+        return Delta(add=add, remove=remove, new_entities=new, unknown=marks, known=known, source="sensor",
+                     text=action or "start")
 
 
 def symbol(name: str) -> str:
@@ -198,7 +204,6 @@ CUTS = ("uncut", "sliced", "diced", "chopped")
 COOKS = ("raw", "fried", "roasted", "grilled")
 TREE_FLAGS = {"sliced": "isSliced", "diced": "isDiced", "chopped": "isChopped", "fried": "isFried",
               "roasted": "isRoasted", "grilled": "isGrilled"}
-NOWHERE = "unseen_place"  # where an item the recipe names is, until it is seen
 
 
 class CookingSensor:
@@ -207,9 +212,11 @@ class CookingSensor:
 
     Exits come from the admissible actions: "move D" -> a placeholder room `unseen_<room>_<D>`,
     merged into the real room (removed, its facts re-pointed) when entered; exits are two-way.
+    What is not known is marked (graph.model.Unknown): placeholder rooms, what a container seen
+    closed holds (until opened), where an item the recipe names is (until seen).
     """
 
-    objects: ClassVar = {NOWHERE: "location", **dict.fromkeys(DIRECTIONS, "direction")}
+    objects: ClassVar = dict.fromkeys(DIRECTIONS, "direction")
     facts: ClassVar[tuple[Fact, ...]] = ()
 
     def delta(self, facts: set[Fact], entities: set[str], action: str | None, obs: Observation) -> Delta:
@@ -217,6 +224,8 @@ class CookingSensor:
         here = symbol(tree["player_location"])
         seen: dict[str, str] = {here: "location"}  # entity -> type, of what the player perceives now
         observed: set[Fact] = set()
+        marks: set[Unknown] = set()  # what becomes unknown, and known
+        known: set[Unknown] = set()
 
         def f(pred: str, *args: str) -> Fact:
             return Fact(predicate=pred, args=args)
@@ -270,10 +279,11 @@ class CookingSensor:
                 removed += [p for p in (to, back) if p and p not in (here, old)]
                 add |= {f("connected", old, d, here), f("connected", here, OPPOSITE[d], old)}
         for d in DIRECTIONS:
-            known = any(x.predicate == "connected" and x.args[:2] == (here, d) for x in facts | add)
-            if f"move {d}" in obs.admissible and not known:
+            mapped = any(x.predicate == "connected" and x.args[:2] == (here, d) for x in facts | add)
+            if f"move {d}" in obs.admissible and not mapped:
                 p = f"unseen_{here}_{d}"
                 new[p] = "location"
+                marks.add(Unknown(entity=p))
                 add |= {f("unknown", p), f("connected", here, d, p)}
                 add |= {f("door_closed", here, p)} if f"open door to {d}" in obs.admissible else set()
         if action and action.startswith("open door to ") and (d := action.split()[-1]) in DIRECTIONS:
@@ -282,15 +292,20 @@ class CookingSensor:
         for c, t in seen.items():
             if t == "container" and f("closed", c) in observed and c not in entities:
                 add.add(f("unexplored", c))
+                marks.add(Unknown(entity=c, predicate="in"))
             if f("unexplored", c) in facts and f("closed", c) not in observed:
                 remove.add(f("unexplored", c))
+                known.add(Unknown(entity=c, predicate="in"))
+        placed = {x.args[0] for x in facts if x.predicate in ("item_at", "in", "holding")}
+        known |= {Unknown(entity=x.args[0], predicate="item_at") for x in observed
+                  if x.predicate in ("item_at", "in", "holding") and x.args[0] in entities - placed}
         if action == "read cookbook":
             add.add(f("recipe_read"))
             for entry in tree["recipe"]:
                 i = symbol(entry["name"])
                 if i not in entities and i not in new:
                     new[i] = "item"
-                    add.add(f("item_at", i, NOWHERE))
+                    marks.add(Unknown(entity=i, predicate="item_at"))
                 cook, cut = (w.strip() for w in entry["preparation"].split(","))
                 add |= {f("needs", i), f(f"want_{cook}", i), f(f"want_{cut}", i)}
         if action == "prepare meal" and "eat meal" in obs.admissible:
@@ -298,4 +313,5 @@ class CookingSensor:
         add -= remove | facts
         return Delta(add=sorted(add, key=str), remove=sorted(remove, key=str),
                      new_entities=[Entity(name=n, type=t) for n, t in new.items()], removed_entities=removed,
-                     source="sensor", text=action or "start")
+                     unknown=sorted(marks, key=str), known=sorted(known, key=str), source="sensor",
+                     text=action or "start")

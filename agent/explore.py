@@ -1,6 +1,9 @@
 """Iterative planning in a partially observed world (PDDLEGO): plan for the end goal when the graph
 allows it, else for the domain's sub-goals in order; act one step, observe, apply the verified change,
 replan when the observation brought anything the plan did not expect; stop on success or budget.
+
+Observations become changes in one of two modes: sensor mode reads the environment's structured outputs
+(agent.environments); LLM mode gives the prose to an LLM that edits the problem (agent.pddl_edit).
 """
 
 from __future__ import annotations
@@ -12,8 +15,10 @@ from pathlib import Path
 
 from agent.core import Agent
 from agent.environments import CoinSensor, CookingSensor, Environment, Observation
+from agent.llm import LLM
 from domains.model import Domain, Problem, resolve_domain
 from graph.base import ChangeRefused
+from graph.model import Change, Delta
 from planners.state import Step
 
 # game -> (domain, sensor factory)
@@ -34,6 +39,11 @@ class Episode:
     replans: int = 0
     planner_seconds: float = 0.0
     reason: str = ""
+    llm_calls: int = 0  # LLM mode: calls, tokens, and observations whose edits were refused in every round
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    refused_edits: int = 0
+    unread: int = 0
 
 
 def action_text(step: str, templates: dict[str, str]) -> str:
@@ -43,9 +53,11 @@ def action_text(step: str, templates: dict[str, str]) -> str:
 
 
 def explore(env: Environment, game: str, seed: int, planner: str | None = None,
-            show: Callable[[str], None] = lambda _: None, store: str | None = None) -> Episode:
+            show: Callable[[str], None] = lambda _: None, store: str | None = None, llm: LLM | None = None,
+            rounds: int = 3) -> Episode:
     """Run the loop on one seed; a fresh sqlite graph per episode unless `store` is given; the planner
-    is domain.toml's [explore] planner unless given."""
+    is domain.toml's [explore] planner unless given. Sensor mode, or LLM mode given `llm` (at most `rounds`
+    replies per observation)."""
     domain_name, make_sensor = SENSORS[game]
     domain = resolve_domain(domain_name)
     cfg = domain.meta["explore"]
@@ -53,24 +65,32 @@ def explore(env: Environment, game: str, seed: int, planner: str | None = None,
     ep = Episode(seed)
     sensor = make_sensor()
     with tempfile.TemporaryDirectory(prefix="kgplan-explore-") as tmp:
-        agent = Agent(store or f"sqlite:{Path(tmp) / 'world.db'}")
+        agent = Agent(store or f"sqlite:{Path(tmp) / 'world.db'}", llm=llm)
         ep.optimal = env.optimum(seed)
         obs = env.reset(seed)
-        start(agent, domain, sensor, obs)
+        if llm is None:
+            start(agent, domain, sensor, obs)
+        else:
+            agent.graph.init(domain)  # the LLM's first edits make the first state
         action: str | None = None
         plan: list[str] = []
         expected: set = set()
         while True:
-            facts = set(agent.facts())
-            delta = sensor.delta(facts, {e.name for e in agent.entities()}, action, obs)
             show(f"observation: {obs.text.strip()}")
-            try:
-                if not delta.is_empty():
-                    change = agent.observe([delta])[0]
-                    show(f"graph change {change.id}: +{[str(f) for f in delta.add]} -{[str(f) for f in delta.remove]}")
-            except ChangeRefused as e:
-                ep.reason = f"observation refused: {e}"
-                break
+            if llm is None:
+                delta = sensor.delta(set(agent.facts()), {e.name for e in agent.entities()}, action, obs)
+                try:
+                    change = agent.observe([delta])[0] if not delta.is_empty() else None
+                except ChangeRefused as e:
+                    ep.reason = f"observation refused: {e}"
+                    break
+            else:
+                change = _read(agent, action, obs, ep, rounds, show)
+            delta = change.delta if change else Delta()
+            if change:
+                show(f"graph change {change.id}: +{[str(f) for f in delta.add]} -{[str(f) for f in delta.remove]}"
+                     + (f" new {[e.name for e in delta.new_entities]}" if delta.new_entities else "")
+                     + (f" unknown {[str(u) for u in delta.unknown]}" if delta.unknown else ""))
             if obs.won:
                 ep.success = True
                 break
@@ -100,18 +120,31 @@ def explore(env: Environment, game: str, seed: int, planner: str | None = None,
 
 def start(agent: Agent, domain: Domain, sensor: CoinSensor | CookingSensor, obs: Observation) -> None:
     """Initialise the graph with what the sensor knows beforehand and sees first (the invariants are
-    derived for that state)."""
+    derived for that state, as for any open-world domain: see graph.base._start)."""
     delta = sensor.delta(set(sensor.facts), set(sensor.objects), None, obs)
     objects = {**sensor.objects, **{e.name: e.type for e in delta.new_entities}}
     init = (set(sensor.facts) | set(delta.add)) - set(delta.remove)
     text = (f"(define (problem start) (:domain {domain.name}) (:objects "
             f"{' '.join(f'{n} - {t}' for n, t in objects.items())}) (:init {' '.join(sorted(map(str, init)))}))")
     agent.graph.init(domain, problem=Problem.parse(text, "first observation"))
-    # New entities keep arriving in an open world, so a bound on how many objects hold a predicate,
-    # derived from how many happened to hold it in the first observation, is no rule: keep the groups
-    # that bound one object's facts (a key), and exactly-one groups (one player position).
-    kept = [g for g in agent.invariants() if g.exactly_one or any(p.key_positions for p in g.parts)]
-    agent.graph.set_invariants(kept)
+    if delta.unknown:  # a PDDL problem holds no marks
+        agent.observe([Delta(unknown=delta.unknown, source="sensor", text="start")])
+
+
+def _read(agent: Agent, action: str | None, obs: Observation, ep: Episode, rounds: int,
+          show: Callable[[str], None]) -> Change | None:
+    """LLM mode: the change the LLM's edits for an observation made (None if none was applied)."""
+    out = agent.read_observation(obs.text, action, rounds)
+    ep.llm_calls += len(out.calls)
+    ep.prompt_tokens += sum(c.prompt_tokens for c in out.calls)
+    ep.completion_tokens += sum(c.completion_tokens for c in out.calls)
+    ep.refused_edits += len(out.rounds)
+    for issues in out.rounds:
+        show(f"edits refused: {'; '.join(issues)}")
+    if out.error:
+        ep.unread += 1
+        show(f"observation not read: {out.error}")
+    return out.change
 
 
 def _plan(agent: Agent, cfg: dict, planner: str, ep: Episode, show: Callable[[str], None]) -> list[str]:

@@ -13,6 +13,7 @@ from domains.formula import Equals, Formula, GroundAtom, quantifiers, scoped
 from domains.invariants import MutexGroup
 from domains.model import NAME_RE, TOTAL_COST, Domain
 
+Mark = tuple[str, str | None]  # (entity, predicate): what is unknown about it (graph.model.Unknown)
 Instance = tuple[int, tuple[str, ...]]  # (group index, key)
 
 
@@ -57,6 +58,9 @@ class StateView(Protocol):
     def facts_of(self, predicates: Collection[str]) -> list[GroundAtom]:
         """Every fact of the given predicates."""
 
+    def unknown(self, names: Collection[str]) -> set[Mark]:
+        """The unknown marks of the named entities."""
+
 
 def show(atom: GroundAtom) -> str:
     return f"({' '.join((atom[0], *atom[1]))})"
@@ -70,17 +74,23 @@ def verify(
     view: StateView,
     removed_entities: Iterable[str] = (),
     undone: Collection[GroundAtom] = (),
+    marked: Iterable[Mark] = (),
+    unmarked: Iterable[Mark] = (),
 ) -> list[Issue]:
     """All issues that forbid applying the change; an empty list means it is valid.
 
-    `new_entities` are (name, type) pairs; `removed_entities` go with every fact about them.
-    `undone` are the atoms added by the change this one undoes: an exactly-one instance left
-    with none because those go was empty before that change, and may be so again.
+    `new_entities` are (name, type) pairs; `removed_entities` go with every fact (and mark) about
+    them. `undone` are the atoms added by the change this one undoes: an exactly-one instance left
+    with none because those go was empty before that change, and may be so again. `marked` and
+    `unmarked` are the marks the change adds and removes (see graph.model.Unknown): an exactly-one
+    instance may be empty while one of its entities is marked unknown for one of its predicates
+    (or as a placeholder), and must hold an atom again when that mark goes.
     """
     add, remove = list(dict.fromkeys(add)), list(dict.fromkeys(remove))
     new_entities, gone = list(new_entities), list(dict.fromkeys(removed_entities))
+    marked, unmarked = list(dict.fromkeys(marked)), list(dict.fromkeys(unmarked))
     issues: list[Issue] = []
-    mentioned = {a for _, args in add + remove for a in args}
+    mentioned = {a for _, args in add + remove for a in args} | {e for e, _ in marked + unmarked}
     known = {**domain.constants, **view.entity_types(mentioned | {n for n, _ in new_entities} | set(gone))}
     new: dict[str, str] = {}
     for name, t in new_entities:
@@ -109,6 +119,12 @@ def verify(
     types = {**new, **known}
     for atom in add + remove:
         issues += _check_atom(domain, atom, types)
+    for mark in marked + unmarked:
+        issues += _check_mark(domain, mark, types)
+    for name, _ in marked:
+        if name in gone:
+            issues.append(Issue(IssueKind.UNKNOWN_ENTITY, f"cannot mark '{name}' unknown: it is removed by "
+                                "this change"))
     for atom in add:
         if gone_args := [a for a in atom[1] if a in gone]:
             issues.append(Issue(IssueKind.UNKNOWN_ENTITY, f"cannot add {show(atom)}: '{gone_args[0]}' "
@@ -117,6 +133,15 @@ def verify(
         return issues
     for atom in set(add) & set(remove):
         issues.append(Issue(IssueKind.CONTRADICTION, f"{show(atom)} is both added and removed", show(atom)))
+    for mark in set(marked) & set(unmarked):
+        issues.append(Issue(IssueKind.CONTRADICTION, f"{_show_mark(mark)} is both marked unknown and known"))
+    before = view.unknown({e for e, _ in marked + unmarked}) if marked or unmarked else set()
+    for mark in marked:
+        if mark in before:
+            issues.append(Issue(IssueKind.PRESENT_FACT, f"{_show_mark(mark)} is already marked unknown"))
+    for mark in unmarked:
+        if mark not in before:
+            issues.append(Issue(IssueKind.ABSENT_FACT, f"{_show_mark(mark)} is not marked unknown now"))
     present = view.present(add + remove)
     for atom in remove:
         if atom not in present:
@@ -130,7 +155,34 @@ def verify(
         return issues
     if gone:  # the removed entities' facts go with them
         remove = list(dict.fromkeys([*remove, *view.facts_about(gone)]))
-    return _check_invariants(domain.invariants, add, remove, view, set(gone), set(undone))
+    # the one-entity instances a mark that goes covered, for entities of a type they are about
+    revealed = {(gi, (e,)) for e, p in unmarked for gi, g in enumerate(domain.invariants) if g.arity == 1
+                for part in g.parts if p in (None, part.predicate)
+                and domain.accepts(domain.predicates[part.predicate].params[part.key_positions[0]].types, types[e])}
+    return _check_invariants(domain.invariants, add, remove, view, set(gone), set(undone), set(marked),
+                             set(unmarked), revealed)
+
+
+def _show_mark(mark: Mark) -> str:
+    return f"'{mark[0]}' as a placeholder" if mark[1] is None else f"({mark[1]} {mark[0]} ?)"
+
+
+def _check_mark(domain: Domain, mark: Mark, types: dict[str, str]) -> list[Issue]:
+    """An unknown mark names an entity and, if any, a predicate that can take it."""
+    name, pred_name = mark
+    if name not in types:
+        return [Issue(IssueKind.UNKNOWN_ENTITY, f"{_show_mark(mark)}: '{name}' is not a known entity"
+                      f"{_suggest(name, types)}")]
+    if pred_name is None:
+        return []
+    pred = domain.predicates.get(pred_name)
+    if pred is None:
+        return [Issue(IssueKind.UNKNOWN_PREDICATE, f"{_show_mark(mark)}: unknown predicate '{pred_name}'"
+                      f"{_suggest(pred_name, domain.predicates)}")]
+    if not any(domain.accepts(p.types, types[name]) for p in pred.params):
+        return [Issue(IssueKind.WRONG_TYPE, f"{_show_mark(mark)}: '{name}' is a {types[name]}, which no "
+                      f"argument of {pred_name} takes")]
+    return []
 
 
 def _check_atom(domain: Domain, atom: GroundAtom, types: dict[str, str]) -> list[Issue]:
@@ -173,11 +225,14 @@ def check_values(domain: Domain, facts: Iterable[tuple[GroundAtom, float | None]
 
 
 def _check_invariants(groups: list[MutexGroup], add: list[GroundAtom], remove: list[GroundAtom],
-                      view: StateView, dropped: set[str], undone: set[GroundAtom]) -> list[Issue]:
+                      view: StateView, dropped: set[str], undone: set[GroundAtom],
+                      marked: set[Mark], unmarked: set[Mark], revealed: set[Instance]) -> list[Issue]:
     """Check every mutex group instance the change touches, reading the state in two queries.
 
     An instance about a removed entity (in `dropped`) goes with it, and one that held only
-    `undone` atoms is given back its state before them: either may be left with none."""
+    `undone` atoms is given back its state before them: either may be left with none. An
+    exactly-one instance is at-most-one while one of its entities is marked unknown for one of its
+    predicates (or as a placeholder); the instances `revealed` by a mark that goes must hold an atom."""
     parts: dict[str, list[tuple[int, tuple[int, ...]]]] = defaultdict(list)
     for gi, g in enumerate(groups):
         for part in g.parts:
@@ -190,9 +245,21 @@ def _check_invariants(groups: list[MutexGroup], add: list[GroundAtom], remove: l
                 out[(gi, tuple(atom[1][k] for k in keys))].add(atom)
         return out
 
-    touched = instances(add + remove)
+    def covers(mark: Mark, gi: int) -> bool:
+        return mark[1] is None or any(p.predicate == mark[1] for p in groups[gi].parts)
+
+    touched = set(instances(add + remove)) | revealed
     if not touched:
         return []
+    marks: set[Mark] | None = None  # read once, when an exactly-one instance is left empty
+
+    def relaxed(gi: int, key: tuple[str, ...]) -> bool:
+        nonlocal marks
+        if marks is None:
+            keys = {k for _, key in touched for k in key}
+            marks = ((view.unknown(keys) if keys else set()) - unmarked) | marked
+        return any(m[0] in key and covers(m, gi) for m in marks)
+
     keyed = {key[0] for _, key in touched if key}
     keyless = {p.predicate for gi, key in touched if not key for p in groups[gi].parts}
     state = (view.facts_about(keyed) if keyed else []) + (view.facts_of(keyless) if keyless else [])
@@ -210,12 +277,16 @@ def _check_invariants(groups: list[MutexGroup], add: list[GroundAtom], remove: l
                     f"{' and '.join(show(a) for a in sorted(stale))}") if stale and new else ""
             out.append(Issue(IssueKind.INVARIANT,
                              f"{who} would have {listed} at once, but {g.describe()}{hint}", listed))
-        elif (g.exactly_one and before and not after and dropped.isdisjoint(key)
-              and not before <= undone):
+        elif not g.exactly_one or after or not dropped.isdisjoint(key) or relaxed(gi, key):
+            continue
+        elif before and not before <= undone:
             gone = " and ".join(show(a) for a in sorted(before))
             out.append(Issue(IssueKind.INVARIANT,
                              f"removing {gone} leaves {who} with none, but {g.describe()}; "
-                             "say where it is now", gone))
+                             "say where it is now, or mark it unknown", gone))
+        elif not before and (gi, key) in revealed:
+            out.append(Issue(IssueKind.INVARIANT, f"{who} would stop being unknown with none of "
+                             f"{', '.join(p.predicate for p in g.parts)}, but {g.describe()}; say which holds"))
     return out
 
 

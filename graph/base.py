@@ -13,8 +13,8 @@ from typing import TypeVar
 from domains.formula import Formula, GroundAtom, to_pddl
 from domains.invariants import Mined, MutexGroup, Synthesis, dump_groups, load_groups, mine_invariants
 from domains.model import TOTAL_COST, Domain, Problem
-from domains.verify import Issue, IssueKind, check_values, show, verify
-from graph.model import Change, ChangeSlice, Delta, Entity, Fact, by_atom
+from domains.verify import Issue, IssueKind, Mark, check_values, show, verify
+from graph.model import Change, ChangeSlice, Delta, Entity, Fact, Source, Unknown, by_atom
 
 T = TypeVar("T")
 
@@ -51,20 +51,46 @@ class Tx(ABC):
     def facts_of(self, predicates: Collection[str]) -> list[GroundAtom]: ...
 
     @abstractmethod
+    def unknown(self, names: Collection[str]) -> set[Mark]:
+        """The unknown marks (entity, predicate or None) of the named entities."""
+
+    @abstractmethod
     def write(self, delta: Delta, undo_of: int | None) -> Change:
         """Apply a recorded delta (see `record`) and append it to the history, in this transaction."""
 
     def record(self, delta: Delta) -> Delta:
-        """The delta as it will be applied: removed entities whole, their facts in `remove`."""
+        """The delta as it will be applied: removed entities whole, their facts in `remove` and their
+        unknown marks in `known`."""
         if not delta.removed_entities:
             return delta
         names = delta.removed_names()
         gone = [f for f in map(Fact.of, self.facts_about(names)) if f not in delta.remove]
+        marks = sorted(self.unknown(names), key=lambda m: (m[0], m[1] or ""))
+        known = [u for u in map(_unknown, marks) if u not in delta.known]
         return delta.model_copy(update={"removed_entities": self.entities(names),
-                                        "remove": [*delta.remove, *sorted(gone, key=by_atom)]})
+                                        "remove": [*delta.remove, *sorted(gone, key=by_atom)],
+                                        "known": [*delta.known, *known]})
 
     @abstractmethod
     def change(self, change_id: int) -> Change | None: ...
+
+    def rename(self, old: str, new: str, type: str | None = None) -> Delta:
+        """The delta that renames entity `old` to `new` (as `type`, if given, else its type; its unknown
+        facts stay unknown), or merges it into entity `new` if that exists: its facts re-pointed (those
+        `new` already has dropped). `old` goes with its marks (a placeholder is identified)."""
+        found = {e.name: e for e in self.entities([old, new])}
+        if old not in found:
+            raise GraphError(f"cannot rename '{old}': it is not a known entity")
+        moved = {(p, tuple(new if a == old else a for a in args)) for p, args in self.facts_about([old])}
+        if new in found:
+            return Delta(removed_entities=[old], add=[Fact.of(a) for a in sorted(moved - self.present(moved))])
+        keep = [Unknown(entity=new, predicate=p) for _, p in sorted(self.unknown([old]), key=str) if p]
+        return Delta(new_entities=[Entity(name=new, type=type or found[old].type, attrs=found[old].attrs)],
+                     removed_entities=[old], add=[Fact.of(a) for a in sorted(moved)], unknown=keep)
+
+
+def _unknown(mark: Mark) -> Unknown:
+    return Unknown(entity=mark[0], predicate=mark[1])
 
 
 class WorldGraph(ABC):
@@ -95,6 +121,11 @@ class WorldGraph(ABC):
     @abstractmethod
     def facts_about(self, names: Collection[str]) -> list[Fact]:
         """Every fact with one of `names` among its arguments."""
+
+    @abstractmethod
+    def unknowns(self, names: Collection[str] | None = None) -> list[Unknown]:
+        """What the graph marks unknown (see `graph.model.Unknown`), about every entity or those
+        named, sorted by entity then predicate (the placeholder mark first)."""
 
     def snapshot(self) -> tuple[dict[str, str], list[GroundAtom], dict[GroundAtom, float]]:
         """The whole state as plain data for planning: entity types by name, the true atoms (in no
@@ -221,7 +252,8 @@ class WorldGraph(ABC):
         # removing a function's value and adding another one replaces it (removals apply first)
         add = [f.atom for f in delta.add if f.value is None or f.atom not in remove]
         return verify(self.domain, add, remove, [(e.name, e.type) for e in delta.new_entities], tx,
-                      delta.removed_names(), [f.atom for f in undone.add] if undone else ())
+                      delta.removed_names(), [f.atom for f in undone.add] if undone else (),
+                      [u.pair for u in delta.unknown], [u.pair for u in delta.known])
 
     def _apply(self, tx: Tx, delta: Delta, verified: bool, undo_of: int | None,
                undone: Delta | None = None) -> Change:
@@ -238,6 +270,18 @@ class WorldGraph(ABC):
         there: no other change can come between the reads and the write. `make` may raise to
         abort (nothing is applied) and may be called again if the store retries the transaction."""
         return self.in_transaction(lambda tx: self._apply(tx, make(tx), True, None))
+
+    def identify(self, placeholder: str, name: str, type: str | None = None, *, source: Source = "sensor",
+                 text: str = "") -> Change:
+        """A placeholder becomes known as `name`, in one verified change (see `Tx.rename`)."""
+
+        def make(tx: Tx) -> Delta:
+            if Unknown(entity=placeholder).pair not in tx.unknown([placeholder]):
+                raise GraphError(f"'{placeholder}' is not a placeholder")
+            return tx.rename(placeholder, name, type).model_copy(
+                update={"source": source, "text": text or f"{placeholder} is {name}"})
+
+        return self.apply_from(make)
 
     def undo(self, change_id: int) -> Change:
         """Apply the inverse of a change as a new change; history is never rewritten."""
@@ -334,6 +378,9 @@ class _EmptyState:
     def facts_of(self, predicates: Collection[str]) -> list[GroundAtom]:
         return []
 
+    def unknown(self, names: Collection[str]) -> set[Mark]:
+        return set()
+
 
 def _problem_delta(problem: Problem, have: Collection[str]) -> Delta:
     return Delta(
@@ -350,12 +397,18 @@ def _start(domain: Domain, problem: Problem | None, extra: Iterable[MutexGroup] 
     a change into an empty graph, verified against them (and `extra`) if `verified`.
 
     Raises GraphError if the invariants cannot be derived, ChangeRefused if the problem is refused.
+    A domain whose domain.toml says `open_world = true` keeps no keyless at-most-one group.
     """
     init = problem.init if problem else []
     try:
         synthesis = domain.derive_invariants(init)
     except ValueError as e:
         raise GraphError(f"cannot derive the invariants of domain {domain.name}: {e}") from e
+    if domain.meta.get("open_world"):
+        # In an open world entities are discovered, not created: one that turns up was there from the
+        # start, unseen. A keyless at-most-one group bounds how many objects hold its atoms at all, which
+        # the initial state cannot know then; keyed groups (one object's atoms) and exactly-one groups stay.
+        synthesis.kept[:] = [g for g in synthesis.kept if g.exactly_one or g.arity]
     if problem is None:
         return synthesis, None
     delta = _problem_delta(problem, ())

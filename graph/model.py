@@ -70,18 +70,46 @@ def by_atom(f: Fact) -> GroundAtom:
     return f.atom
 
 
+class Unknown(BaseModel):
+    """Something the graph knows it does not know about an entity (the open world).
+
+    With a `predicate`: which facts of it hold for the entity, e.g. where an item is
+    (``Unknown(entity="apple", predicate="on")``) or what a closed container holds
+    (``Unknown(entity="fridge", predicate="inside")``). Absent facts of it are then not known to be
+    false, and an exactly-one invariant through that predicate is at-most-one for the entity.
+    Without one: the entity itself is a placeholder (a room seen through an exit, never entered)
+    that may get its real name or be merged into a known entity (`WorldGraph.identify`); every
+    exactly-one invariant about it is at-most-one. Marks are added and removed by changes
+    (`Delta.unknown`, `Delta.known`), verified and undone like facts.
+    """
+
+    model_config = ConfigDict(frozen=True)
+    entity: str
+    predicate: str | None = None
+
+    def __str__(self) -> str:
+        return f"{self.entity} is a placeholder" if self.predicate is None else f"({self.predicate} {self.entity} ?)"
+
+    @property
+    def pair(self) -> tuple[str, str | None]:
+        return self.entity, self.predicate
+
+
 class Delta(BaseModel):
     """A proposed change with its provenance; applied all or nothing.
 
     `removed_entities` are removed with every fact about them. A proposal names them; the
     delta recorded in the history holds them whole (type and attrs) and lists their facts in
-    `remove`, so that its inverse restores them exactly.
+    `remove`, so that its inverse restores them exactly (and their unknown marks in `known`).
+    `unknown` marks what becomes unknown, `known` what stops being unknown (see `Unknown`).
     """
 
     add: list[Fact] = Field(default_factory=list)
     remove: list[Fact] = Field(default_factory=list)
     new_entities: list[Entity] = Field(default_factory=list)
     removed_entities: list[Entity | str] = Field(default_factory=list)
+    unknown: list[Unknown] = Field(default_factory=list)
+    known: list[Unknown] = Field(default_factory=list)
     source: Source = "user"
     text: str = ""
     model: str | None = None
@@ -96,10 +124,12 @@ class Delta(BaseModel):
         created = {e.name for e in self.new_entities}
         return Delta(add=list(self.remove), remove=[f for f in self.add if created.isdisjoint(f.args)],
                      new_entities=[e for e in self.removed_entities if isinstance(e, Entity)],
-                     removed_entities=sorted(created), source="undo")
+                     removed_entities=sorted(created), unknown=list(self.known),
+                     known=[u for u in self.unknown if u.entity not in created], source="undo")
 
     def is_empty(self) -> bool:
-        return not (self.add or self.remove or self.new_entities or self.removed_entities)
+        return not (self.add or self.remove or self.new_entities or self.removed_entities or self.unknown
+                    or self.known)
 
 
 class Change(BaseModel):

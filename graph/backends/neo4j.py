@@ -4,9 +4,11 @@ Mapping: entities are ``(:Entity {name, type, attrs})`` nodes (``attrs`` as JSON
 are ``true`` node properties named after the predicate, binary facts are relationships typed by
 the predicate, nullary facts are properties of one ``(:World)`` node, and higher arities (and
 numeric functions' values) are ``(:Fact {predicate, args[, value]})`` nodes with ``[:ARG {pos}]``
-edges. The history is ``(:Change {id, time, undo_of, summary})`` nodes, each change's delta in a
-``(:Delta {id, delta})`` node of its own (a record is read whole: the history lists summaries without
-reading a large delta), metadata ``(:Meta {key, value})`` nodes. User data
+edges. Unknown marks are the ``Unknown`` list property of their entity's node (predicate names, ''
+for a placeholder; capitalised, so no predicate can take the name). The history is ``(:Change {id,
+time, undo_of, summary})`` nodes, each change's delta in a ``(:Delta {id, delta})`` node of its own (a
+record is read whole: the history lists summaries without reading a large delta), metadata
+``(:Meta {key, value})`` nodes. User data
 only ever travels as parameters; the only names put into query text are the domain's predicate
 names (checked, backtick-quoted) and this module's own labels.
 
@@ -37,9 +39,9 @@ from neo4j.exceptions import (
 from domains.formula import GroundAtom
 from domains.invariants import Synthesis
 from domains.model import Domain, Problem
-from domains.verify import Issue
+from domains.verify import Issue, Mark
 from graph.base import GraphError, T, Tx, WorldGraph
-from graph.model import Change, Delta, Entity, Fact, summary_json
+from graph.model import Change, Delta, Entity, Fact, Unknown, summary_json
 
 CHUNK = 2000  # rows per UNWIND write
 TIMEOUT = 5.0  # seconds to connect
@@ -103,6 +105,10 @@ ADD_FACTS = ("UNWIND $rows AS r MERGE (f:Fact {predicate: r.p, args: r.j}) SET f
              "UNWIND range(0, size(r.args) - 1) AS i MATCH (e:Entity {name: r.args[i]}) "
              "MERGE (f)-[:ARG {pos: i}]->(e)")
 DEL_FACTS = "UNWIND $rows AS r MATCH (f:Fact {predicate: r.p, args: r.j}) DETACH DELETE f"
+SET_UNKNOWN = ("UNWIND $rows AS r MATCH (n:Entity {name: r.a}) "
+               "SET n.Unknown = [x IN coalesce(n.Unknown, []) WHERE NOT x IN r.drop] + r.add")
+UNKNOWN = ("{match} WHERE n.Unknown IS NOT NULL UNWIND n.Unknown AS p "
+           "RETURN n.name AS name, p ORDER BY name, p")
 DEL_ENTITIES = "UNWIND $rows AS r MATCH (n:Entity {name: r.name}) DETACH DELETE n"
 ADD_CHANGE = ("MERGE (s:Meta {key: 'change_seq'}) ON CREATE SET s.seq = 0 SET s.seq = s.seq + 1 "
               "CREATE (c:Change {id: s.seq, time: $time, undo_of: $undo_of, summary: $summary}) "
@@ -192,6 +198,12 @@ def _facts_of(q: ManagedTransaction, predicates: Collection[str], arity: dict[st
                         {"nullary": by[0], "unary": by[1], "reified": by[3]}))
 
 
+def _unknowns(q: ManagedTransaction, names: Collection[str] | None, lead: str = "") -> list[Mark]:
+    match = "MATCH (n:Entity)" if names is None else "UNWIND $names AS nm MATCH (n:Entity {name: nm})"
+    rows = q.run(lead + UNKNOWN.replace("{match}", match), {"names": list(names or ())})
+    return [(r["name"], r["p"] or None) for r in rows]
+
+
 def _change(r: Any) -> Change:
     return Change(id=r["id"], time=r["time"], undo_of=r["undo_of"],
                   delta=Delta.model_validate_json(r["delta"]))
@@ -279,6 +291,9 @@ class _Neo4jTx(Tx):
         self._lock()
         return _facts_of(self.tx, predicates, _arities(self.graph.domain))
 
+    def unknown(self, names: Collection[str]) -> set[Mark]:
+        return set(_unknowns(self.tx, names, self._lead()))
+
     def write(self, delta: Delta, undo_of: int | None) -> Change:
         domain = self.graph.domain
         arity = _arities(domain)
@@ -323,7 +338,12 @@ class _Neo4jTx(Tx):
                   (SET_PROPS, [{"a": a, "props": p} for a, p in props.items()])]
         writes += [((ADD_EDGES if added else DEL_EDGES).replace("{p}", p), pairs)
                    for (p, added), pairs in sorted(edges.items(), key=lambda kv: kv[0][1])]
+        marks: dict[str, dict[str, list[str]]] = defaultdict(lambda: {"add": [], "drop": []})
+        for key, us in (("drop", delta.known), ("add", delta.unknown)):
+            for u in us:
+                marks[u.entity][key].append(u.predicate or "")
         writes += [(DEL_FACTS, reified[False]), (ADD_FACTS, reified[True]),
+                   (SET_UNKNOWN, [{"a": a, **m} for a, m in marks.items() if a not in gone]),
                    (DEL_ENTITIES, [{"name": n} for n in sorted(gone)])]
         writes = [(q, r) for q, r in writes if r]
 
@@ -482,6 +502,9 @@ class Neo4jGraph(WorldGraph):
     def facts_about(self, names: Collection[str]) -> list[Fact]:
         arity = self._arity()
         return self._read(lambda tx: self._with_values(tx, _facts_about(tx, names, arity)))
+
+    def unknowns(self, names: Collection[str] | None = None) -> list[Unknown]:
+        return [Unknown(entity=e, predicate=p) for e, p in self._read(lambda tx: _unknowns(tx, names))]
 
     def _with_values(self, q: ManagedTransaction, atoms: list[GroundAtom]) -> list[Fact]:
         """Facts for atoms, the values of numeric functions' facts read from their nodes."""

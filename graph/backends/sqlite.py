@@ -11,8 +11,9 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from domains.formula import GroundAtom
+from domains.verify import Mark
 from graph.base import GraphError, T, Tx, WorldGraph
-from graph.model import Change, Delta, Entity, Fact, by_atom, summary_json
+from graph.model import Change, Delta, Entity, Fact, Unknown, by_atom, summary_json
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
@@ -25,6 +26,8 @@ CREATE TABLE IF NOT EXISTS fact_args(
     entity TEXT NOT NULL, fact_id INTEGER NOT NULL, pos INTEGER NOT NULL,
     PRIMARY KEY(entity, fact_id, pos)) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS fact_args_fact ON fact_args(fact_id);
+CREATE TABLE IF NOT EXISTS unknowns(
+    entity TEXT NOT NULL, predicate TEXT NOT NULL, PRIMARY KEY(entity, predicate)) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS changes(
     id INTEGER PRIMARY KEY AUTOINCREMENT, time TEXT NOT NULL, undo_of INTEGER, delta TEXT NOT NULL,
     summary TEXT);
@@ -74,8 +77,16 @@ class _SqliteTx(Tx):
             out += [(p, tuple(json.loads(a))) for p, a in self.db.execute(q, chunk)]
         return out
 
+    def unknown(self, names: Collection[str]) -> set[Mark]:
+        return set(_unknowns(self.db, names))
+
     def write(self, delta: Delta, undo_of: int | None) -> Change:
         db = self.db
+        db.executemany("DELETE FROM unknowns WHERE entity=? AND predicate=?",
+                       [(u.entity, u.predicate or "") for u in delta.known])
+        db.executemany("DELETE FROM unknowns WHERE entity=?", [(n,) for n in delta.removed_names()])
+        db.executemany("INSERT INTO unknowns(entity, predicate) VALUES (?,?)",
+                       [(u.entity, u.predicate or "") for u in delta.unknown])
         db.executemany(
             "INSERT OR IGNORE INTO entities(name, type, attrs) VALUES (?,?,?)",
             [(e.name, e.type, json.dumps(e.attrs)) for e in delta.new_entities],
@@ -127,6 +138,18 @@ def _entities(db: sqlite3.Connection, names: Collection[str] | None) -> list[Ent
             q = f"SELECT name, type, attrs FROM entities WHERE name IN ({','.join('?' * len(chunk))})"
             rows += db.execute(q, chunk).fetchall()
     return [Entity(name=n, type=t, attrs=json.loads(a)) for n, t, a in rows]
+
+
+def _unknowns(db: sqlite3.Connection, names: Collection[str] | None) -> list[Mark]:
+    """Unknown marks ('' stored for a placeholder's None), sorted."""
+    q = "SELECT entity, predicate FROM unknowns"
+    if names is None:
+        rows = db.execute(q).fetchall()
+    else:
+        rows = []
+        for chunk in _chunks(list(names)):
+            rows += db.execute(f"{q} WHERE entity IN ({','.join('?' * len(chunk))})", chunk).fetchall()
+    return [(e, p or None) for e, p in sorted(rows)]
 
 
 def _facts_about(db: sqlite3.Connection, names: Collection[str]) -> list[Fact]:
@@ -224,6 +247,9 @@ class SqliteGraph(WorldGraph):
     def facts_about(self, names: Collection[str]) -> list[Fact]:
         return _facts_about(self.reader, names)
 
+    def unknowns(self, names: Collection[str] | None = None) -> list[Unknown]:
+        return [Unknown(entity=e, predicate=p) for e, p in _unknowns(self.reader, names)]
+
     def snapshot(self) -> tuple[dict[str, str], list[GroundAtom], dict[GroundAtom, float]]:
         with self._tx("DEFERRED") as db:  # one read snapshot for both tables
             types = dict(db.execute("SELECT name, type FROM entities ORDER BY name"))
@@ -259,7 +285,7 @@ class SqliteGraph(WorldGraph):
 
     def clear(self) -> None:
         with self._tx() as db:
-            for t in ("meta", "entities", "facts", "fact_args", "changes"):
+            for t in ("meta", "entities", "facts", "fact_args", "unknowns", "changes"):
                 db.execute(f"DELETE FROM {t}")
         self.__dict__.pop("domain", None)
 
