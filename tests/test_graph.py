@@ -107,6 +107,15 @@ def test_sqlite_store_made_before_summaries_lists_its_history(world: WorldGraph)
     assert len(reopened.changes(limit=None)) == 2 and reopened.changes(limit=None)[1].sizes["add"] > PREVIEW
 
 
+def test_sqlite_closes_the_readers_of_ended_threads(world: WorldGraph) -> None:
+    for _ in range(5):  # the API starts a thread per job: each reads through a connection of its own
+        t = threading.Thread(target=world.entities)
+        t.start()
+        t.join()
+    world.entities()
+    assert len(world._readers) <= 2  # type: ignore[attr-defined]  # the last thread's, if not yet closed, and ours
+
+
 def test_unary_binary_and_new_entities(graph: WorldGraph) -> None:
     graph.apply(Delta(
         new_entities=[Entity(name="green_mug", type="cup", attrs={"colour": "green"})],

@@ -173,9 +173,10 @@ class SqliteGraph(WorldGraph):
         self.url = f"sqlite:{self.path}"
         if not self.path.parent.is_dir():
             raise GraphError(f"cannot create {self.path}: folder {self.path.parent} does not exist")
-        self._writing = threading.Lock()  # one write transaction at a time on `db`
+        self._writing = threading.RLock()  # one write transaction at a time on `db`
         self._local = threading.local()  # each thread's reader
-        self._readers: list[sqlite3.Connection] = []
+        self._readers: dict[int | None, sqlite3.Connection] = {}  # by thread id, to close them
+        self._opening = threading.Lock()  # guards _readers
         try:
             self.db = self._connect()  # the writes' connection
             self.db.execute("PRAGMA journal_mode=WAL")
@@ -195,10 +196,14 @@ class SqliteGraph(WorldGraph):
 
     @property
     def reader(self) -> sqlite3.Connection:
-        """This thread's connection for reads."""
+        """This thread's connection for reads (those of threads that have ended are closed)."""
         if (db := getattr(self._local, "db", None)) is None:
             db = self._local.db = self._connect()
-            self._readers.append(db)
+            with self._opening:
+                me, alive = threading.get_ident(), {t.ident for t in threading.enumerate()}
+                for ident in [i for i in self._readers if i == me or i not in alive]:
+                    self._readers.pop(ident).close()
+                self._readers[me] = db
         return db
 
     @contextmanager
@@ -290,6 +295,6 @@ class SqliteGraph(WorldGraph):
         self.__dict__.pop("domain", None)
 
     def close(self) -> None:
-        for db in [self.db, *self._readers]:
+        for db in [self.db, *self._readers.values()]:
             db.close()
 
