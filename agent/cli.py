@@ -34,7 +34,7 @@ app = typer.Typer(help=__doc__, no_args_is_help=True, pretty_exceptions_enable=F
 out = Console()
 err = Console(stderr=True)
 STATE: dict[str, Any] = {"store": None, "llm": {}}
-BENCHMARKS = ("graph_ops", "planning", "l3mp", "api", "twx")  # modules of benchmarks/ with a main(argv)
+BENCHMARKS = ("graph_ops", "planning", "l3mp", "api", "twx", "textworld")  # modules of benchmarks/ with a main(argv)
 EXPECTED = (GraphError, PDDLError, FileNotFoundError, ValidationError, json.JSONDecodeError)
 
 

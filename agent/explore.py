@@ -14,7 +14,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from agent.core import Agent
-from agent.environments import CoinSensor, CookingSensor, Environment, Observation
+from agent.environments import (
+    CoinSensor,
+    CookingSensor,
+    Environment,
+    Observation,
+    TextWorldCoinSensor,
+    TextWorldCookingSensor,
+    TextWorldSensor,
+)
 from agent.llm import LLM
 from domains.model import Domain, Problem, resolve_domain
 from graph.base import ChangeRefused
@@ -22,9 +30,10 @@ from graph.model import Change, Delta
 from planners.state import Step
 
 # game -> (domain, sensor factory)
-SENSORS: dict[str, tuple[str, Callable[[], CoinSensor | CookingSensor]]] = {
+SENSORS: dict[str, tuple[str, Callable[[], CoinSensor | CookingSensor | TextWorldSensor]]] = {
     "coin": ("coin_collector", CoinSensor), "cooking-easy": ("cooking", CookingSensor),
-    "cooking-hard": ("cooking", CookingSensor)}
+    "cooking-hard": ("cooking", CookingSensor), "textworld-coin": ("coin_collector", TextWorldCoinSensor),
+    "textworld-cooking": ("textworld_cooking", TextWorldCookingSensor)}
 
 
 @dataclass
@@ -106,7 +115,7 @@ def explore(env: Environment, game: str, seed: int, planner: str | None = None,
             step = plan.pop(0)
             added, removed = agent.effects([step])[0]
             expected = set(added) | set(removed)
-            action = action_text(step, cfg["actions"])
+            action = action_text(step, cfg[env.commands])
             if action not in obs.admissible:
                 ep.invalid += 1
             show(f"action {ep.steps + 1}: {action}")
@@ -118,7 +127,8 @@ def explore(env: Environment, game: str, seed: int, planner: str | None = None,
     return ep
 
 
-def start(agent: Agent, domain: Domain, sensor: CoinSensor | CookingSensor, obs: Observation) -> None:
+def start(agent: Agent, domain: Domain, sensor: CoinSensor | CookingSensor | TextWorldSensor,
+          obs: Observation) -> None:
     """Initialise the graph with what the sensor knows beforehand and sees first (the invariants are
     derived for that state, as for any open-world domain: see graph.base._start)."""
     delta = sensor.delta(set(sensor.facts), set(sensor.objects), None, obs)

@@ -282,6 +282,10 @@ class _Watched:
     def budget(self) -> int:
         return self.env.budget
 
+    @property
+    def commands(self) -> str:
+        return self.env.commands
+
     def reset(self, seed: int) -> Observation:
         obs = self.env.reset(seed)
         self.oracle.reset(obs)

@@ -3,7 +3,10 @@
 Reports success with a 95% Wilson interval, steps among successes, the omniscient optimum for the same
 seeds (Coin Collector: the shortest path on the whole map; Cooking World: TWX's gold path, which may
 not be the shortest), invalid actions per episode, replans and planner time; in LLM mode also LLM calls,
-tokens and refused edits per episode.
+tokens and refused edits per episode. For Coin Collector also, with the coin in any room alike, the mean
+optimum and a lower bound on the mean steps of an explorer that knows the map but not the coin's room
+(`explorer_bound`): what the ratio to the optimum can be at best; with --coin-anywhere the agent's own
+mean on the same maps, the coin in each room in turn.
 
     kgplan bench twx --game coin --mode sensor --seeds 10-59 --json results/twx-coin.json
     kgplan bench twx --game coin --mode llm --llm oracle --seeds 10-59
@@ -15,14 +18,19 @@ by the sensor, to check the PDDL-edit path loses nothing; `--llm openai` uses th
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import math
 import statistics
-from dataclasses import asdict
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 from rich.table import Table
 
+from agent.environments import DIRECTIONS, TWX_GAMES, Observation, Room, shortest
+from agent.explore import Episode
 from benchmarks import console as bench_console
 
 
@@ -56,10 +64,8 @@ def fmt(x: float | None) -> str:
     return "-" if x is None else f"{x:.2f}"
 
 
-def summary(game: str, episodes: list, counted: list[int] | None = None) -> dict:
-    """The measurements over episodes; `counted`: LLM mode's prompt tokens per episode, counted offline."""
+def summary(game: str, episodes: list) -> dict:
     n, wins = len(episodes), [e for e in episodes if e.success]
-    calls = sum(e.llm_calls for e in episodes)
     lo, hi = wilson(len(wins), n)
     steps, gold = mean([e.steps for e in wins]), mean([e.optimal for e in wins])
     return {"game": game, "episodes": n, "success_rate": len(wins) / n if n else 0.0, "wilson_95": [lo, hi],
@@ -68,17 +74,53 @@ def summary(game: str, episodes: list, counted: list[int] | None = None) -> dict
             "invalid_actions_per_episode": mean([e.invalid for e in episodes]),
             "replans_per_episode": mean([e.replans for e in episodes]),
             "planner_seconds_per_episode": mean([e.planner_seconds for e in episodes]),
-            "llm_calls_per_episode": mean([e.llm_calls for e in episodes]),
-            "prompt_tokens_per_episode": mean([e.prompt_tokens for e in episodes]),
-            "completion_tokens_per_episode": mean([e.completion_tokens for e in episodes]),
-            "refused_edits_per_episode": mean([e.refused_edits for e in episodes]),
-            "prompt_tokens_o200k_per_episode": mean(counted) if counted else None,
-            "prompt_tokens_o200k_per_call": sum(counted) / calls if counted and calls else None,
             "pddlego_gpt4_reference": {"coin": "78% success, 7.8 steps", "cooking-easy": "98%",
                                        "cooking-hard": "46%"}.get(game)}
 
 
-def plot(game: str, episodes: list, path: Path, mode: str = "sensor") -> None:
+def llm_figures(episodes: list, counted: list[int]) -> dict[str, float | None]:
+    """LLM mode's measurements; `counted`: the prompt tokens of each episode, counted offline (o200k)."""
+    calls = sum(e.llm_calls for e in episodes)
+    return {"llm_calls_per_episode": mean([e.llm_calls for e in episodes]),
+            "prompt_tokens_per_episode": mean([e.prompt_tokens for e in episodes]),
+            "completion_tokens_per_episode": mean([e.completion_tokens for e in episodes]),
+            "refused_edits_per_episode": mean([e.refused_edits for e in episodes]),
+            "prompt_tokens_o200k_per_episode": mean(counted) if counted else None,
+            "prompt_tokens_o200k_per_call": sum(counted) / calls if counted and calls else None}
+
+
+def explorer_bound(exits: dict[Room, dict[Room, int]], start: Room = (0, 0)) -> tuple[float, float]:
+    """Coin Collector, the coin in any room alike: (the mean omniscient optimum, a lower bound on the mean
+    steps of the best explorer that knows the whole map but not the coin's room). That explorer visits the
+    rooms in the order of least total arrival time (minimum latency, by dynamic programming over the sets
+    of visited rooms); the bound counts a door's opening only on the way into a new room, so it is below
+    what any explorer, and one without the map all the more, can expect."""
+    rooms = sorted(exits)
+    at = {r: i for i, r in enumerate(rooms)}
+    near = [[(at[b], c) for b, c in exits[r].items()] for r in rooms]
+    n = len(rooms)
+
+    @functools.cache
+    def latency(visited: int, here: int) -> int:
+        """The least sum of the arrival times of the rooms not yet visited."""
+        left = n - visited.bit_count()
+        if not left:
+            return 0
+        inside, todo = {here: 0}, [here]  # unit steps between visited rooms (their doors may still be shut)
+        for x in todo:
+            for y, _ in near[x]:
+                if visited >> y & 1 and y not in inside:
+                    inside[y] = inside[x] + 1
+                    todo.append(y)
+        return min((d + c) * left + latency(visited | 1 << y, y)
+                   for x, d in inside.items() for y, c in near[x] if not visited >> y & 1)
+
+    dist = shortest(exits, start)
+    return statistics.fmean(d + 1 for d in dist.values()), (latency(1 << at[start], at[start]) + n) / n
+
+
+def plot(title: str, episodes: list, path: Path) -> None:
+    """A PNG of the agent's steps per seed (green: success, red: failure) against the optimum."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -92,43 +134,146 @@ def plot(game: str, episodes: list, path: Path, mode: str = "sensor") -> None:
     ax.plot(seeds, [e.optimal for e in episodes], "k.", label="omniscient optimum")
     ax.set_xlabel("seed")
     ax.set_ylabel("steps")
-    ax.set_title(f"TextWorld-Express {game}, {mode} mode")
+    ax.set_title(title)
     ax.legend()
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
 
 
+def arguments(prog: str, doc: str | None, games: list[str]) -> argparse.ArgumentParser:
+    """The options every exploration benchmark takes."""
+    ap = argparse.ArgumentParser(prog=prog, description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--game", choices=games, default=games[0])
+    ap.add_argument("--seeds", type=seed_range, default=seed_range("0-9"),
+                    help="seeds, e.g. 10-59 (0-9 are for development)")
+    ap.add_argument("--planner", default=None, help="fd, fd-opt or symk-opt (default: the domain's)")
+    ap.add_argument("--json", type=Path, default=None, help="write the summary and episodes here")
+    ap.add_argument("--plot", type=Path, default=None, help="PNG of steps per seed (default results/NAME-GAME.png)")
+    return ap
+
+
+# figures of `run`'s `extra` shown in its table, with their column titles (the others go to the JSON only)
+COLUMNS = {"opt_anywhere": "optimum, coin anywhere", "bound_anywhere": "explorer bound",
+           "bound_ratio": "bound/optimum", "agent_anywhere": "agent, coin anywhere", "agent_ratio": "agent/optimum",
+           "llm_calls_per_episode": "LLM calls/ep", "prompt_tokens_per_episode": "prompt tokens/ep",
+           "prompt_tokens_o200k_per_call": "prompt tokens/call (o200k)", "refused_edits_per_episode": "refused/ep",
+           "min_precision": "min precision", "min_recall": "min recall"}
+
+
+def run(args: argparse.Namespace, title: str, png: Path, play: Callable[[int], Any],
+        extra: Callable[[list], dict[str, float | None]] = lambda _: {}) -> int:
+    """Play each seed (`play(seed)` -> an Episode), print a line per episode and the summary table (with
+    `extra`'s figures named in COLUMNS as more columns), write the JSON after every episode and the PNG at
+    the end."""
+    out = bench_console()
+    episodes = []
+    for seed in args.seeds:
+        ep = play(seed)
+        episodes.append(ep)
+        out.print(f"seed {seed}: {'success' if ep.success else 'FAILURE (' + ep.reason + ')'} in {ep.steps} "
+                  f"steps (optimum {ep.optimal}), {ep.replans} replans, {ep.planner_seconds:.1f}s planning"
+                  + (f", {ep.llm_calls} LLM calls, {ep.refused_edits} refused edits" if ep.llm_calls else ""))
+        if args.json:  # after every episode: nothing lost if the run is cut short
+            args.json.parent.mkdir(parents=True, exist_ok=True)
+            args.json.write_text(json.dumps({**summary(args.game, episodes), **extra(episodes), "seeds": args.seeds,
+                                             "episodes": [asdict(e) for e in episodes]}, indent=1))
+    s, more = summary(args.game, episodes), extra(episodes)
+    more = {name: more[key] for key, name in COLUMNS.items() if key in more}
+    table = Table(title=f"{title}, seeds {args.seeds[0]}-{args.seeds[-1]}")
+    for col in ("success", "95% Wilson", "steps (successes)", "optimal steps", "ratio", "invalid/ep",
+                "replans/ep", "planner s/ep", *more):
+        table.add_column(col, justify="right")
+    table.add_row(f"{s['success_rate']:.0%}", f"{s['wilson_95'][0]:.0%}-{s['wilson_95'][1]:.0%}",
+                  fmt(s["mean_steps_success"]), fmt(s["mean_optimal_steps"]), fmt(s["steps_over_optimal"]),
+                  fmt(s["invalid_actions_per_episode"]), fmt(s["replans_per_episode"]),
+                  fmt(s["planner_seconds_per_episode"]), *map(fmt, more.values()))
+    out.print(table)
+    png = args.plot or png
+    plot(title, episodes, png)
+    out.print(f"plot: {png}")
+    if args.json:
+        out.print(f"json: {args.json}")
+    return 0
+
+
+@dataclass
+class CoinEpisode(Episode):
+    """A Coin Collector episode with what its map allows, the coin in any room alike (see `explorer_bound`),
+    and with --coin-anywhere the agent's own mean steps on that map over the coin's rooms (else 0)."""
+
+    mean_optimum_any_room: float = 0.0
+    explorer_bound: float = 0.0
+    agent_any_room: float = 0.0
+
+
+def coin_bounds(episodes: list[CoinEpisode]) -> dict[str, float | None]:
+    """The means over the seeds of `explorer_bound`'s two figures (the optimum and the explorer's bound,
+    the coin in any room alike), their ratio, and the agent's own where measured."""
+    opt, bound = sum(e.mean_optimum_any_room for e in episodes), sum(e.explorer_bound for e in episodes)
+    agent = sum(e.agent_any_room for e in episodes)
+    return {"opt_anywhere": opt / len(episodes), "bound_anywhere": bound / len(episodes), "bound_ratio": bound / opt,
+            **({"agent_anywhere": agent / len(episodes), "agent_ratio": agent / opt} if agent else {})}
+
+
+class CoinReplica:
+    """A walked Coin Collector map (`TextWorldExpress.coin_map`) played again with the coin in a room of
+    one's choosing, answering the moves, door openings and take as TWX does (admissible commands only)."""
+
+    budget, commands = TWX_GAMES["coin"][2], "actions"
+
+    def __init__(self, exits: dict[Room, dict[Room, int]], coin: Room) -> None:
+        self.exits, self.coin = exits, coin
+
+    def optimum(self, seed: int) -> int:
+        return shortest(self.exits, (0, 0))[self.coin] + 1
+
+    def reset(self, seed: int) -> Observation:
+        self.pos, self.opened, self.won = (0, 0), set(), False
+        return self._observation()
+
+    def step(self, action: str) -> Observation:
+        verb, d = action.split()[0], action.split()[-1]
+        there = (self.pos[0] + DIRECTIONS[d][0], self.pos[1] + DIRECTIONS[d][1]) if d in DIRECTIONS else None
+        if verb == "open" and there in self.exits[self.pos]:
+            self.opened.add(frozenset((self.pos, there)))
+        elif verb == "move" and there in self.exits[self.pos] and not self._shut(there):
+            self.pos = there
+        elif action == "take coin" and self.pos == self.coin:
+            self.won = True
+        return self._observation()
+
+    def _shut(self, there: Room) -> bool:
+        return self.exits[self.pos][there] == 2 and frozenset((self.pos, there)) not in self.opened
+
+    def _observation(self) -> Observation:
+        moves = {d: (self.pos[0] + dx, self.pos[1] + dy) for d, (dx, dy) in DIRECTIONS.items()}
+        admissible = [f"move {d}" for d, nb in moves.items() if nb in self.exits[self.pos]]
+        admissible += [f"open door to {d}" for d, nb in moves.items() if nb in self.exits[self.pos] and self._shut(nb)]
+        admissible += ["take coin"] if self.pos == self.coin and not self.won else []
+        return Observation("", sorted(admissible), float(self.won), self.won, self.won)
+
+
 def main(argv: list[str] | None = None) -> int:
-    from agent.environments import TWX_GAMES, TextWorldExpress, TWXUnavailable
+    from agent.environments import TextWorldExpress, TWXUnavailable
     from agent.explore import SENSORS, explore
     from agent.llm import LLM, LLMConfig, OpenAIClient
     from agent.pddl_edit import SensorOracleLLM
     from benchmarks.l3mp import Counting
 
-    ap = argparse.ArgumentParser(prog="kgplan bench twx", description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--game", choices=sorted(TWX_GAMES), default="coin")
+    ap = arguments("kgplan bench twx", __doc__, sorted(TWX_GAMES))
     ap.add_argument("--mode", choices=["sensor", "llm"], default="sensor",
                     help="sensor: structured outputs only; llm: an LLM edits the problem from the prose (PDDL-edit)")
     ap.add_argument("--llm", choices=["oracle", "openai"], default="openai",
                     help="LLM mode: oracle (true edits from the sensor, a check device) or openai (KGPLAN_LLM_*)")
-    ap.add_argument("--seeds", type=seed_range, default=seed_range("0-9"),
-                    help="seeds, e.g. 10-59 (0-9 are for development)")
-    ap.add_argument("--planner", default=None, help="fd, fd-opt or symk-opt (default: the domain's)")
-    ap.add_argument("--json", type=Path, default=None, help="write the summary and episodes here")
-    ap.add_argument("--plot", type=Path, default=None, help="PNG of steps per seed (default results/twx-GAME.png)")
+    ap.add_argument("--coin-anywhere", action="store_true",
+                    help="coin: also play each seed's map again with the coin in every room (CoinReplica)")
     args = ap.parse_args(argv)
-    out = bench_console()
-    if args.game not in SENSORS:
-        out.print(f"[red]error:[/red] no sensor for {args.game} yet: only {', '.join(SENSORS)}")
-        return 2
     try:
-        env = TextWorldExpress(args.game)
+        twx = env = TextWorldExpress(args.game)
     except TWXUnavailable as e:
-        out.print(f"[red]error:[/red] {e}")
+        bench_console().print(f"[red]error:[/red] {e}")
         return 2
-    episodes, counted = [], []
     llm: LLM | None = None
     if args.mode == "llm" and args.llm == "oracle":
         llm = SensorOracleLLM(SENSORS[args.game][1])
@@ -136,43 +281,30 @@ def main(argv: list[str] | None = None) -> int:
     elif args.mode == "llm":
         llm = OpenAIClient(LLMConfig.from_env())
     counter = Counting(llm) if llm else None  # prompt tokens (messages only) counted with o200k
+    counted: list[int] = []
+
+    def play(seed: int) -> Episode:
+        before = sum(counter.counted) if counter else 0
+        ep = explore(env, args.game, seed, planner=args.planner, llm=counter)
+        counted.extend([sum(counter.counted) - before] if counter else [])
+        if args.game != "coin":
+            return ep
+        exits, _ = twx.coin_map(seed)
+        optimum, bound = explorer_bound(exits)
+        agent = statistics.fmean(explore(CoinReplica(exits, room), "coin", seed, planner=args.planner).steps
+                                 for room in exits) if args.coin_anywhere else 0.0
+        return CoinEpisode(**asdict(ep), mean_optimum_any_room=optimum, explorer_bound=bound, agent_any_room=agent)
+
+    def extra(episodes: list) -> dict[str, float | None]:
+        return {**(coin_bounds(episodes) if args.game == "coin" else {}),
+                **(llm_figures(episodes, counted) if llm else {})}
+
+    mode = args.mode + (f" ({args.llm})" if llm else "")
     try:
-        for seed in args.seeds:
-            before = sum(counter.counted) if counter else 0
-            ep = explore(env, args.game, seed, planner=args.planner, llm=counter)
-            counted += [sum(counter.counted) - before] if counter else []
-            episodes.append(ep)
-            out.print(f"seed {seed}: {'success' if ep.success else 'FAILURE (' + ep.reason + ')'} in {ep.steps} "
-                      f"steps (optimum {ep.optimal}), {ep.replans} replans, {ep.planner_seconds:.1f}s planning"
-                      + (f", {ep.llm_calls} LLM calls, {ep.refused_edits} refused edits" if llm else ""))
-            if args.json:  # after every episode: nothing lost if the run is cut short
-                args.json.parent.mkdir(parents=True, exist_ok=True)
-                args.json.write_text(json.dumps({**summary(args.game, episodes, counted), "seeds": args.seeds,
-                                                 "episodes": [asdict(e) for e in episodes]}, indent=1))
+        return run(args, f"TWX {args.game}, {mode} mode", Path(f"results/twx-{args.game}-{args.mode}.png"), play,
+                   extra)
     finally:
         env.close()
-    s = summary(args.game, episodes, counted)
-    mode = args.mode + (f" ({args.llm})" if llm else "")
-    table = Table(title=f"TWX {args.game}, {mode} mode, seeds {args.seeds[0]}-{args.seeds[-1]}")
-    cols = ["success", "95% Wilson", "steps (successes)", "optimal steps", "ratio", "invalid/ep", "replans/ep",
-            "planner s/ep"] + (["LLM calls/ep", "tokens/ep", "prompt tokens/call (o200k)", "refused edits/ep"]
-                               if llm else [])
-    for col in cols:
-        table.add_column(col, justify="right")
-    tokens = (s["prompt_tokens_per_episode"] or 0) + (s["completion_tokens_per_episode"] or 0)
-    table.add_row(f"{s['success_rate']:.0%}", f"{s['wilson_95'][0]:.0%}-{s['wilson_95'][1]:.0%}",
-                  fmt(s["mean_steps_success"]), fmt(s["mean_optimal_steps"]), fmt(s["steps_over_optimal"]),
-                  fmt(s["invalid_actions_per_episode"]), fmt(s["replans_per_episode"]),
-                  fmt(s["planner_seconds_per_episode"]),
-                  *([fmt(s["llm_calls_per_episode"]), fmt(tokens), fmt(s["prompt_tokens_o200k_per_call"]),
-                     fmt(s["refused_edits_per_episode"])] if llm else []))
-    out.print(table)
-    png = args.plot or Path(f"results/twx-{args.game}-{args.mode}.png")
-    plot(args.game, episodes, png, mode)
-    out.print(f"plot: {png}")
-    if args.json:
-        out.print(f"json: {args.json}")
-    return 0
 
 
 if __name__ == "__main__":

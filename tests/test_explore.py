@@ -131,6 +131,8 @@ def test_cooking_placeholder_room_is_merged_when_entered(tmp_path):
 class TwoRooms:
     """A kitchen with a closed door east to a pantry that holds the coin (no TextWorld-Express needed)."""
 
+    commands = "actions"  # TextWorld-Express's commands
+
     def __init__(self, budget: int = 10, door: bool = False) -> None:
         self.budget, self.door = budget, door
 
