@@ -195,10 +195,17 @@ def create_app(agent: Agent, token: str | None = None) -> FastAPI:
 
     @app.get("/api/history", responses=errors)
     def history(limit: int = Query(50, ge=1, le=10_000),
-                facts: int = Query(1000, ge=0, le=1_000_000, description="At most this many facts (and new "
-                                   "entities) of each kind per change; `sizes` gives the totals")) -> list[ChangeOut]:
-        """The newest changes first, with provenance (source, sentence, model, tokens) and what each changed."""
-        return do_history(agent, limit, facts)
+                before: int | None = Query(None, description="Only changes with smaller ids (the next page)")
+                ) -> list[ChangeOut]:
+        """The newest changes first, with provenance (source, sentence, model, tokens) and the first few items of
+        what each changed (`sizes` gives the totals; GET /api/history/{change_id} pages through the rest)."""
+        return do_history(agent, limit, before)
+
+    @app.get("/api/history/{change_id}", responses=errors)
+    def change(change_id: int, offset: int = Query(0, ge=0),
+               limit: int = Query(1000, ge=1, le=100_000, description="Items of each list")) -> ChangeOut:
+        """One change with items [offset, offset + limit) of each list of what it changed."""
+        return change_out(agent.diff(change_id, offset, limit))
 
     @app.post("/api/changes", **write)
     def changes(body: ChangeIn) -> ChangeOut:

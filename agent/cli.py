@@ -347,11 +347,10 @@ def history(limit: Annotated[int, typer.Option(help="Show the newest N changes."
     def go() -> None:
         with agent() as a:
             t = Table("id", "time (UTC)", "source", "text", "+", "-", "new", "undo of")
-            for c in a.history(limit):
-                d = c.delta
+            for c in reversed(a.history(limit)):
+                d, n = c.delta, c.sizes
                 t.add_row(str(c.id), c.time.strftime("%Y-%m-%d %H:%M:%S"), d.source, d.text[:60],
-                          str(len(d.add)), str(len(d.remove)), str(len(d.new_entities)),
-                          str(c.undo_of or ""))
+                          str(n["add"]), str(n["remove"]), str(n["new_entities"]), str(c.undo_of or ""))
             out.print(t)
 
     run_guarded(go)

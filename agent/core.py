@@ -1,16 +1,16 @@
 """The Agent: every operation a user has on the world graph, in one object.
 
 The CLI, the demo, the HTTP API and the MCP server all call it; none of them holds agent logic.
-Operations take a lock, so one Agent can serve several threads (the API's worker pool).
+One Agent serves several threads (the API's worker pool): operations that change the graph take one lock
+(they are serialised, and each change is verified in its store transaction); reads take none, so they never
+wait behind a plan or an LLM call.
 """
 
 from __future__ import annotations
 
 import json
 import threading
-import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING, Any
 from domains.invariants import Mined, MutexGroup, Synthesis
 from domains.model import Domain, Problem, resolve_domain
 from domains.verify import Issue
-from graph.base import ChangeRefused, GraphError, WorldGraph, atom_of, fact_of
-from graph.model import Change, Delta, Entity, Fact, Unknown
+from graph.base import ChangeRefused, GraphError, WorldGraph
+from graph.model import Change, ChangeSlice, Delta, Entity, Fact, Unknown
 from graph.store import open_graph
 from planners.solve import ENGINES
 
@@ -34,7 +34,6 @@ if TYPE_CHECKING:
     from planners.execute import Execution
 
 Progress = Callable[[str], None]
-ENTITIES_TTL_S = 10.0  # how long the entity list is reused (counting the graph's entities costs seconds in Neo4j)
 Planner = StrEnum("Planner", {name: name for name in ENGINES})  # the planners one can choose
 
 
@@ -81,22 +80,13 @@ class Agent:
     def __init__(self, store: str | WorldGraph | None = None, domain: str | Path | None = None,
                  llm: LLM | LLMConfig | None = None) -> None:
         self.graph: WorldGraph = store if isinstance(store, WorldGraph) else open_graph(store)
-        self.lock = threading.RLock()
+        self.writes = threading.RLock()  # held by every operation that may change the graph
         self._llm = llm
-        self._entities: tuple[float, list[Entity]] | None = None  # (when, all entities): seconds to read at 100k
+        # the entity list (seconds to read at 100k entities) and the newest change it was read after
+        self._entities: tuple[tuple[int, str] | None, list[Entity]] | None = None
         if domain is not None and not self.initialised:
-            with self.writing():
+            with self.writes:
                 self.graph.init(resolve_domain(domain))
-
-    @contextmanager
-    def writing(self) -> Iterator[None]:
-        """The lock, for an operation that may change the graph (it drops the cached entity list)."""
-        with self.lock:
-            self._entities = None
-            try:
-                yield
-            finally:
-                self._entities = None
 
     def close(self) -> None:
         self.graph.close()
@@ -132,8 +122,7 @@ class Agent:
         llm = self._llm or LLMConfig.from_env()
         config = llm if isinstance(llm, LLMConfig) else getattr(llm, "config", None)
         model = config.model if config else getattr(llm, "model", type(llm).__name__)
-        with self.lock:
-            domain = self.domain.name if self.initialised else None
+        domain = self.domain.name if self.initialised else None
         return {"store": self.graph.url, "domain": domain,
                 "llm": {"model": model, "base_url": config.base_url if config else None}}
 
@@ -143,19 +132,20 @@ class Agent:
         invariants were derived for its initial state and which dropped."""
         dom = resolve_domain(domain)
         prob = Problem.parse(problem.read_text(), str(problem)) if problem else None
-        with self.writing():
+        with self.writes:
             return self.graph.init(dom, force=force, problem=prob)
 
     # ---- reading ------------------------------------------------------------------------------
     def entities(self, type: str | None = None, search: str | None = None) -> list[Entity]:
         """Entities, optionally of a type (subtypes included) and/or whose name, type or attributes
         contain `search` (case-insensitive)."""
-        with self.lock:
-            # this Agent's writes drop the cached list; another process's show within ENTITIES_TTL_S
-            if self._entities is None or time.monotonic() - self._entities[0] > ENTITIES_TTL_S:
-                self._entities = (time.monotonic(), self.graph.entities())
-            ents = self._entities[1]
-            dom = self.domain if type else None
+        newest = self.graph.changes(1)  # any change, by any process, makes the cached list stale
+        version = (newest[0].id, newest[0].time.isoformat()) if newest else None
+        cached = self._entities
+        if cached is None or cached[0] != version:
+            cached = self._entities = (version, self.graph.entities())
+        ents = cached[1]
+        dom = self.domain if type else None
         if dom is not None:
             if type not in dom.types and type != "object":
                 raise GraphError(f"unknown type {type!r}")
@@ -170,8 +160,7 @@ class Agent:
         """An entity and its neighbourhood within `depth` fact hops."""
         if depth < 0:
             raise GraphError("depth must be 0 or more")
-        with self.lock:
-            ents, facts = self.graph.neighborhood([name], depth)
+        ents, facts = self.graph.neighborhood([name], depth)
         found = [e for e in ents if e.name == name]
         if not found:
             raise NotFound(f"no entity named {name!r}")
@@ -179,10 +168,9 @@ class Agent:
 
     def facts(self, predicate: str | None = None, entity: str | None = None, search: str | None = None) -> list[Fact]:
         """Facts, optionally of one predicate, mentioning one entity, or whose text contains `search`."""
-        with self.lock:
-            if predicate and predicate not in self.domain.predicates:
-                raise GraphError(f"unknown predicate {predicate!r}")
-            facts = self.graph.facts(predicate, entity)
+        if predicate and predicate not in self.domain.predicates:
+            raise GraphError(f"unknown predicate {predicate!r}")
+        facts = self.graph.facts(predicate, entity)
         if search:
             s = search.lower()
             facts = [f for f in facts if s in str(f).lower()]
@@ -191,43 +179,44 @@ class Agent:
     def unknowns(self, names: Iterable[str] | None = None) -> list[Unknown]:
         """What the graph marks unknown (placeholders, facts of a predicate not known for an entity),
         about every entity or those named."""
-        with self.lock:
-            return self.graph.unknowns(None if names is None else list(names))
+        return self.graph.unknowns(None if names is None else list(names))
 
-    def history(self, limit: int | None = None) -> list[Change]:
-        with self.lock:
-            return self.graph.history(limit)
+    def history(self, limit: int | None = 50, before: int | None = None) -> list[ChangeSlice]:
+        """The newest `limit` changes (all if None) with ids below `before`, newest first, each with its
+        provenance and the first few items of each list of its delta (`sizes` gives the totals)."""
+        return self.graph.changes(limit, before)
+
+    def diff(self, change_id: int, offset: int = 0, limit: int | None = 1000) -> ChangeSlice:
+        """One change with items [offset, offset + limit) of each list of its delta."""
+        if (c := self.graph.change_slice(change_id, offset, limit)) is None:
+            raise NotFound(f"no change with id {change_id}")
+        return c
 
     def count(self) -> tuple[int, int]:
-        with self.lock:
-            return self.graph.count()
+        return self.graph.count()
 
     def export_pddl(self) -> str:
-        with self.lock:
-            return self.graph.to_problem()
+        return self.graph.to_problem()
 
     # ---- rules ---------------------------------------------------------------------------------
     def invariants(self) -> list[MutexGroup]:
         """The invariants verification enforces (derived, declared or mined)."""
-        with self.lock:
-            return list(self.domain.invariants)
+        return list(self.domain.invariants)
 
     def suggest_invariants(self) -> Mined:
         """Invariants the graph satisfies for predicates no action changes, not yet enforced."""
-        with self.lock:
-            return self.graph.suggest_invariants()
+        return self.graph.suggest_invariants()
 
     def accept_invariants(self, groups: Iterable[MutexGroup]) -> None:
         """Enforce mined invariants from now on (ChangeRefused if the graph violates one)."""
-        with self.lock:
+        with self.writes:
             self.graph.accept_invariants(groups)
 
     def check(self) -> list[Issue]:
         """Every typing and invariant violation in the whole graph (an independent check)."""
         from graph.check import check_graph
 
-        with self.lock:
-            return check_graph(self.graph)
+        return check_graph(self.graph)
 
     # ---- changing -----------------------------------------------------------------------------
     def change(self, add: Iterable[str | Fact] = (), remove: Iterable[str | Fact] = (), note: str = "",
@@ -242,7 +231,7 @@ class Agent:
                       source="user", text=note)
         if delta.is_empty():
             raise GraphError("the change is empty: give facts to add or remove")
-        with self.writing():
+        with self.writes:
             if not dry_run:
                 return self.graph.apply(delta)
             if issues := self.graph.check(delta):
@@ -251,12 +240,12 @@ class Agent:
 
     def observe(self, deltas: Iterable[Delta]) -> list[Change]:
         """Apply sensor observations, each verified and applied as one change (stops at a refused one)."""
-        with self.writing():
+        with self.writes:
             return [self.graph.apply(d) for d in deltas]
 
     def undo(self, change_id: int) -> Change:
         """Apply the inverse of a change as a new change."""
-        with self.writing():
+        with self.writes:
             if self.graph.in_transaction(lambda tx: tx.change(change_id)) is None:
                 raise NotFound(f"no change with id {change_id}")
             return self.graph.undo(change_id)
@@ -280,7 +269,7 @@ class Agent:
 
         if not text.strip():
             raise GraphError("say what changed")
-        with self.writing():
+        with self.writes:
             progress("retrieving the entities the sentence is about")
             out = Outcome(text)
             retrieval = self._retrieve(text, whole, depth)
@@ -293,18 +282,17 @@ class Agent:
         (made after `action`) tells; applied as one verified change, refused edits re-prompted with the issues."""
         from agent.pddl_edit import observe
 
-        with self.writing():
+        with self.writes:
             return observe(self.llm, self.graph, action, text, rounds)
 
     def goal_for(self, task: str, progress: Progress = quiet) -> str:
         """The PDDL goal the LLM writes for a task in English (checked against the domain and the graph)."""
         from agent.language import write_goal
 
-        with self.lock:
-            progress("retrieving the entities the task is about")
-            retrieval = self._retrieve(task)
-            progress("asking the LLM for the goal")
-            formula, o = write_goal(self.llm, self.graph, task, retrieval)
+        progress("retrieving the entities the task is about")
+        retrieval = self._retrieve(task)
+        progress("asking the LLM for the goal")
+        formula, o = write_goal(self.llm, self.graph, task, retrieval)
         if formula is None or o.goal is None:
             raise GraphError(o.error or "no goal")
         return o.goal
@@ -324,25 +312,24 @@ class Agent:
 
         if (task is None) == (goal is None):
             raise GraphError("give either a task in English or a PDDL goal")
-        with self.lock:
-            goal = goal if task is None else self.goal_for(task, progress)
-            progress(f"planning for {goal} with {planner}")
-            return plan(self.graph, goal, planner=planner, timeout=timeout, prune=prune, memory_mb=memory_mb)
+        goal = goal if task is None else self.goal_for(task, progress)
+        progress(f"planning for {goal} with {planner}")
+        return plan(self.graph, goal, planner=planner, timeout=timeout, prune=prune, memory_mb=memory_mb,
+                    progress=progress)
 
     def belief(self, item: str) -> dict[str, float]:
         """The stored belief over where an item is (empty if none)."""
         from planners.belief import read_belief
 
-        with self.lock:
-            if not self.graph.entities([item]):
-                raise NotFound(f"no entity {item!r}")
-            return read_belief(self.graph, item) or {}
+        if not self.graph.entities([item]):
+            raise NotFound(f"no entity {item!r}")
+        return read_belief(self.graph, item) or {}
 
     def search(self, goal: str, simulations: int = 100, seconds: float | None = None) -> PlanReport:
         """One MCTS decision (planners/mcts.py) for a PDDL goal whose items' places are unknown: the belief
         (an embedding prior, updated from the graph, stored with it) is sampled per simulation; the
         result is a one-step plan for `run`; observe, then search or plan again."""
-        from agent.planning import PlanReport, _remember, parse_goal
+        from agent.planning import PlanReport, parse_goal, remember
         from agent.retrieval import embed
         from planners import mcts
         from planners.belief import embedding_prior
@@ -350,7 +337,7 @@ class Agent:
         def score(a: Sequence[str], b: Sequence[str]) -> np.ndarray:
             return embed(list(a)) @ embed(list(b)).T
 
-        with self.lock:
+        with self.writes:
             f = parse_goal(goal, self.graph, {e.name: e.type for e in self.graph.entities()})
             prior = mcts.TextPrior(self.domain, score, goal, self.domain.meta.get("explore", {}).get("actions", {}))
             searcher = mcts.searcher(self.graph, f, prior, prior, mcts.Settings(estimator="dr"))
@@ -358,19 +345,17 @@ class Agent:
             report = PlanReport(goal, "solved" if d.step else "unsolvable", "mcts", [str(d.step)] if d.step else [],
                                 d.seconds, message=f"MCTS: first step of a contingent plan, {d.simulations} "
                                                    f"simulations, value {d.value:.2f}; observe, then plan again")
-            return _remember(self.graph, report)
+            return remember(self.graph, report)
 
     def effects(self, plan: Iterable[str]) -> list[tuple[list[Fact], list[Fact]]]:
         """What each step of a plan adds and removes, simulated from the graph's current state."""
         from planners.state import State, Step
 
-        with self.lock:
-            state = State(self.domain, {e.name: e.type for e in self.graph.entities()},
-                          map(atom_of, self.graph.facts()))
+        state = State(self.domain, *self.graph.snapshot())
         out = []
         for step in plan:
             added, removed = state.apply(Step.parse(step))
-            out.append(([fact_of(a) for a in sorted(added)], [fact_of(a) for a in sorted(removed)]))
+            out.append(([Fact.of(a) for a in sorted(added)], [Fact.of(a) for a in sorted(removed)]))
         return out
 
     def run(self, progress: Progress = quiet) -> tuple[str, int, Execution]:
@@ -378,7 +363,7 @@ class Agent:
         from agent.planning import last_plan
         from planners.execute import execute
 
-        with self.writing():
+        with self.writes:
             goal, steps = last_plan(self.graph)
             progress(f"executing {len(steps)} steps")
             return goal, len(steps), execute(self.graph, steps, f"plan for {goal}")

@@ -50,10 +50,10 @@ def run_demo(store: str, out: Console, print_change: Callable[[Change, str], Non
                   + (f"; stopped: {done.failure}" if done.failure else ""), highlight=False)
         out.rule("5. History")
         t = Table("id", "source", "text", "+", "-", "new")
-        for ch in a.history():
-            d = ch.delta
-            t.add_row(str(ch.id), d.source, d.text, str(len(d.add)), str(len(d.remove)),
-                      str(len(d.new_entities)))
+        for ch in reversed(a.history(None)):
+            n = ch.sizes
+            t.add_row(str(ch.id), ch.delta.source, ch.delta.text, str(n["add"]), str(n["remove"]),
+                      str(n["new_entities"]))
         out.print(t)
         ents, facts = a.count()
         out.print(f"Final graph: {ents} entities, {facts} facts. Inspect it with "

@@ -1,7 +1,7 @@
 """The agent as an MCP server on stdio, so that an LLM assistant can use the world graph as its memory and
 planner: `kgplan mcp`, or `python -m agent.mcp_server` (store from $KGPLAN_STORE, LLM from the environment).
 
-Tools: tell, plan, run, show, search, history, undo. Their results are the JSON shapes of `agent.views`;
+Tools: tell, plan, run, show, search, history, change, undo. Their results are the JSON shapes of `agent.views`;
 an error (a refused change, an unknown entity, a goal that does not parse) is the tool's error message.
 """
 
@@ -78,10 +78,16 @@ def create_server(agent: Agent) -> MCPServer:
 
     @server.tool()
     @said
-    def history(limit: int = 20, facts: int = 50) -> list[views.ChangeOut]:
-        """The newest changes first, with provenance and what each changed (at most `facts` facts of each kind;
-        `sizes` gives the totals)."""
-        return views.do_history(agent, limit, facts)
+    def history(limit: int = 20, before: int | None = None) -> list[views.ChangeOut]:
+        """The newest changes first (ids below `before`), with provenance and the first few items of what each
+        changed (`sizes` gives the totals; `change` shows the rest)."""
+        return views.do_history(agent, limit, before)
+
+    @server.tool()
+    @said
+    def change(change_id: int, offset: int = 0, limit: int = 200) -> views.ChangeOut:
+        """One change from `history` with items [offset, offset + limit) of each list of what it changed."""
+        return views.change_out(agent.diff(change_id, offset, limit))
 
     @server.tool()
     @said

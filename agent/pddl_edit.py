@@ -219,7 +219,7 @@ def edits_between(problem_text: str, marks_text: str, entities: dict[str, str], 
     """The edits that turn the problem and unknowns shown in a prompt into the given state (facts about deleted
     objects go with them, unsaid)."""
     shown = Problem.parse(problem_text, "prompt")
-    have = {str(Fact(predicate=a.predicate, args=a.args)) for a in shown.init}
+    have = {str(a) for a in shown.init}
     want = {str(f) for f in facts}
     gone = shown.objects.keys() - entities.keys()
     shown_marks = {parse_mark(m) for m in marks_text.split("\n") if m.strip() and m.strip() != "nothing"}

@@ -11,7 +11,7 @@ from __future__ import annotations
 import gc
 import json
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field, fields
 
@@ -73,32 +73,37 @@ def parse_goal(text: str, graph: WorldGraph, objects: dict[str, str]) -> Formula
 
 
 def plan(graph: WorldGraph, goal_text: str, *, planner: str = "fd", timeout: float = 60.0,
-         prune: bool = True, memory_mb: int = 4096) -> PlanReport:
-    """Plan for a PDDL goal on the graph's current state; the plan is remembered for `run`."""
+         prune: bool = True, memory_mb: int = 4096, progress: Callable[[str], None] = lambda _: None) -> PlanReport:
+    """Plan for a PDDL goal on the graph's current state; the plan is remembered for `run`. `progress` is
+    told each phase: the state read, each pruned state (its level, widening) and each planner call."""
     prepare(planner)  # the planner's process gets ready while the domain and the state are read, and pruned
     domain = graph.domain
     prepare(planner, domain)
     with _gc_paused():
         objects, atoms, numbers = graph.snapshot()
         state = State(domain, objects, atoms, numbers)
+    progress(f"read the state: {len(objects)} objects, {len(state.facts)} facts")
     goal = parse_goal(goal_text, graph, objects)
     report = PlanReport(goal=goal_text, status="error", planner=planner, facts_full=len(state.facts))
     if state.holds(goal):
         report.status, report.message = "solved", "the goal already holds: nothing to do"
-        return _remember(graph, report)
+        return remember(graph, report)
     notes: list[str] = []
     if prune and planner in OPTIMAL:  # a pruned state may lack the objects of a cheaper plan
         prune = False
         notes.append(f"{planner} is optimal: it plans on the full state (pruning does not keep optimality)")
     if prune:
         t = time.perf_counter()
+        progress("pruning the state to what the goal needs")
         for pruned in Relevance(domain).prunings(state, goal):
             report.prune_seconds += time.perf_counter() - t
             report.facts_pruned = len(pruned.facts)
+            progress(f"pruned state ({pruned.level}): {len(pruned.facts)} of {len(state.facts)} facts")
             if not pruned.reachable:
                 notes.append(f"pruned state ({pruned.level}): goal not relaxed-reachable")
+                progress("the goal is not relaxed-reachable on it: widening")
             elif _attempt(report, state, Task(domain, pruned.objects, pruned.facts, goal, numbers), planner, timeout,
-                          memory_mb, f"pruned ({pruned.level})", notes):
+                          memory_mb, f"pruned ({pruned.level})", notes, progress):
                 break
             report.widenings += 1
             if report.status in ("timeout", "memout"):  # a wider pruned task would not be faster
@@ -108,9 +113,9 @@ def plan(graph: WorldGraph, goal_text: str, *, planner: str = "fd", timeout: flo
         report.fallback = prune
         report.used_full_state = True
         _attempt(report, state, Task(domain, objects, set(state.facts), goal, numbers), planner, timeout, memory_mb,
-                 "full", notes)
+                 "full", notes, progress)
     report.message = "; ".join(notes)
-    return _remember(graph, report)
+    return remember(graph, report)
 
 
 @contextmanager
@@ -127,8 +132,9 @@ def _gc_paused() -> Iterator[None]:
 
 
 def _attempt(report: PlanReport, state: State, task: Task, planner: str, timeout: float, memory_mb: int,
-             name: str, notes: list[str]) -> bool:
+             name: str, notes: list[str], progress: Callable[[str], None]) -> bool:
     """Plan on one task, checking the plan on the full state; whether it gave a valid plan."""
+    progress(f"{planner} on the {name} state")
     result = solve(task, planner, timeout, memory_mb)
     report.seconds += result.seconds
     report.planner_cpu_seconds += result.cpu_seconds
@@ -141,10 +147,11 @@ def _attempt(report: PlanReport, state: State, task: Task, planner: str, timeout
         report.cost = state.plan_cost(result.plan)
         return True
     notes.append(f"{name} state: {report.status}: {result.message}")
+    progress(f"{name} state: {report.status}")
     return False
 
 
-def _remember(graph: WorldGraph, report: PlanReport) -> PlanReport:
+def remember(graph: WorldGraph, report: PlanReport) -> PlanReport:
     """Keep a solved plan in the store for `kgplan run`."""
     if report.solved:
         graph.set_meta({LAST_PLAN: json.dumps({"goal": report.goal, "plan": report.plan})})

@@ -140,7 +140,7 @@ def ground(graph: WorldGraph, query: Any, *, cutoff: float = 0.8, bonus: float =
     names = index.names
     pool = {names[j] for c in candidates for j in c}
     wanted = {p for p, _ in edges}
-    holds = {(f.predicate, f.args) for f in graph.facts_about(pool) if f.predicate in wanted} if edges else set()
+    holds = {f.atom for f in graph.facts_about(pool) if f.predicate in wanted} if edges else set()
     return [names[j] for j in _search(sims, candidates, edges, holds, names, bonus)]
 
 

@@ -12,7 +12,7 @@ from agent.core import Agent, Planner, Progress
 from agent.llm import LLMError
 from domains.sexpr import PDDLError
 from graph.base import GraphError
-from graph.model import Change, Entity, Fact
+from graph.model import Change, ChangeSlice, Entity, Fact
 
 EXPECTED = (GraphError, PDDLError, LLMError, ValidationError)  # a user's mistake or a failing LLM, not a bug
 
@@ -60,8 +60,9 @@ class ChangeOut(BaseModel):
     new_entities: list[Entity]
     removed_entities: list[str]
     undo_of: int | None
-    sizes: dict[str, int] = Field(description="How many facts it added and removed and entities it created; the "
-                                              "lists above may hold fewer (a history's `facts` limit)")
+    sizes: dict[str, int] = Field(description="The full length of each list (add, remove, new_entities, "
+                                              "removed_entities); the lists above may be a part of them")
+    offset: int = Field(0, description="Where in each full list the lists above start")
 
 
 class EntitiesOut(BaseModel):
@@ -119,14 +120,15 @@ def fact_out(f: Fact) -> FactOut:
     return FactOut(predicate=f.predicate, args=list(f.args), text=str(f))
 
 
-def change_out(c: Change, facts: int | None = None) -> ChangeOut:
-    """A change, with at most `facts` of its facts and new entities of each kind."""
+def change_out(c: Change | ChangeSlice) -> ChangeOut:
+    """A change, or the part of one that a slice holds."""
+    if isinstance(c, Change):
+        c = ChangeSlice.cut(c.id, c.time, c.undo_of, c.delta, limit=None)
     d = c.delta
     return ChangeOut(id=c.id, time=c.time, source=d.source, text=d.text, model=d.model, tokens=d.tokens,
-                     add=[fact_out(f) for f in d.add[:facts]], remove=[fact_out(f) for f in d.remove[:facts]],
-                     new_entities=d.new_entities[:facts], removed_entities=d.removed_names()[:facts],
-                     undo_of=c.undo_of,
-                     sizes={"add": len(d.add), "remove": len(d.remove), "new_entities": len(d.new_entities)})
+                     add=[fact_out(f) for f in d.add], remove=[fact_out(f) for f in d.remove],
+                     new_entities=d.new_entities, removed_entities=d.removed_names(), undo_of=c.undo_of,
+                     sizes=c.sizes, offset=c.offset)
 
 
 def entities_out(ents: list[Entity], limit: int) -> EntitiesOut:
@@ -142,9 +144,9 @@ def do_show(agent: Agent, name: str, depth: int) -> NeighbourhoodOut:
     return NeighbourhoodOut(entity=n.entity, depth=depth, entities=n.entities, facts=[fact_out(f) for f in n.facts])
 
 
-def do_history(agent: Agent, limit: int, facts: int | None = None) -> list[ChangeOut]:
-    """The newest changes first, each with at most `facts` facts of each kind."""
-    return [change_out(c, facts) for c in reversed(agent.history(limit))]
+def do_history(agent: Agent, limit: int, before: int | None = None) -> list[ChangeOut]:
+    """The newest changes first (ids below `before`), each with the first few items of what it changed."""
+    return [change_out(c) for c in agent.history(limit, before)]
 
 
 def do_tell(agent: Agent, body: TellIn, progress: Progress) -> TellOut:

@@ -4,11 +4,12 @@ On a synthetic household world of ``--facts`` facts (`benchmarks.synthetic`), lo
 a real uvicorn server on 127.0.0.1 answers ``GET /api/entities/{name}?depth=K`` for names drawn uniformly
 from all objects (K = 1 and 2; the page shows depth 2), timed at the client over HTTP, p50/p95 over
 ``--ops`` each after a warm-up. "page" is the requests the web page makes when it opens and when an entity
-is selected (the page, the entity list, the history, the entity's facts), each timed the same way over
-``--ops``/10 rounds after 2 warm-up rounds (these are reported, not targets). The sqlite store is a
-file in a temporary folder; neo4j is a throwaway ArcadeDB server over Bolt (`benchmarks.arcadedb`).
+is selected (the page, the entity list, the history, the entity's facts) and a page of the 100k-fact load
+change's diff, each timed the same way over ``--ops``/10 rounds after 2 warm-up rounds. The sqlite store
+is a file in a temporary folder; neo4j is a throwaway ArcadeDB server over Bolt (`benchmarks.arcadedb`).
 
-Target: neighbourhood p95 < 100 ms at both depths, on each backend.
+Targets: neighbourhood p95 < 100 ms at both depths and history p95 < 100 ms, on each backend (the other
+requests are reported, not targets).
 
     kgplan bench api [--facts 100000] [--ops 200] [--backends sqlite,neo4j] [--json results/api.json]
 
@@ -45,8 +46,10 @@ from domains.model import Problem, resolve_domain
 DEFAULT_JSON = "results/api.json"
 TARGET_MS = 100.0
 WARMUP = 10
-PAGE = {"page": "/", "entity_list": "/api/entities?limit=500", "history": "/api/history?limit=30&facts=20",
-        "entity_facts": "/api/facts?limit=500&entity={name}"}  # what the page asks for besides neighbourhoods
+PAGE = {"page": "/", "entity_list": "/api/entities?limit=500", "history": "/api/history?limit=30",
+        "entity_facts": "/api/facts?limit=500&entity={name}",  # what the page asks for besides neighbourhoods
+        "diff_page": "/api/history/1?offset=50000&limit=500"}  # a page of the load change, opened further
+TARGETS = ("depth1_p95_ms", "depth2_p95_ms", "history_p95_ms")  # each under TARGET_MS
 
 
 @contextmanager
@@ -142,10 +145,10 @@ def main(argv: list[str] | None = None) -> int:
 
     table = Table("backend", "facts", "load s", "depth 1 p50 / p95 ms", "depth 2 p50 / p95 ms",
                   *(f"{k} p95 ms" for k in PAGE), "target met",
-                  title=f"kgplan serve: neighbourhood views (target p95 < {TARGET_MS:.0f} ms)")
+                  title=f"kgplan serve: neighbourhood views and history (target p95 < {TARGET_MS:.0f} ms)")
     ok = True
     for b, r in results.items():
-        met = max(r["depth1_p95_ms"], r["depth2_p95_ms"]) < TARGET_MS
+        met = max(r[k] for k in TARGETS) < TARGET_MS
         ok &= met
         table.add_row(b, f"{r['facts']:,}", f"{r['load_s']:.1f}",
                       f"{r['depth1_p50_ms']:.1f} / {r['depth1_p95_ms']:.1f}",

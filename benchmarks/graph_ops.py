@@ -314,7 +314,7 @@ def raw_statements(add: list[Fact], remove: list[Fact]) -> list[tuple[str, list[
 
 def raw_load(driver: Any, database: str, problem: Problem, progress: Progress | None) -> float:
     """Write a problem's entities and facts with hand-written UNWIND batches in one transaction."""
-    facts = [Fact(predicate=a.predicate, args=a.args) for a in dict.fromkeys(problem.init)]
+    facts = [Fact.of(a) for a in dict.fromkeys(problem.init)]
     entities = [{"name": n, "type": t, "attrs": "{}"} for n, t in problem.objects.items()]
     batches = [(RAW_ENTITIES, entities[i : i + RAW_BATCH]) for i in range(0, len(entities), RAW_BATCH)]
     for query, rows in raw_statements(facts, []):

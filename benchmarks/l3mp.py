@@ -46,8 +46,8 @@ from benchmarks.planning import needed_facts
 from domains.formula import atoms, to_pddl
 from domains.model import Domain, Problem
 from graph.backends.sqlite import SqliteGraph
-from graph.base import ChangeRefused, fact_of
-from graph.model import Delta
+from graph.base import ChangeRefused
+from graph.model import Delta, Fact
 from planners.execute import execute
 from planners.problem import Task
 from planners.solve import solve
@@ -199,7 +199,7 @@ def steps(run: Path) -> list[Path]:
 
 def _state(path: Path) -> tuple[Problem, Atoms]:
     problem = Problem.parse(path.read_text(), str(path.parent))
-    return problem, {(a.predicate, a.args) for a in problem.init}
+    return problem, set(problem.init)
 
 
 class Reference:
@@ -265,7 +265,7 @@ def evaluate(run: Path, variant: str, llm: Counting, oracle: Oracle | None, cons
                 scored, report = _score_plan(g, out, domain, truth, true_init)
                 row |= scored
                 if reference is not None:
-                    shown = {(f.predicate, f.args) for f in retrieval.facts}
+                    shown = {f.atom for f in retrieval.facts}
                     init = report.task.facts if report and report.task else None
                     row |= reference.recall(step, domain, truth, true_init, shown, init)
                 if i + 1 < len(everything):  # the world after the task: the agent's plan, then what it missed
@@ -289,7 +289,7 @@ def evaluate(run: Path, variant: str, llm: Counting, oracle: Oracle | None, cons
 
 
 def _atoms(g: SqliteGraph) -> Atoms:
-    return {(f.predicate, f.args) for f in g.facts()}
+    return {f.atom for f in g.facts()}
 
 
 def _corruption(kinds: list[str | None], out: Outcome, truth: dict) -> dict:
@@ -299,8 +299,8 @@ def _corruption(kinds: list[str | None], out: Outcome, truth: dict) -> dict:
     applied = out.change.delta if out.change else None
     return {"corruption": kinds[0], "corrupted_replies": sum(bool(k) for k in kinds), "caught": bool(out.rounds),
             "recovered": applied is not None and bool(out.rounds)
-            and {(f.predicate, f.args) for f in applied.add} == truth["add"]
-            and {(f.predicate, f.args) for f in applied.remove} == truth["remove"]}
+            and {f.atom for f in applied.add} == truth["add"]
+            and {f.atom for f in applied.remove} == truth["remove"]}
 
 
 def after_goal(g: SqliteGraph, report: PlanReport | None, truth: Problem, true_init: Atoms,
@@ -323,7 +323,7 @@ def after_goal(g: SqliteGraph, report: PlanReport | None, truth: Problem, true_i
     row |= {"sensor_facts": len(add) + len(remove), "sensor_error": None}
     if add or remove:
         try:
-            g.apply(Delta(add=[fact_of(a) for a in sorted(add)], remove=[fact_of(a) for a in sorted(remove)],
+            g.apply(Delta(add=[Fact.of(a) for a in sorted(add)], remove=[Fact.of(a) for a in sorted(remove)],
                           source="sensor", text=f"observed after: {report.goal if report else 'the task'}"))
         except ChangeRefused as e:
             row["sensor_error"] = "; ".join(map(str, e.issues))

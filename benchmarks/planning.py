@@ -79,7 +79,7 @@ def measure(g: SqliteGraph, domain: Domain, problem: Problem, goal: Formula, nam
     planner, also plan on the full state (unless `full_timeout` is None) for speedup and recall."""
     g.init(domain, force=True)
     g.load_problem(problem, verified=False)
-    full_task = Task(domain, problem.objects, {(a.predicate, a.args) for a in problem.init}, goal)
+    full_task = Task(domain, problem.objects, set(problem.init), goal)
     row: dict = {"goal": name, "objects": len(problem.objects)}
     for planner in planners:
         r: PlanReport
@@ -143,7 +143,7 @@ def scaling_goal(problem: Problem) -> Formula:
     """A task on a synthetic world: switch off a device at the far end and fetch an item from there."""
     on = [a for a in problem.init if a.predicate == "switched_on"]
     items = [a for a in problem.init if a.predicate == "on"]
-    return And((Not(on[-1]), Atom("holding", ("robot", items[-1].args[0]))))
+    return And((Not(Atom(*on[-1])), Atom("holding", ("robot", items[-1].args[0]))))
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -22,7 +22,7 @@ import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from domains.formula import Atom
+from domains.formula import GroundAtom
 from domains.model import Problem
 
 SEGMENTS_PER_FLOOR = 6  # corridor segments per floor, each with two apartment doors
@@ -107,7 +107,7 @@ class _World:
     rng: random.Random
     full: Callable[[_World], bool]
     objects: dict[str, str] = field(default_factory=dict)
-    init: list[Atom] = field(default_factory=list)
+    init: list[GroundAtom] = field(default_factory=list)
     people: int = 0
 
     def obj(self, name: str, type_: str) -> str:
@@ -116,7 +116,7 @@ class _World:
         return name
 
     def fact(self, predicate: str, *args: str) -> None:
-        self.init.append(Atom(predicate, args))
+        self.init.append(GroundAtom(predicate, args))
 
     def door(self, a: str, b: str) -> None:
         self.fact("connected", a, b)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from domains.sexpr import Expr, PDDLError, SList, Sym, pos_of
 
@@ -31,6 +32,17 @@ class Atom:
     args: tuple[str, ...]
     line: int = _pos()
     col: int = _pos()
+
+    def __str__(self) -> str:
+        return f"({' '.join((self.predicate, *self.args))})"
+
+
+class GroundAtom(NamedTuple):
+    """A ground atom such as ``(on apple table)``: the one type of a fact that domains, the graph and the
+    planners share. A tuple, so it equals (and hashes as) the plain pair ``(predicate, args)``."""
+
+    predicate: str
+    args: tuple[str, ...] = ()
 
     def __str__(self) -> str:
         return f"({' '.join((self.predicate, *self.args))})"
@@ -235,20 +247,52 @@ def _arity(expr: SList, n: int, source: str) -> None:
         raise PDDLError(f"'{expr[0]}' takes {n} argument(s), got {len(expr) - 1}", *pos_of(expr), source)
 
 
+def children(f: Formula) -> tuple[Formula, ...]:
+    """The immediate sub-formulas of `f`, in order (none for an atom or an equality)."""
+    if isinstance(f, Not):
+        return (f.arg,)
+    if isinstance(f, And | Or):
+        return f.args
+    if isinstance(f, Imply):
+        return (f.left, f.right)
+    if isinstance(f, Quantified):
+        return (f.body,)
+    return ()
+
+
+def polar_children(f: Formula, positive: bool = True) -> list[tuple[Formula, bool]]:
+    """The immediate sub-formulas of `f` with the polarity each occurs in, `f` occurring in `positive`
+    (a negation and an implication's premise flip it)."""
+    if isinstance(f, Not):
+        return [(f.arg, not positive)]
+    if isinstance(f, Imply):
+        return [(f.left, not positive), (f.right, positive)]
+    return [(g, positive) for g in children(f)]
+
+
+def map_children(f: Formula, fn: Callable[[Formula], Formula]) -> Formula:
+    """`f` with `fn` applied to each immediate sub-formula (an atom or an equality as it is)."""
+    if isinstance(f, Not):
+        return Not(fn(f.arg))
+    if isinstance(f, And | Or):
+        return type(f)(tuple(map(fn, f.args)))
+    if isinstance(f, Imply):
+        return Imply(fn(f.left), fn(f.right))
+    if isinstance(f, Quantified):
+        return Quantified(f.kind, f.params, fn(f.body))
+    return f
+
+
+def subformulas(f: Formula) -> Iterator[Formula]:
+    """`f` and every formula within it, outermost first (pre-order)."""
+    yield f
+    for g in children(f):
+        yield from subformulas(g)
+
+
 def atoms(f: Formula) -> Iterator[Atom]:
     """Every atom occurring in a formula."""
-    if isinstance(f, Atom):
-        yield f
-    elif isinstance(f, Not):
-        yield from atoms(f.arg)
-    elif isinstance(f, And | Or):
-        for a in f.args:
-            yield from atoms(a)
-    elif isinstance(f, Imply):
-        yield from atoms(f.left)
-        yield from atoms(f.right)
-    elif isinstance(f, Quantified):
-        yield from atoms(f.body)
+    return (g for g in subformulas(f) if isinstance(g, Atom))
 
 
 def number_pddl(value: float) -> str:
@@ -286,26 +330,12 @@ def scoped(f: Formula, scope: dict[str, Param] | None = None) -> Iterator[tuple[
     scope = scope or {}
     if isinstance(f, Atom | Equals):
         yield f, scope
-    elif isinstance(f, Not):
-        yield from scoped(f.arg, scope)
-    elif isinstance(f, And | Or):
-        for a in f.args:
-            yield from scoped(a, scope)
-    elif isinstance(f, Imply):
-        yield from scoped(f.left, scope)
-        yield from scoped(f.right, scope)
-    else:
-        yield from scoped(f.body, {**scope, **{p.name: p for p in f.params}})
+    if isinstance(f, Quantified):
+        scope = {**scope, **{p.name: p for p in f.params}}
+    for g in children(f):
+        yield from scoped(g, scope)
 
 
 def quantifiers(f: Formula) -> list[Quantified]:
     """Every quantified sub-formula of `f`, outermost first."""
-    if isinstance(f, Quantified):
-        return [f, *quantifiers(f.body)]
-    if isinstance(f, Not):
-        return quantifiers(f.arg)
-    if isinstance(f, And | Or):
-        return [q for a in f.args for q in quantifiers(a)]
-    if isinstance(f, Imply):
-        return quantifiers(f.left) + quantifiers(f.right)
-    return []
+    return [g for g in subformulas(f) if isinstance(g, Quantified)]

@@ -22,11 +22,12 @@ from fast_downward.translate import invariant_finder, invariants, normalize, opt
 from fast_downward.translate.pddl.conditions import Condition
 from fast_downward.translate.pddl_parser import ParseError, lisp_parser, parsing_functions
 
+from domains.formula import GroundAtom
+
 if TYPE_CHECKING:
     from domains.model import Domain
 
 _VARIABLES = "xyzuvwrst"
-GroundAtom = tuple[str, tuple[str, ...]]
 
 
 @dataclass(frozen=True)

@@ -17,11 +17,11 @@ from domains.formula import (
     Effect,
     Equals,
     Formula,
-    Imply,
-    Not,
+    GroundAtom,
     Or,
     Param,
     Quantified,
+    map_children,
     number_pddl,
     params_pddl,
     parse_effect,
@@ -69,9 +69,9 @@ class Problem:
     name: str
     domain: str
     objects: dict[str, str]
-    init: list[Atom]
+    init: list[GroundAtom]
     goal: Formula | None = None
-    numbers: dict[Atom, float] = field(default_factory=dict)  # (= (f args) value) in :init
+    numbers: dict[GroundAtom, float] = field(default_factory=dict)  # (= (f args) value) in :init
 
     @classmethod
     def parse(cls, text: str, source: str = "") -> Problem:
@@ -80,7 +80,7 @@ class Problem:
             raise PDDLError("a problem must be one (define (problem NAME) ...)", 1, 1, source)
         d = exprs[0]
         name, domain, objects, init, goal = "problem", "", {}, [], None
-        numbers: dict[Atom, float] = {}
+        numbers: dict[GroundAtom, float] = {}
         for sec in d[1:]:
             if not isinstance(sec, SList) or not sec:
                 raise PDDLError("expected a section", *pos_of(sec), source)
@@ -99,12 +99,12 @@ class Problem:
                     if isinstance(e, SList) and e[:1] == ["="]:
                         atom, value = parse_numeric_fact(e, source)
                         if atom.predicate != TOTAL_COST:  # the plan's cost, not a fact
-                            numbers[atom] = value
+                            numbers[GroundAtom(atom.predicate, atom.args)] = value
                         continue
                     f = parse_formula(e, source)
                     if not isinstance(f, Atom):
                         raise PDDLError(":init may only hold atoms", *pos_of(e), source)
-                    init.append(f)
+                    init.append(GroundAtom(f.predicate, f.args))
             elif key == ":goal":
                 goal = parse_formula(sec[1], source)
             elif key not in (":requirements", ":metric"):
@@ -346,17 +346,11 @@ class Domain:
     def compile_formula(self, f: Formula) -> Formula:
         """Split quantifiers over either-types into one per member type (a conjunction for
         `forall`, a disjunction for `exists`), so every quantified variable has one type."""
-        if isinstance(f, Not):
-            return Not(self.compile_formula(f.arg))
-        if isinstance(f, And | Or):
-            return type(f)(tuple(self.compile_formula(a) for a in f.args))
-        if isinstance(f, Imply):
-            return Imply(self.compile_formula(f.left), self.compile_formula(f.right))
         if isinstance(f, Quantified):
             body = self.compile_formula(f.body)
             parts = tuple(Quantified(f.kind, ps, body) for ps in self.split_either(f.params))
             return parts[0] if len(parts) == 1 else (And if f.kind == "forall" else Or)(parts)
-        return f
+        return map_children(f, self.compile_formula)
 
     def compiled_pddl(self) -> str:
         """This domain as PDDL without `either` types, accepted by unified-planning and FD."""
@@ -401,10 +395,10 @@ class Domain:
             return lit
         return " ".join(f"(forall ({params_pddl(ps, tt)}) {lit})" for ps in self.split_either(e.params))
 
-    def type_facts(self, objects: dict[str, str]) -> list[Atom]:
+    def type_facts(self, objects: dict[str, str]) -> list[GroundAtom]:
         """The static type-predicate atoms the compiled domain needs for these objects."""
         return [
-            Atom(name, (o,))
+            GroundAtom(name, (o,))
             for s, name in self.either_sets.items()
             for o, t in {**self.constants, **objects}.items()
             if self.accepts(s, t)

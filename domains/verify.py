@@ -9,11 +9,10 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Protocol
 
-from domains.formula import Equals, Formula, quantifiers, scoped
+from domains.formula import Equals, Formula, GroundAtom, quantifiers, scoped
 from domains.invariants import MutexGroup
 from domains.model import NAME_RE, TOTAL_COST, Domain
 
-GroundAtom = tuple[str, tuple[str, ...]]
 Mark = tuple[str, str | None]  # (entity, predicate): what is unknown about it (graph.model.Unknown)
 Instance = tuple[int, tuple[str, ...]]  # (group index, key)
 

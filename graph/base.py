@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import tomllib
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Collection, Iterable
@@ -9,11 +10,11 @@ from dataclasses import replace
 from functools import cached_property
 from typing import TypeVar
 
-from domains.formula import Atom, Formula, to_pddl
+from domains.formula import Formula, GroundAtom, to_pddl
 from domains.invariants import Mined, MutexGroup, Synthesis, dump_groups, load_groups, mine_invariants
 from domains.model import TOTAL_COST, Domain, Problem
-from domains.verify import GroundAtom, Issue, IssueKind, Mark, check_values, show, verify
-from graph.model import Change, Delta, Entity, Fact, Source, Unknown
+from domains.verify import Issue, IssueKind, Mark, check_values, show, verify
+from graph.model import Change, ChangeSlice, Delta, Entity, Fact, Source, Unknown, by_atom
 
 T = TypeVar("T")
 
@@ -63,11 +64,11 @@ class Tx(ABC):
         if not delta.removed_entities:
             return delta
         names = delta.removed_names()
-        gone = [f for f in map(fact_of, self.facts_about(names)) if f not in delta.remove]
+        gone = [f for f in map(Fact.of, self.facts_about(names)) if f not in delta.remove]
         marks = sorted(self.unknown(names), key=lambda m: (m[0], m[1] or ""))
         known = [u for u in map(_unknown, marks) if u not in delta.known]
         return delta.model_copy(update={"removed_entities": self.entities(names),
-                                        "remove": [*delta.remove, *sorted(gone, key=_order)],
+                                        "remove": [*delta.remove, *sorted(gone, key=by_atom)],
                                         "known": [*delta.known, *known]})
 
     @abstractmethod
@@ -82,28 +83,14 @@ class Tx(ABC):
             raise GraphError(f"cannot rename '{old}': it is not a known entity")
         moved = {(p, tuple(new if a == old else a for a in args)) for p, args in self.facts_about([old])}
         if new in found:
-            return Delta(removed_entities=[old], add=[fact_of(a) for a in sorted(moved - self.present(moved))])
+            return Delta(removed_entities=[old], add=[Fact.of(a) for a in sorted(moved - self.present(moved))])
         keep = [Unknown(entity=new, predicate=p) for _, p in sorted(self.unknown([old]), key=str) if p]
         return Delta(new_entities=[Entity(name=new, type=type or found[old].type, attrs=found[old].attrs)],
-                     removed_entities=[old], add=[fact_of(a) for a in sorted(moved)], unknown=keep)
-
-
-def _order(f: Fact) -> tuple[str, tuple[str, ...]]:
-    return (f.predicate, f.args)
+                     removed_entities=[old], add=[Fact.of(a) for a in sorted(moved)], unknown=keep)
 
 
 def _unknown(mark: Mark) -> Unknown:
     return Unknown(entity=mark[0], predicate=mark[1])
-
-
-def atom_of(f: Fact) -> GroundAtom:
-    return (f.predicate, tuple(f.args))
-
-
-def fact_of(a: GroundAtom | Atom) -> Fact:
-    if isinstance(a, Atom):
-        return Fact(predicate=a.predicate, args=a.args)
-    return Fact(predicate=a[0], args=a[1])
 
 
 class WorldGraph(ABC):
@@ -145,12 +132,36 @@ class WorldGraph(ABC):
         particular order), and the values of numeric functions' facts. Backends may read it faster
         than this default."""
         facts = self.facts()
-        return ({e.name: e.type for e in self.entities()}, [atom_of(f) for f in facts if f.value is None],
-                {atom_of(f): f.value for f in facts if f.value is not None})
+        return ({e.name: e.type for e in self.entities()}, [f.atom for f in facts if f.value is None],
+                {f.atom: f.value for f in facts if f.value is not None})
 
     @abstractmethod
     def history(self, limit: int | None = None) -> list[Change]:
         """Applied changes, oldest first (the newest `limit` if given)."""
+
+    @abstractmethod
+    def _summaries(self, limit: int | None, before: int | None) -> list[tuple[int, str, int | None, str | None,
+                                                                               str | None]]:
+        """(id, time, undo_of, summary, delta) of the newest `limit` changes with ids below `before`, newest
+        first; `summary` as stored by `graph.model.summary_json`, `delta` only where it is missing (a change
+        recorded before summaries were)."""
+
+    @abstractmethod
+    def _whole(self, change_id: int) -> tuple[int, str, int | None, str] | None:
+        """(id, time, undo_of, delta as JSON) of one change."""
+
+    def changes(self, limit: int | None = 50, before: int | None = None) -> list[ChangeSlice]:
+        """The newest `limit` changes (all if None) with ids below `before`, newest first, summarised:
+        provenance whole, each list of the delta cut to its first `PREVIEW` items. Reads no change whole."""
+        return [ChangeSlice(id=i, time=t, undo_of=u, **json.loads(s)) if s is not None
+                else ChangeSlice.cut(i, t, u, json.loads(d or "{}"))
+                for i, t, u, s, d in self._summaries(limit, before)]
+
+    def change_slice(self, change_id: int, offset: int = 0, limit: int | None = 1000) -> ChangeSlice | None:
+        """One change with each list of its delta cut to items [offset, offset + limit): its diff, paged."""
+        if (row := self._whole(change_id)) is None:
+            return None
+        return ChangeSlice.cut(*row[:3], json.loads(row[3]), offset, limit)
 
     @abstractmethod
     def count(self) -> tuple[int, int]:
@@ -203,7 +214,7 @@ class WorldGraph(ABC):
         """Invariants the current graph satisfies for predicates no action changes (see
         `domains.invariants.mine_invariants`), not yet among the store's."""
         entities = {e.name: e.type for e in self.entities()}
-        return mine_invariants(self.domain, entities, map(atom_of, self.facts()), self.domain.invariants)
+        return mine_invariants(self.domain, entities, (f.atom for f in self.facts()), self.domain.invariants)
 
     def accept_invariants(self, groups: Iterable[MutexGroup]) -> None:
         """Store mined groups with the invariants; verification enforces them from now on.
@@ -215,7 +226,7 @@ class WorldGraph(ABC):
         static = self.domain.static_predicates()
         if changed := sorted({p.predicate for g in groups for p in g.parts} - static):
             raise GraphError(f"actions change {', '.join(changed)}: their invariants are derived, not mined")
-        facts = [atom_of(f) for f in self.facts()]
+        facts = [f.atom for f in self.facts()]
         issues = [Issue(IssueKind.INVARIANT, f"the graph has {' and '.join(map(show, w))}, but {g.describe()}")
                   for g in groups if (w := g.overcrowded(facts)) is not None]
         if issues:
@@ -235,13 +246,13 @@ class WorldGraph(ABC):
 
     def _verify(self, tx: Tx, delta: Delta, undone: Delta | None = None) -> list[Issue]:
         """Verify `delta`; `undone` is the recorded delta it undoes, if it is an undo."""
-        if issues := check_values(self.domain, [(atom_of(f), f.value) for f in delta.add]):
+        if issues := check_values(self.domain, [(f.atom, f.value) for f in delta.add]):
             return issues
-        remove = [atom_of(f) for f in delta.remove]
+        remove = [f.atom for f in delta.remove]
         # removing a function's value and adding another one replaces it (removals apply first)
-        add = [atom_of(f) for f in delta.add if f.value is None or atom_of(f) not in remove]
+        add = [f.atom for f in delta.add if f.value is None or f.atom not in remove]
         return verify(self.domain, add, remove, [(e.name, e.type) for e in delta.new_entities], tx,
-                      delta.removed_names(), [atom_of(f) for f in undone.add] if undone else (),
+                      delta.removed_names(), [f.atom for f in undone.add] if undone else (),
                       [u.pair for u in delta.unknown], [u.pair for u in delta.known])
 
     def _apply(self, tx: Tx, delta: Delta, verified: bool, undo_of: int | None,
@@ -321,7 +332,7 @@ class WorldGraph(ABC):
         lines = [f"(define (problem {name})", f"  (:domain {self.domain.name})", "  (:objects"]
         lines += [f"    {o} - {t}" for o, t in sorted(objects.items())]
         lines += ["  )", "  (:init"]
-        lines += [f"    {f}" for f in sorted(facts, key=lambda f: (f.predicate, f.args))]
+        lines += [f"    {f}" for f in sorted(facts, key=by_atom)]
         lines.append("  )")
         if goal is not None:
             lines.append(f"  (:goal {goal if isinstance(goal, str) else to_pddl(goal)})")
@@ -343,7 +354,7 @@ class WorldGraph(ABC):
             facts |= new
             frontier = {a for f in new for a in f.args} - seen
             seen |= frontier
-        return self.entities(seen), sorted(facts, key=lambda f: (f.predicate, f.args))
+        return self.entities(seen), sorted(facts, key=by_atom)
 
     def __enter__(self) -> WorldGraph:
         return self
@@ -374,8 +385,8 @@ class _EmptyState:
 def _problem_delta(problem: Problem, have: Collection[str]) -> Delta:
     return Delta(
         new_entities=[Entity(name=o, type=t) for o, t in problem.objects.items() if o not in have],
-        add=[fact_of(a) for a in dict.fromkeys(problem.init)]
-        + [Fact(predicate=a.predicate, args=a.args, value=v) for a, v in problem.numbers.items()],
+        add=[Fact.of(a) for a in dict.fromkeys(problem.init)]
+        + [Fact.of(a, v) for a, v in problem.numbers.items()],
         source="load", text=f"problem {problem.name}",
     )
 
@@ -388,7 +399,7 @@ def _start(domain: Domain, problem: Problem | None, extra: Iterable[MutexGroup] 
     Raises GraphError if the invariants cannot be derived, ChangeRefused if the problem is refused.
     A domain whose domain.toml says `open_world = true` keeps no keyless at-most-one group.
     """
-    init = [(a.predicate, a.args) for a in problem.init] if problem else []
+    init = problem.init if problem else []
     try:
         synthesis = domain.derive_invariants(init)
     except ValueError as e:
@@ -403,7 +414,7 @@ def _start(domain: Domain, problem: Problem | None, extra: Iterable[MutexGroup] 
     delta = _problem_delta(problem, ())
     bound = replace(domain)
     bound.invariants = [*synthesis.kept, *extra]
-    if verified and (issues := verify(bound, map(atom_of, delta.add), (),
+    if verified and (issues := verify(bound, (f.atom for f in delta.add), (),
                                       [(e.name, e.type) for e in delta.new_entities], _EmptyState())):
         raise ChangeRefused(issues)
     return synthesis, delta

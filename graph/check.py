@@ -55,7 +55,7 @@ def check_graph(graph: WorldGraph) -> list[Issue]:
         for f in facts:
             for part in group.parts:
                 if part.predicate == f.predicate and len(f.args) > max(part.key_positions, default=-1):
-                    held[tuple(f.args[k] for k in part.key_positions)].add(show((f.predicate, f.args)))
+                    held[tuple(f.args[k] for k in part.key_positions)].add(show(f.atom))
         for key, atoms in sorted(held.items()):
             if len(atoms) > 1:
                 listed = " and ".join(sorted(atoms))

@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from domains.formula import number_pddl, parse_numeric_fact
+from domains.formula import GroundAtom, number_pddl, parse_numeric_fact
 from domains.sexpr import PDDLError, SList, Sym, read
 
 Source = Literal["nl", "sensor", "user", "plan", "load", "undo"]
+LISTS = ("add", "remove", "new_entities", "removed_entities")  # a delta's lists, which a slice cuts
+PREVIEW = 20  # items of each list a history summary keeps
 
 
 class Entity(BaseModel):
@@ -35,8 +38,16 @@ class Fact(BaseModel):
     value: float | None = None
 
     def __str__(self) -> str:
-        atom = f"({' '.join((self.predicate, *self.args))})"
-        return atom if self.value is None else f"(= {atom} {number_pddl(self.value)})"
+        return str(self.atom) if self.value is None else f"(= {self.atom} {number_pddl(self.value)})"
+
+    @property
+    def atom(self) -> GroundAtom:
+        return GroundAtom(self.predicate, self.args)
+
+    @classmethod
+    def of(cls, atom: GroundAtom, value: float | None = None) -> Fact:
+        """The fact of a ground atom (a function's, with its value)."""
+        return cls(predicate=atom[0], args=atom[1], value=value)
 
     @classmethod
     def parse(cls, text: str) -> Fact:
@@ -52,6 +63,11 @@ class Fact(BaseModel):
         if not all(isinstance(x, Sym) for x in e):
             raise PDDLError(f"a fact holds only names, got {text!r}", e.line, e.col, "fact")
         return cls(predicate=str(e[0]), args=tuple(str(x) for x in e[1:]))
+
+
+def by_atom(f: Fact) -> GroundAtom:
+    """The sort key of facts: by predicate, then arguments."""
+    return f.atom
 
 
 class Unknown(BaseModel):
@@ -123,3 +139,31 @@ class Change(BaseModel):
     time: datetime = Field(default_factory=lambda: datetime.now(UTC))
     delta: Delta
     undo_of: int | None = None
+
+
+class ChangeSlice(BaseModel):
+    """A change with each list of its delta cut to items [offset, offset + limit): a history summary
+    (the first `PREVIEW` items) or one page of a large change's diff. `sizes` are the lists' full lengths."""
+
+    id: int
+    time: datetime
+    undo_of: int | None = None
+    delta: Delta
+    sizes: dict[str, int]
+    offset: int = 0
+
+    @classmethod
+    def cut(cls, id: int, time: datetime | str, undo_of: int | None, delta: dict[str, Any] | Delta,
+            offset: int = 0, limit: int | None = PREVIEW) -> ChangeSlice:
+        """The slice of a delta (as JSON data, validated only in the slice, or as a Delta)."""
+        data = delta if isinstance(delta, dict) else dict(delta)  # a Delta's fields, not dumped
+        end = None if limit is None else offset + limit
+        part = {**data, **{k: data.get(k, [])[offset:end] for k in LISTS}}
+        return cls(id=id, time=time, undo_of=undo_of, delta=Delta.model_validate(part),
+                   sizes={k: len(data.get(k, [])) for k in LISTS}, offset=offset)
+
+
+def summary_json(delta: Delta) -> str:
+    """What a backend stores beside a change so that the history lists it without reading it whole."""
+    cut = ChangeSlice.cut(0, datetime.now(UTC), None, delta)
+    return json.dumps({"delta": cut.delta.model_dump(mode="json"), "sizes": cut.sizes})

@@ -7,8 +7,8 @@ from dataclasses import dataclass, field
 
 from domains.formula import quantifiers
 from domains.model import Action
-from graph.base import ChangeRefused, Tx, WorldGraph, fact_of
-from graph.model import Delta
+from graph.base import ChangeRefused, Tx, WorldGraph
+from graph.model import Delta, Fact
 from planners.state import Failure, PlanError, State, Step
 
 
@@ -67,7 +67,7 @@ def execute(graph: WorldGraph, plan: Sequence[Step], why: str = "") -> Execution
             if (bad := state.failed_conjunct(act.precondition, b)) is not None:
                 raise _Stop(f"precondition {bad} no longer holds in the graph")
             added, removed = state.apply(step)
-            return Delta(add=[fact_of(a) for a in sorted(added)], remove=[fact_of(a) for a in sorted(removed)],
+            return Delta(add=[Fact.of(a) for a in sorted(added)], remove=[Fact.of(a) for a in sorted(removed)],
                          source="plan", text=f"{why + ': ' if why else ''}step {i}/{len(plan)} {step}")
 
         try:

@@ -12,9 +12,8 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import TYPE_CHECKING
 
-from domains.formula import Atom, Equals, Formula, Imply, Not, Or, Quantified, number_pddl, to_pddl
+from domains.formula import Atom, Equals, Formula, GroundAtom, Imply, Not, Or, Quantified, number_pddl, to_pddl
 from domains.model import TOTAL_COST, Domain
-from domains.verify import GroundAtom
 
 if TYPE_CHECKING:  # unified-planning is imported only where a `Problem` is built (slow to import)
     import unified_planning.model as upm
@@ -32,7 +31,7 @@ class Task:
 
     def init(self) -> list[GroundAtom]:
         """The facts plus the static type facts the compiled domain needs, sorted."""
-        types = [(a.predicate, a.args) for a in self.domain.type_facts(self.objects)]
+        types = self.domain.type_facts(self.objects)
         return sorted(set(self.facts) | set(types))
 
     def values(self) -> list[tuple[GroundAtom, float]]:

@@ -29,13 +29,13 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from itertools import chain
 
+from domains import formula
 from domains.formula import TRUE, And, Atom, Effect, Equals, Formula, Imply, Not, Or, Param, Quantified, quantifiers
 from domains.model import Action, Domain
-from domains.verify import GroundAtom
 from planners.state import Binding, State, ground
 
 Pattern = tuple[str | None, ...]
-Lit = tuple[GroundAtom, bool]  # a ground literal: (atom, positive)
+Lit = tuple[formula.GroundAtom, bool]  # a ground literal: (atom, positive)
 Key = tuple[str, tuple[str, ...]]  # a ground action: (name, arguments)
 LEVELS = ("relaxed plan", "neighbours", "relaxed reachable")
 
@@ -45,7 +45,7 @@ class Pruned:
     """The objects and facts kept for a goal, and whether the goal is relaxed-reachable on them."""
 
     objects: dict[str, str]
-    facts: set[GroundAtom]
+    facts: set[formula.GroundAtom]
     level: str = LEVELS[0]
     reachable: bool = True
 
@@ -54,16 +54,8 @@ def literals(f: Formula, positive: bool = True) -> Iterator[tuple[Atom, bool]]:
     """The atoms of a formula with the polarity in which they occur (both, under `imply`)."""
     if isinstance(f, Atom):
         yield f, positive
-    elif isinstance(f, Not):
-        yield from literals(f.arg, not positive)
-    elif isinstance(f, And | Or):
-        for a in f.args:
-            yield from literals(a, positive)
-    elif isinstance(f, Imply):
-        yield from literals(f.left, not positive)
-        yield from literals(f.right, positive)
-    elif isinstance(f, Quantified):
-        yield from literals(f.body, positive)
+    for g, p in formula.polar_children(f, positive):
+        yield from literals(g, p)
 
 
 def _required(f: Formula) -> Iterator[tuple[Atom, bool]]:
@@ -432,7 +424,7 @@ class _Explorer:
                 if nb is not None:
                     yield from self._join(atoms[:i] + atoms[i + 1:], nb, types, allowed)
 
-    def _reach(self, atom: GroundAtom, pos: bool, layer: int, act: str, b: Binding, e: Effect,
+    def _reach(self, atom: formula.GroundAtom, pos: bool, layer: int, act: str, b: Binding, e: Effect,
                new: list[Lit]) -> None:
         lit = (atom, pos)
         if (atom in self.state.facts) == pos or lit in self.level:

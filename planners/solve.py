@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, cast
 
+from domains import formula
 from domains.formula import TRUE, And, Atom, Effect, Equals, Formula, Imply, Not, Or, Quantified, scoped, to_pddl
 from domains.model import Domain
 from planners.problem import Task
@@ -115,15 +116,9 @@ def _literals_only(goal: Formula) -> bool:
 def _existential(f: Formula, positive: bool = True) -> bool:
     """Whether a formula has no universal quantifier once negations are pushed inward (Fast Downward
     turns `exists` and `or` in a precondition into parameters and split actions, `forall` into axioms)."""
-    if isinstance(f, Not):
-        return _existential(f.arg, not positive)
-    if isinstance(f, And | Or):
-        return all(_existential(a, positive) for a in f.args)
-    if isinstance(f, Imply):
-        return _existential(f.left, not positive) and _existential(f.right, positive)
-    if isinstance(f, Quantified):
-        return (f.kind == "exists") == positive and _existential(f.body, positive)
-    return True
+    if isinstance(f, Quantified) and (f.kind == "exists") != positive:
+        return False
+    return all(_existential(g, p) for g, p in formula.polar_children(f, positive))
 
 
 def _goal_as_action(domain_pddl: str, task: Task) -> tuple[str, Task]:

@@ -6,9 +6,21 @@ from collections import defaultdict
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
-from domains.formula import And, Atom, Equals, Formula, Imply, Not, Or, Param, Quantified, to_pddl
+from domains.formula import (
+    And,
+    Atom,
+    Equals,
+    Formula,
+    GroundAtom,
+    Imply,
+    Not,
+    Or,
+    Param,
+    Quantified,
+    map_children,
+    to_pddl,
+)
 from domains.model import TOTAL_COST, Action, Domain
-from domains.verify import GroundAtom
 
 Binding = dict[str, str]
 
@@ -200,14 +212,9 @@ def substitute(f: Formula, b: Binding) -> Formula:
         return Atom(f.predicate, tuple(b.get(a, a) for a in f.args))
     if isinstance(f, Equals):
         return Equals(b.get(f.left, f.left), b.get(f.right, f.right))
-    if isinstance(f, Not):
-        return Not(substitute(f.arg, b))
-    if isinstance(f, And | Or):
-        return type(f)(tuple(substitute(a, b) for a in f.args))
-    if isinstance(f, Imply):
-        return Imply(substitute(f.left, b), substitute(f.right, b))
-    inner = {k: v for k, v in b.items() if k not in {p.name for p in f.params}}
-    return Quantified(f.kind, f.params, substitute(f.body, inner))
+    if isinstance(f, Quantified):
+        b = {k: v for k, v in b.items() if k not in {p.name for p in f.params}}
+    return map_children(f, lambda g: substitute(g, b))
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,7 @@ from fastapi.testclient import TestClient
 from agent.api import create_app
 from agent.core import Agent
 from agent.llm import ScriptedLLM
+from graph.model import Entity
 from tests.conftest import HOUSEHOLD
 
 
@@ -94,6 +95,24 @@ def test_changes_history_and_undo(client: TestClient) -> None:
     again = client.post(f"/api/undo/{change['id']}")  # removing what is no longer there
     assert again.status_code == 422 and again.json()["detail"]["issues"][0]["kind"] == "absent_fact"
     assert client.post("/api/undo/9999").status_code == 404
+
+
+def test_history_pages_and_a_large_change_paged(client: TestClient) -> None:
+    load = client.get("/api/history").json()[-1]  # the problem's load: more facts than a summary shows
+    assert load["sizes"]["add"] > len(load["add"]) > 0 and load["offset"] == 0
+    ids = [client.post("/api/changes", json={k: ["(switched_on hallway_light)"], "note": k}).json()["id"]
+           for k in ("add", "remove")]
+    first = client.get("/api/history", params={"limit": 1}).json()
+    rest = client.get("/api/history", params={"limit": 50, "before": first[0]["id"]}).json()
+    assert [c["id"] for c in first + rest] == [*ids[::-1], load["id"]]
+    pages = [client.get(f"/api/history/{load['id']}", params={"offset": o, "limit": 40}).json()
+             for o in range(0, load["sizes"]["add"], 40)]
+    facts = [f["text"] for p in pages for f in p["add"]]
+    assert len(facts) == len(set(facts)) == load["sizes"]["add"] and facts[: len(load["add"])] == [
+        f["text"] for f in load["add"]]
+    assert pages[1]["offset"] == 40 and pages[1]["sizes"] == load["sizes"]
+    assert client.get("/api/history/9999").status_code == 404
+    assert client.get(f"/api/history/{load['id']}", params={"offset": -1}).status_code == 422
 
 
 @pytest.mark.parametrize("body, status, words", [
@@ -195,13 +214,51 @@ def test_jobs_report_progress(client: TestClient, agent: Agent) -> None:
     r = client.post("/api/jobs/plan", json={"goal": "(not (switched_on kitchen_light))"})
     assert r.status_code == 202 and r.json()["status"] == "running"
     job = wait(client, r.json())
-    assert job["status"] == "done" and job["result"]["plan"] and job["progress"]
+    assert job["status"] == "done" and job["result"]["plan"]
+    said = " | ".join(job["progress"])  # the phases of the plan call, as they happen
+    assert all(w in said for w in ("read the state", "pruned state (", "fd on the pruned")), said
     job = wait(client, client.post("/api/jobs/run").json())
     assert job["status"] == "done" and job["result"]["done"]
     script(agent)
     job = wait(client, client.post("/api/jobs/tell", json={"text": "the light is off"}).json())
     assert job["status"] == "failed" and job["http_status"] == 424 and job["progress"]
     assert client.get("/api/jobs/nope").status_code == 404
+
+
+def test_reads_answer_while_a_tell_waits_for_the_llm(client: TestClient, agent: Agent) -> None:
+    asked, release = threading.Event(), threading.Event()
+
+    def slow(messages: list) -> str:
+        asked.set()
+        assert release.wait(60)
+        return json.dumps({"entities": ["kitchen_light"]})
+
+    agent._llm = ScriptedLLM([slow, json.dumps({"add": [], "remove": [{"predicate": "switched_on",
+                                                                        "args": ["kitchen_light"]}]})])
+    job = client.post("/api/jobs/tell", json={"text": "Omar switched the kitchen light off"}).json()
+    answers: list[int] = []
+
+    def read() -> None:  # the tell holds the writers' lock all through its LLM call
+        answers.extend(client.get(p).status_code for p in ("/api/entities/kitchen_light", "/api/entities",
+                                                           "/api/history", "/api/facts?predicate=switched_on"))
+
+    try:
+        assert asked.wait(60)
+        reader = threading.Thread(target=read)
+        reader.start()
+        reader.join(30)
+        assert answers == [200] * 4, "a read waited behind the LLM call"
+    finally:
+        release.set()
+    assert wait(client, job)["status"] == "done"
+    assert client.get("/api/history").json()[0]["text"] == "Omar switched the kitchen light off"
+
+
+def test_entity_list_shows_another_process_changes_at_once(client: TestClient, agent: Agent) -> None:
+    assert client.get("/api/entities", params={"search": "porch"}).json()["total"] == 0
+    with Agent(agent.graph.url) as other:  # another process on the same store
+        other.change(new_entities=[Entity(name="porch_light", type="light")])
+    assert client.get("/api/entities", params={"search": "porch"}).json()["total"] == 1
 
 
 def test_token_protects_writes(agent: Agent) -> None:
@@ -221,7 +278,8 @@ def test_settings_page_and_schema(client: TestClient) -> None:
     assert page.status_code == 200 and "kgplan" in page.text
     paths = client.get("/openapi.json").json()["paths"]
     assert {"/api/entities", "/api/entities/{name}", "/api/facts", "/api/changes", "/api/history",
-            "/api/undo/{change_id}", "/api/plan", "/api/run", "/api/tell", "/api/settings"} <= set(paths)
+            "/api/history/{change_id}", "/api/undo/{change_id}", "/api/plan", "/api/run", "/api/tell",
+            "/api/settings"} <= set(paths)
 
 
 # ---- schemathesis against a real server ------------------------------------------------------------

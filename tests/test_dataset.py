@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from domains.model import Domain, Problem
-from graph.base import WorldGraph, fact_of
-from graph.model import Delta
+from graph.base import WorldGraph
+from graph.model import Delta, Fact
 from tests.conftest import l3mp_runs, run_steps
 
 pytestmark = pytest.mark.dataset
@@ -24,8 +24,8 @@ def true_deltas(run: Path) -> list[tuple[str, Delta, Problem]]:
     out = []
     for step in run_steps(run):
         cur = Problem.parse((step / "problem.pddl").read_text(), str(step))
-        delta = Delta(add=[fact_of(a) for a in set(cur.init) - set(prev.init)],
-                      remove=[fact_of(a) for a in set(prev.init) - set(cur.init)],
+        delta = Delta(add=[Fact.of(a) for a in set(cur.init) - set(prev.init)],
+                      remove=[Fact.of(a) for a in set(prev.init) - set(cur.init)],
                       source="sensor", text=step.name)
         out.append((step.name, delta, cur))
         prev = cur
@@ -51,4 +51,4 @@ def test_replaying_ground_truth_reproduces_every_state(empty_graph: WorldGraph) 
         for step, delta, truth in true_deltas(run):
             if not delta.is_empty():
                 empty_graph.apply(delta)  # raises ChangeRefused if verification refuses a true delta
-            assert fact_set(empty_graph) == {(a.predicate, a.args) for a in truth.init}, step
+            assert fact_set(empty_graph) == set(truth.init), step

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from unified_planning.io import PDDLReader
 
-from domains.formula import And, Atom, Or, Param, Quantified
+from domains.formula import And, Atom, GroundAtom, Or, Param, Quantified
 from domains.model import Domain, Problem, resolve_domain
 from domains.sexpr import PDDLError
 from tests.conftest import HOUSEHOLD, l3mp_runs
@@ -117,7 +117,7 @@ def test_broken_actions_are_refused_where_they_are_wrong(pre: str, eff: str, bad
 
 def test_problem_parse(world_problem: Problem) -> None:
     assert world_problem.objects["robot"] == "agent"
-    assert Atom("agent_at", ("robot", "hallway")) in world_problem.init
+    assert GroundAtom("agent_at", ("robot", "hallway")) in world_problem.init
     goal = Problem.parse("(define (problem p) (:domain d) (:objects a - t) (:init)"
                          " (:goal (and (p a) (not (q a)))))").goal
     assert isinstance(goal, And) and len(goal.args) == 2

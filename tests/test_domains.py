@@ -57,7 +57,7 @@ def test_load_round_trip_plan_validate(path: Path, empty_graph: WorldGraph) -> N
     r = plan(empty_graph, to_pddl(problem.goal), prune=False)
     assert r.solved and r.used_full_state, r.message
     numbers = {(a.predicate, a.args): v for a, v in problem.numbers.items()}
-    state = State(domain, problem.objects, {(a.predicate, a.args) for a in problem.init}, numbers)
+    state = State(domain, problem.objects, set(problem.init), numbers)
     steps = [Step.parse(s) for s in r.plan]
     assert r.cost == state.plan_cost(steps) and (r.cost is None) == (not problem.numbers)
     assert simulate(state, steps, problem.goal) is None

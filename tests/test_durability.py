@@ -21,7 +21,7 @@ import pytest
 
 from graph.backends import sqlite as backend
 from graph.backends.sqlite import SqliteGraph
-from graph.base import Tx, WorldGraph, atom_of
+from graph.base import Tx, WorldGraph
 from graph.model import Change, Delta, Entity, Fact
 from tests.conftest import HOUSEHOLD
 
@@ -100,13 +100,13 @@ def make_store(path: Path) -> None:
 
 
 def atoms(g: WorldGraph) -> set[Atom]:
-    return {atom_of(f) for f in g.facts()}
+    return {f.atom for f in g.facts()}
 
 
 def replay(facts: set[Atom], entities: dict[str, str], changes: list[Change]) -> None:
     """Apply `changes` in place, strictly: each remove must be present, each add absent."""
     for c in changes:
-        rem, add = [atom_of(f) for f in c.delta.remove], [atom_of(f) for f in c.delta.add]
+        rem, add = [f.atom for f in c.delta.remove], [f.atom for f in c.delta.add]
         assert set(rem) <= facts, f"change {c.id} removes facts that were not true"
         assert not set(add) & facts, f"change {c.id} adds facts that were already true"
         facts.difference_update(rem)
@@ -118,7 +118,7 @@ def replay(facts: set[Atom], entities: dict[str, str], changes: list[Change]) ->
 def check_store(g: SqliteGraph, facts: set[Atom], entities: dict[str, str]) -> None:
     """Physical integrity, and the fact/argument index agrees with the fact table."""
     assert g.db.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
-    assert {atom_of(f) for f in g.facts_about([*entities, *g.domain.constants])} == facts
+    assert {f.atom for f in g.facts_about([*entities, *g.domain.constants])} == facts
 
 
 def entity_types(g: WorldGraph) -> dict[str, str]:

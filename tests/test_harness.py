@@ -20,7 +20,7 @@ from tests.conftest import HOUSEHOLD
 
 Atoms = set[tuple[str, tuple[str, ...]]]
 START = Problem.parse((HOUSEHOLD / "world.pddl").read_text())
-INIT: Atoms = {(a.predicate, a.args) for a in START.init}
+INIT: Atoms = set(START.init)
 TIMINGS = {"seconds", "llm_latency_s", "planner_s", "llm_latency_s_mean", "planner_s_mean"}
 
 

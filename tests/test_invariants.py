@@ -65,7 +65,7 @@ HAND = MutexGroup(
 
 def _init(init: str) -> list[tuple[str, tuple[str, ...]]]:
     problem = Problem.parse(f"(define (problem p) (:domain tiny) (:init {init}))")
-    return [(a.predicate, a.args) for a in problem.init]
+    return list(problem.init)
 
 
 def test_tiny_domain_groups() -> None:
@@ -145,7 +145,7 @@ def _shape(name: str) -> tuple[Domain, Problem]:
 
 
 def _atoms(problem: Problem) -> list[tuple[str, tuple[str, ...]]]:
-    return [(a.predicate, a.args) for a in problem.init]
+    return list(problem.init)
 
 
 @pytest.mark.parametrize("shape", ["stacks", "sokoban", "satellite", "snacks"])

@@ -121,7 +121,7 @@ def test_recall_is_measured_against_a_reference_plan() -> None:
     run = l3mp_runs()[0]
     step = next(s for s in steps(run) if (s / "goal.txt").is_file())
     domain, truth = Domain.load(run / "domain.pddl"), Problem.parse((step / "problem.pddl").read_text())
-    init = {(a.predicate, a.args) for a in truth.init}
+    init = set(truth.init)
     ref = Reference()
     r = ref.recall(step, domain, truth, init, shown=set(), init=init)
     needed = ref.needed[str(step)]

@@ -39,7 +39,7 @@ def test_mcp_tools_end_to_end(tmp_path: Path, server: FakeServer) -> None:  # no
     async def session() -> None:
         async with Client(params, read_timeout_seconds=120) as client:
             tools = {t.name for t in (await client.list_tools()).tools}
-            assert {"tell", "plan", "run", "show", "search", "history", "undo"} <= tools
+            assert {"tell", "plan", "run", "show", "search", "history", "change", "undo"} <= tools
             told = structured(await client.call_tool("tell", {"text": "Omar switched the kitchen light off"}))
             assert told["change"]["remove"][0]["text"] == "(switched_on kitchen_light)"
             assert "Omar switched the kitchen light off" in json.dumps(server.requests[-1])
@@ -53,6 +53,8 @@ def test_mcp_tools_end_to_end(tmp_path: Path, server: FakeServer) -> None:  # no
             assert "(switched_on kitchen_light)" in {f["text"] for f in found["facts"]["facts"]}
             history = structured(await client.call_tool("history", {"limit": 3}))
             newest = history["result"][0] if "result" in history else history[0]
+            diff = structured(await client.call_tool("change", {"change_id": newest["id"], "limit": 1}))
+            assert diff["id"] == newest["id"] and len(diff["add"]) <= 1 and diff["sizes"] == newest["sizes"]
             undone = structured(await client.call_tool("undo", {"change_id": newest["id"]}))
             assert undone["undo_of"] == newest["id"]
             bad = await client.call_tool("plan", {"goal": "(flying apple)"})

@@ -84,7 +84,7 @@ def test_unsolvable_goal_is_reported_not_raised(world: SqliteGraph) -> None:
 
 
 def test_timeout_is_reported(household: Domain, world_problem: Problem) -> None:
-    facts = {(a.predicate, a.args) for a in world_problem.init}
+    facts = set(world_problem.init)
     task = Task(household, world_problem.objects, facts, Problem.parse(
         "(define (problem p) (:domain household) (:goal (and (clean sandra_jeans) (dry sandra_jeans))))").goal)
     r = solve(task, timeout=0.01)
@@ -177,7 +177,7 @@ def test_every_l3mp_goal_is_solved_and_valid_on_the_full_state(tmp_path: Path) -
             g.load_problem(problem)
             r = plan(g, to_pddl(problem.goal))
             assert r.solved and not r.fallback, (step, r.message)
-            full = Task(domain, problem.objects, {(a.predicate, a.args) for a in problem.init}, problem.goal)
+            full = Task(domain, problem.objects, set(problem.init), problem.goal)
             assert validate(full, [Step.parse(s) for s in r.plan]) is None, step
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from agent.planning import plan
-from domains.formula import Atom
+from domains.formula import GroundAtom
 from domains.model import Domain, Problem
 from graph.backends.sqlite import SqliteGraph
 from planners.problem import Task
@@ -115,7 +115,7 @@ def _solved_pruned(domain: Domain, problem: Problem) -> tuple[State, Pruned]:
     """Plan on each pruning in turn, as `plan` does, but never on the full state: the state and
     the pruning that gave a plan valid on the full state."""
     numbers = {(a.predicate, a.args): v for a, v in problem.numbers.items()}  # action costs
-    state = State(domain, problem.objects, [(a.predicate, a.args) for a in problem.init], numbers)
+    state = State(domain, problem.objects, list(problem.init), numbers)
     tried = []
     for pruned in Relevance(domain).prunings(state, problem.goal):
         tried.append(pruned.level)
@@ -145,7 +145,7 @@ def test_bar_pruning_keeps_hands_shaker_dispensers_and_levels() -> None:
 
 def test_lift_pruning_keeps_the_floors() -> None:
     domain, problem = Domain.parse(MICONIC, "domain"), Problem.parse(MICONIC_PROBLEM, "problem")
-    state = State(domain, problem.objects, [(a.predicate, a.args) for a in problem.init])
+    state = State(domain, problem.objects, list(problem.init))
     first = Relevance(domain).prune(state, problem.goal)
     assert first.reachable and {"f0", "f1", "f2", "f3", "p1", "p2", "p3"} <= first.objects.keys()
 
@@ -174,7 +174,7 @@ def test_laundry_task_shaped_like_the_held_out_failure(tmp_path: Path, household
     goal = " ".join(f"(clean {c}) (dry {c}) (inside {c} basket1)" for c in [*clothes, "sock"])
     g = SqliteGraph(tmp_path / "laundry.db")
     g.init(household)
-    g.load_problem(Problem("laundry", "household", objects, [Atom(p, a) for p, a in init]))
+    g.load_problem(Problem("laundry", "household", objects, [GroundAtom(p, a) for p, a in init]))
     r = plan(g, f"(and {goal})", timeout=60)
     assert r.solved and not r.used_full_state and r.widenings == 0 and not r.fallback, r.message
     steps = [Step.parse(s) for s in r.plan]
@@ -193,7 +193,7 @@ def _domain_problems() -> list:
 def test_no_pruned_task_unsolvable_where_the_full_one_is_solvable(path: Path) -> None:
     try:
         domain, problem = Domain.load(path.parent), Problem.parse(path.read_text(), str(path))
-        full = solve(Task(domain, problem.objects, {(a.predicate, a.args) for a in problem.init},
+        full = solve(Task(domain, problem.objects, set(problem.init),
                           problem.goal, {(a.predicate, a.args): v for a, v in problem.numbers.items()}),
                      timeout=30)
     except Exception as e:  # what the project cannot load or plan yet (other items of the issues)

@@ -40,7 +40,7 @@ def goal(text: str) -> Formula:
 
 
 def world_task(household: Domain, world_problem: Problem, text: str) -> Task:
-    return Task(household, world_problem.objects, {(a.predicate, a.args) for a in world_problem.init}, goal(text))
+    return Task(household, world_problem.objects, set(world_problem.init), goal(text))
 
 
 @pytest.mark.parametrize("planner", ENGINES)

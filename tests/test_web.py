@@ -42,6 +42,15 @@ def test_page_inspect_correct_undo_tell_plan(agent: Agent, live_server: str,  # 
         page.wait_for_selector("#facts tr[data-fact='(switched_on kitchen_light)']")
         page.screenshot(path=shots / "1-selected.png")
 
+        # the history shows the first few facts of the large load change; "more" pages through the rest
+        load = page.locator("#history li").last
+        shown = load.locator(".diff div").count()
+        load.locator("button.more").click()
+        page.wait_for_function(f"document.querySelectorAll('#history li:last-child .diff div').length > {shown}")
+        loaded = agent.graph.history()[0].delta
+        assert load.locator(".diff div").count() == len(loaded.add) + len(loaded.new_entities)
+        assert load.locator("button.more").is_hidden()
+
         # a refused correction shows the verifier's message, and changes nothing
         row = "#facts tr[data-fact='(switched_on kitchen_light)']"
         page.click(f"{row} button.edit")

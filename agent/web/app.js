@@ -224,24 +224,47 @@ async function correct(old, fact, msg) {
 }
 
 // ---- history with provenance and undo ----------------------------------------------------------------
-async function loadHistory() {
-  const changes = await api("GET", "/api/history?limit=30&facts=20");
-  $("#history").replaceChildren(...changes.map((c) => {
-    const who = [c.source, c.model, c.tokens && c.tokens.prompt ? `${c.tokens.prompt}+${c.tokens.completion || 0} tokens` : ""]
-      .filter(Boolean).join(", ");
-    const diff = el("div", { class: "diff" },
-      ...c.new_entities.map((e) => el("div", { class: "add" }, `new ${e.name} - ${e.type}`)),
-      ...c.removed_entities.map((name) => el("div", { class: "remove" }, `gone ${name}`)),
-      ...c.remove.map((f) => el("div", { class: "remove" }, "- " + f.text)),
-      ...c.add.map((f) => el("div", { class: "add" }, "+ " + f.text)),
-      Object.values(c.sizes).some((n) => n > 20)
-        ? el("div", { class: "dim" }, `… (${c.sizes.add} added, ${c.sizes.remove} removed, ${c.sizes.new_entities} new)`)
-        : "");
-    return el("li", { "data-change": c.id },
-      el("b", {}, `#${c.id} `), el("span", { class: "dim" }, `${new Date(c.time).toLocaleString()} (${who}) `),
-      c.text || "", c.undo_of ? el("span", { class: "dim" }, ` undoes #${c.undo_of}`) : "", " ",
-      el("button", { class: "undo", onclick: () => undo(c.id) }, "undo"), diff);
-  }));
+const PAGE = 30, DIFF_PAGE = 500;  // changes per history page; items per list when a change is opened further
+
+function diffItems(c) {
+  return [...c.new_entities.map((e) => el("div", { class: "add" }, `new ${e.name} - ${e.type}`)),
+    ...c.removed_entities.map((name) => el("div", { class: "remove" }, `gone ${name}`)),
+    ...c.remove.map((f) => el("div", { class: "remove" }, "- " + f.text)),
+    ...c.add.map((f) => el("div", { class: "add" }, "+ " + f.text))];
+}
+
+function changeItem(c) {
+  const who = [c.source, c.model, c.tokens && c.tokens.prompt ? `${c.tokens.prompt}+${c.tokens.completion || 0} tokens` : ""]
+    .filter(Boolean).join(", ");
+  const diff = el("div", { class: "diff" }, ...diffItems(c));
+  let shown = Math.max(c.add.length, c.remove.length, c.new_entities.length, c.removed_entities.length);
+  const more = el("button", { class: "more" });
+  const label = () => {
+    more.hidden = !Object.values(c.sizes).some((n) => n > shown);
+    more.textContent = `more (${c.sizes.add} added, ${c.sizes.remove} removed, ${c.sizes.new_entities} new, `
+      + `${c.sizes.removed_entities} gone in all)`;
+  };
+  more.addEventListener("click", async () => {  // the next page of this change's diff
+    const part = await api("GET", `/api/history/${c.id}?offset=${shown}&limit=${DIFF_PAGE}`);
+    diff.append(...diffItems(part));
+    shown += DIFF_PAGE;
+    label();
+  });
+  label();
+  return el("li", { "data-change": c.id },
+    el("b", {}, `#${c.id} `), el("span", { class: "dim" }, `${new Date(c.time).toLocaleString()} (${who}) `),
+    c.text || "", c.undo_of ? el("span", { class: "dim" }, ` undoes #${c.undo_of}`) : "", " ",
+    el("button", { class: "undo", onclick: () => undo(c.id) }, "undo"), diff, more);
+}
+
+async function loadHistory(before) {
+  const changes = await api("GET", `/api/history?limit=${PAGE}` + (before ? `&before=${before}` : ""));
+  const items = changes.map(changeItem);
+  if (before) $("#history").append(...items);
+  else $("#history").replaceChildren(...items);
+  const older = $("#history-older");
+  older.hidden = changes.length < PAGE;
+  older.onclick = () => loadHistory(changes[changes.length - 1].id);
 }
 
 async function undo(id) {

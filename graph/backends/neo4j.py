@@ -5,8 +5,10 @@ are ``true`` node properties named after the predicate, binary facts are relatio
 the predicate, nullary facts are properties of one ``(:World)`` node, and higher arities (and
 numeric functions' values) are ``(:Fact {predicate, args[, value]})`` nodes with ``[:ARG {pos}]``
 edges. Unknown marks are the ``Unknown`` list property of their entity's node (predicate names, ''
-for a placeholder; capitalised, so no predicate can take the name). The history is ``(:Change)``
-nodes, metadata ``(:Meta {key, value})`` nodes. User data
+for a placeholder; capitalised, so no predicate can take the name). The history is ``(:Change {id,
+time, undo_of, summary})`` nodes, each change's delta in a ``(:Delta {id, delta})`` node of its own (a
+record is read whole: the history lists summaries without reading a large delta), metadata
+``(:Meta {key, value})`` nodes. User data
 only ever travels as parameters; the only names put into query text are the domain's predicate
 names (checked, backtick-quoted) and this module's own labels.
 
@@ -34,15 +36,16 @@ from neo4j.exceptions import (
     SessionExpired,
 )
 
+from domains.formula import GroundAtom
 from domains.invariants import Synthesis
 from domains.model import Domain, Problem
-from domains.verify import GroundAtom, Issue, Mark
+from domains.verify import Issue, Mark
 from graph.base import GraphError, T, Tx, WorldGraph
-from graph.model import Change, Delta, Entity, Fact, Unknown
+from graph.model import Change, Delta, Entity, Fact, Unknown, summary_json
 
 CHUNK = 2000  # rows per UNWIND write
 TIMEOUT = 5.0  # seconds to connect
-LABELS = ("Entity", "Fact", "Change", "Meta", "World")
+LABELS = ("Entity", "Fact", "Change", "Delta", "Meta", "World")
 RESERVED_TYPES = {*LABELS, "ARG"}  # ArcadeDB: labels and relationship types share one namespace
 RESERVED_PROPS = {"name", "type", "attrs"}
 IDENT = re.compile(r"[A-Za-z][A-Za-z0-9_-]*")
@@ -51,6 +54,7 @@ SCHEMA = (
     "CREATE INDEX kgplan_entity_type IF NOT EXISTS FOR (n:Entity) ON (n.type)",
     "CREATE INDEX kgplan_fact IF NOT EXISTS FOR (f:Fact) ON (f.predicate, f.args)",
     "CREATE CONSTRAINT kgplan_change_id IF NOT EXISTS FOR (c:Change) REQUIRE c.id IS UNIQUE",
+    "CREATE CONSTRAINT kgplan_delta_id IF NOT EXISTS FOR (d:Delta) REQUIRE d.id IS UNIQUE",
     "CREATE CONSTRAINT kgplan_meta_key IF NOT EXISTS FOR (m:Meta) REQUIRE m.key IS UNIQUE",
 )
 LOCK = "MERGE (l:Meta {key: 'lock'}) SET l.at = timestamp()"  # every writer touches it first
@@ -107,9 +111,11 @@ UNKNOWN = ("{match} WHERE n.Unknown IS NOT NULL UNWIND n.Unknown AS p "
            "RETURN n.name AS name, p ORDER BY name, p")
 DEL_ENTITIES = "UNWIND $rows AS r MATCH (n:Entity {name: r.name}) DETACH DELETE n"
 ADD_CHANGE = ("MERGE (s:Meta {key: 'change_seq'}) ON CREATE SET s.seq = 0 SET s.seq = s.seq + 1 "
-              "CREATE (c:Change {id: s.seq, time: $time, undo_of: $undo_of, delta: $delta}) "
+              "CREATE (c:Change {id: s.seq, time: $time, undo_of: $undo_of, summary: $summary}) "
+              "CREATE (:Delta {id: s.seq, delta: $delta}) "
               "RETURN c.id AS id")
-CHANGE_FIELDS = " RETURN c.id AS id, c.time AS time, c.undo_of AS undo_of, c.delta AS delta"
+CHANGE_FIELDS = (" OPTIONAL MATCH (d:Delta {id: c.id}) RETURN c.id AS id, c.time AS time, c.undo_of AS undo_of, "
+                 "coalesce(d.delta, c.delta) AS delta")  # a store made before (:Delta) nodes kept it in c
 COUNT = ("MATCH (n:Entity) WITH count(CASE WHEN NOT n.name IN $consts THEN 1 END) AS e, "
          "sum(size([p IN $unary WHERE n[p] = true])) AS u OPTIONAL MATCH (w:World) "
          "RETURN e, u + size([p IN $nullary WHERE w[p] = true]) "
@@ -343,7 +349,7 @@ class _Neo4jTx(Tx):
 
         change = Change(id=0, delta=delta, undo_of=undo_of)
         params: dict[str, Any] = {"time": change.time.isoformat(), "undo_of": undo_of,
-                                  "delta": delta.model_dump_json()}
+                                  "delta": delta.model_dump_json(), "summary": summary_json(delta)}
         if sum(len(r) for _, r in writes) <= CHUNK:  # a small change: one round trip
             parts = []
             for i, (q, r) in enumerate(writes):
@@ -511,10 +517,21 @@ class Neo4jGraph(WorldGraph):
         return [Fact(predicate=p, args=args, value=values.get((p, args))) for p, args in atoms]
 
     def history(self, limit: int | None = None) -> list[Change]:
-        q = "MATCH (c:Change)" + CHANGE_FIELDS + " ORDER BY c.id DESC"
+        q = "MATCH (c:Change)" + CHANGE_FIELDS + " ORDER BY id DESC"
         q += " LIMIT $limit" if limit else ""
         rows = self._read(lambda tx: [_change(r) for r in tx.run(q, {"limit": limit})])
         return rows[::-1]
+
+    def _summaries(self, limit: int | None, before: int | None) -> list[tuple[int, str, int | None, str | None,
+                                                                               str | None]]:
+        q = ("MATCH (c:Change) WHERE $before IS NULL OR c.id < $before RETURN c.id AS id, c.time AS time, "
+             "c.undo_of AS undo_of, c.summary AS summary, CASE WHEN c.summary IS NULL THEN c.delta END AS delta "
+             "ORDER BY c.id DESC" + (" LIMIT $limit" if limit is not None else ""))
+        return self._read(lambda tx: [tuple(r.values()) for r in tx.run(q, {"before": before, "limit": limit})])
+
+    def _whole(self, change_id: int) -> tuple[int, str, int | None, str] | None:
+        row = self._read(lambda tx: tx.run("MATCH (c:Change {id: $id})" + CHANGE_FIELDS, {"id": change_id}).single())
+        return None if row is None else tuple(row.values())
 
     def count(self) -> tuple[int, int]:
         arity = self._arity()

@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sqlite3
+import threading
 from collections.abc import Callable, Collection, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from domains.verify import GroundAtom, Mark
+from domains.formula import GroundAtom
+from domains.verify import Mark
 from graph.base import GraphError, T, Tx, WorldGraph
-from graph.model import Change, Delta, Entity, Fact, Unknown
+from graph.model import Change, Delta, Entity, Fact, Unknown, by_atom, summary_json
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
@@ -26,7 +29,8 @@ CREATE INDEX IF NOT EXISTS fact_args_fact ON fact_args(fact_id);
 CREATE TABLE IF NOT EXISTS unknowns(
     entity TEXT NOT NULL, predicate TEXT NOT NULL, PRIMARY KEY(entity, predicate)) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS changes(
-    id INTEGER PRIMARY KEY AUTOINCREMENT, time TEXT NOT NULL, undo_of INTEGER, delta TEXT NOT NULL);
+    id INTEGER PRIMARY KEY AUTOINCREMENT, time TEXT NOT NULL, undo_of INTEGER, delta TEXT NOT NULL,
+    summary TEXT);
 """
 CHUNK = 500  # rows per statement, well under SQLite's bound-parameter limit
 
@@ -64,7 +68,7 @@ class _SqliteTx(Tx):
         return out
 
     def facts_about(self, names: Collection[str]) -> list[GroundAtom]:
-        return [(f.predicate, f.args) for f in _facts_about(self.db, names)]
+        return [f.atom for f in _facts_about(self.db, names)]
 
     def facts_of(self, predicates: Collection[str]) -> list[GroundAtom]:
         out = []
@@ -102,8 +106,8 @@ class _SqliteTx(Tx):
             (a, i, pos) for i, p, k in db.execute("SELECT id, predicate, args FROM facts WHERE id > ?", (top,))
             for pos, a in enumerate(added[p, k])])
         change = Change(id=0, delta=delta, undo_of=undo_of)
-        cur = db.execute("INSERT INTO changes(time, undo_of, delta) VALUES (?,?,?)",
-                         (change.time.isoformat(), undo_of, delta.model_dump_json()))
+        cur = db.execute("INSERT INTO changes(time, undo_of, delta, summary) VALUES (?,?,?,?)",
+                         (change.time.isoformat(), undo_of, delta.model_dump_json(), summary_json(delta)))
         change.id = int(cur.lastrowid or 0)
         return change
 
@@ -159,34 +163,61 @@ def _facts_about(db: sqlite3.Connection, names: Collection[str]) -> list[Fact]:
 
 
 class SqliteGraph(WorldGraph):
-    """World graph in one SQLite file; every change and its history record share a transaction."""
+    """World graph in one SQLite file; every change and its history record share a transaction.
+
+    Thread-safe: writes go through one connection, one transaction at a time; each thread reads through a
+    connection of its own, which sees the last committed state and never waits for a write (WAL)."""
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
         self.url = f"sqlite:{self.path}"
         if not self.path.parent.is_dir():
             raise GraphError(f"cannot create {self.path}: folder {self.path.parent} does not exist")
+        self._writing = threading.RLock()  # one write transaction at a time on `db`
+        self._local = threading.local()  # each thread's reader
+        self._readers: dict[int | None, sqlite3.Connection] = {}  # by thread id, to close them
+        self._opening = threading.Lock()  # guards _readers
         try:
-            self.db = sqlite3.connect(self.path, isolation_level=None, timeout=60,
-                                      check_same_thread=False)
+            self.db = self._connect()  # the writes' connection
             self.db.execute("PRAGMA journal_mode=WAL")
-            self.db.execute("PRAGMA synchronous=NORMAL")
-            self.db.execute("PRAGMA foreign_keys=ON")
             self.db.executescript(SCHEMA)
-            if "value" not in {r[1] for r in self.db.execute("PRAGMA table_info(facts)")}:
-                self.db.execute("ALTER TABLE facts ADD COLUMN value REAL")  # a store made before values
+            # columns a store made before them lacks
+            for table, column in (("facts", "value REAL"), ("changes", "summary TEXT")):
+                if column.split()[0] not in {r[1] for r in self.db.execute(f"PRAGMA table_info({table})")}:
+                    self.db.execute(f"ALTER TABLE {table} ADD COLUMN {column}")
         except sqlite3.DatabaseError as e:
             raise GraphError(f"cannot open {self.path} as a kgplan store: {e}") from e
 
+    def _connect(self) -> sqlite3.Connection:
+        db = sqlite3.connect(self.path, isolation_level=None, timeout=60, check_same_thread=False)
+        db.execute("PRAGMA synchronous=NORMAL")
+        db.execute("PRAGMA foreign_keys=ON")
+        return db
+
+    @property
+    def reader(self) -> sqlite3.Connection:
+        """This thread's connection for reads (those of threads that have ended are closed)."""
+        if (db := getattr(self._local, "db", None)) is None:
+            db = self._local.db = self._connect()
+            with self._opening:
+                me, alive = threading.get_ident(), {t.ident for t in threading.enumerate()}
+                for ident in [i for i in self._readers if i == me or i not in alive]:
+                    self._readers.pop(ident).close()
+                self._readers[me] = db
+        return db
+
     @contextmanager
     def _tx(self, mode: str = "IMMEDIATE") -> Iterator[sqlite3.Connection]:
-        self.db.execute(f"BEGIN {mode}")
-        try:
-            yield self.db
-        except BaseException:
-            self.db.execute("ROLLBACK")
-            raise
-        self.db.execute("COMMIT")
+        """A write transaction (IMMEDIATE), or a read transaction (DEFERRED) on this thread's reader."""
+        with self._writing if mode == "IMMEDIATE" else contextlib.nullcontext():
+            db = self.db if mode == "IMMEDIATE" else self.reader
+            db.execute(f"BEGIN {mode}")
+            try:
+                yield db
+            except BaseException:
+                db.execute("ROLLBACK")
+                raise
+            db.execute("COMMIT")
 
     @contextmanager
     def transaction(self) -> Iterator[Tx]:
@@ -198,7 +229,7 @@ class SqliteGraph(WorldGraph):
             return work(tx)
 
     def get_meta(self, key: str) -> str | None:
-        row = self.db.execute("SELECT value FROM meta WHERE key=?", (key,)).fetchone()
+        row = self.reader.execute("SELECT value FROM meta WHERE key=?", (key,)).fetchone()
         return row[0] if row else None
 
     def set_meta(self, values: dict[str, str]) -> None:
@@ -206,23 +237,23 @@ class SqliteGraph(WorldGraph):
             db.executemany("INSERT OR REPLACE INTO meta(key, value) VALUES (?,?)", values.items())
 
     def entities(self, names: Collection[str] | None = None) -> list[Entity]:
-        return _entities(self.db, names)
+        return _entities(self.reader, names)
 
     def facts(self, predicate: str | None = None, entity: str | None = None) -> list[Fact]:
         if entity is not None:
-            out = _facts_about(self.db, [entity])
-            return sorted((f for f in out if predicate in (None, f.predicate)), key=_order)
+            out = _facts_about(self.reader, [entity])
+            return sorted((f for f in out if predicate in (None, f.predicate)), key=by_atom)
         q, params = "SELECT predicate, args, value FROM facts", ()
         if predicate is not None:
             q, params = q + " WHERE predicate=?", (predicate,)
-        rows = self.db.execute(q + " ORDER BY predicate, args", params)
+        rows = self.reader.execute(q + " ORDER BY predicate, args", params)
         return [Fact(predicate=p, args=tuple(json.loads(a)), value=v) for p, a, v in rows]
 
     def facts_about(self, names: Collection[str]) -> list[Fact]:
-        return _facts_about(self.db, names)
+        return _facts_about(self.reader, names)
 
     def unknowns(self, names: Collection[str] | None = None) -> list[Unknown]:
-        return [Unknown(entity=e, predicate=p) for e, p in _unknowns(self.db, names)]
+        return [Unknown(entity=e, predicate=p) for e, p in _unknowns(self.reader, names)]
 
     def snapshot(self) -> tuple[dict[str, str], list[GroundAtom], dict[GroundAtom, float]]:
         with self._tx("DEFERRED") as db:  # one read snapshot for both tables
@@ -239,12 +270,22 @@ class SqliteGraph(WorldGraph):
 
     def history(self, limit: int | None = None) -> list[Change]:
         q = "SELECT id, time, undo_of, delta FROM changes ORDER BY id DESC"
-        rows = self.db.execute(q + (" LIMIT ?" if limit else ""), (limit,) if limit else ()).fetchall()
+        rows = self.reader.execute(q + (" LIMIT ?" if limit else ""), (limit,) if limit else ()).fetchall()
         return [_change(r) for r in reversed(rows)]
 
+    def _summaries(self, limit: int | None, before: int | None) -> list[tuple[int, str, int | None, str | None,
+                                                                               str | None]]:
+        q = ("SELECT id, time, undo_of, summary, CASE WHEN summary IS NULL THEN delta END FROM changes "
+             "WHERE id < ? ORDER BY id DESC LIMIT ?")
+        return self.reader.execute(q, (before if before is not None else 2**63 - 1, -1 if limit is None else limit)
+                               ).fetchall()
+
+    def _whole(self, change_id: int) -> tuple[int, str, int | None, str] | None:
+        return self.reader.execute("SELECT id, time, undo_of, delta FROM changes WHERE id=?", (change_id,)).fetchone()
+
     def count(self) -> tuple[int, int]:
-        (e,) = self.db.execute("SELECT count(*) FROM entities").fetchone()
-        (f,) = self.db.execute("SELECT count(*) FROM facts").fetchone()
+        (e,) = self.reader.execute("SELECT count(*) FROM entities").fetchone()
+        (f,) = self.reader.execute("SELECT count(*) FROM facts").fetchone()
         return e, f
 
     def clear(self) -> None:
@@ -254,8 +295,6 @@ class SqliteGraph(WorldGraph):
         self.__dict__.pop("domain", None)
 
     def close(self) -> None:
-        self.db.close()
+        for db in [self.db, *self._readers.values()]:
+            db.close()
 
-
-def _order(f: Fact) -> tuple[str, tuple[str, ...]]:
-    return (f.predicate, f.args)
