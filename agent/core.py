@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
@@ -25,7 +25,6 @@ from graph.store import open_graph
 from planners.solve import ENGINES
 
 if TYPE_CHECKING:
-    import numpy as np
 
     from agent.language import Outcome, Retrieval
     from agent.llm import LLM, LLMConfig
@@ -330,18 +329,16 @@ class Agent:
         (an embedding prior, updated from the graph, stored with it) is sampled per simulation; the
         result is a one-step plan for `run`; observe, then search or plan again."""
         from agent.planning import PlanReport, parse_goal, remember
-        from agent.retrieval import embed
+        from agent.retrieval import similarity
         from planners import mcts
         from planners.belief import embedding_prior
 
-        def score(a: Sequence[str], b: Sequence[str]) -> np.ndarray:
-            return embed(list(a)) @ embed(list(b)).T
-
         with self.writes:
             f = parse_goal(goal, self.graph, {e.name: e.type for e in self.graph.entities()})
-            prior = mcts.TextPrior(self.domain, score, goal, self.domain.meta.get("explore", {}).get("actions", {}))
+            actions = self.domain.meta.get("explore", {}).get("actions", {})
+            prior = mcts.TextPrior(self.domain, similarity, goal, actions)
             searcher = mcts.searcher(self.graph, f, prior, prior, mcts.Settings(estimator="dr"))
-            d = mcts.decide(self.graph, searcher, mcts.Budget(simulations, seconds), embedding_prior(score))
+            d = mcts.decide(self.graph, searcher, mcts.Budget(simulations, seconds), embedding_prior(similarity))
             report = PlanReport(goal, "solved" if d.step else "unsolvable", "mcts", [str(d.step)] if d.step else [],
                                 d.seconds, message=f"MCTS: first step of a contingent plan, {d.simulations} "
                                                    f"simulations, value {d.value:.2f}; observe, then plan again")

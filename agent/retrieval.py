@@ -58,6 +58,17 @@ def embed(texts: Sequence[str]) -> np.ndarray:
     return model.encode(list(texts), normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False)
 
 
+_VECTORS: dict[str, np.ndarray] = {}
+
+
+def similarity(a: Sequence[str], b: Sequence[str]) -> np.ndarray:
+    """Cosine similarity of MiniLM embeddings, rows a, columns b (each text embedded once per process, new
+    ones in one batch)."""
+    if new := [t for t in dict.fromkeys([*a, *b]) if t not in _VECTORS]:
+        _VECTORS.update(zip(new, embed(new), strict=True))
+    return np.array([_VECTORS[x] for x in a]) @ np.array([_VECTORS[y] for y in b]).T
+
+
 def entity_text(e: Entity) -> str:
     """What an entity is embedded as: its name and type in words, then its attribute values."""
     return " ".join([e.name.replace("_", " "), e.type.replace("_", " "), *e.attrs.values()])

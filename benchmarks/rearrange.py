@@ -231,22 +231,11 @@ def goal_text(task: Task) -> str:
     return "(and " + " ".join(f"(in {i} {task.target})" for i in task.items) + ")"
 
 
-_VECTORS: dict[str, np.ndarray] = {}
-
-
-def similarity(a: list[str], b: list[str]) -> np.ndarray:
-    """Cosine similarity of MiniLM embeddings (each text embedded once per process, new ones in one batch)."""
-    from agent.retrieval import embed
-
-    if new := [t for t in dict.fromkeys([*a, *b]) if t not in _VECTORS]:
-        _VECTORS.update(zip(new, embed(new), strict=True))
-    return np.array([_VECTORS[x] for x in a]) @ np.array([_VECTORS[y] for y in b]).T
-
-
 def episode(scene: Scene, task: Task, method: str, seed: int, simulations: int, limit: int,
             llm=None, llm_calls: int = 10) -> Episode:
     """One task with one method, through an Agent on a fresh sqlite graph."""
     from agent.core import Agent
+    from agent.retrieval import similarity
     from domains.formula import parse_formula
     from domains.model import Problem, resolve_domain
     from domains.sexpr import read
