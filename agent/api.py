@@ -173,7 +173,7 @@ def create_app(agent: Agent, token: str | None = None) -> FastAPI:
     def entities(type: str | None = Query(None, description="Only this type (and its subtypes)"),
                  search: str | None = Query(None, description="Text in the name, type or attributes"),
                  limit: int = Query(500, ge=1, le=100_000)) -> EntitiesOut:
-        return entities_out(agent.entities(type, search), limit)
+        return entities_out(agent, agent.entities(type, search), limit)
 
     @app.get("/api/entities/{name}", responses=errors)
     def entity(name: str, depth: int = Query(1, ge=0, le=5, description="Fact hops around the entity")
@@ -184,7 +184,7 @@ def create_app(agent: Agent, token: str | None = None) -> FastAPI:
     def facts(predicate: str | None = None, entity: str | None = Query(None, description="Facts mentioning it"),
               search: str | None = Query(None, description="Text in the fact"),
               limit: int = Query(1000, ge=1, le=1_000_000)) -> FactsOut:
-        return facts_out(agent.facts(predicate, entity, search), limit)
+        return facts_out(agent, agent.facts(predicate, entity, search), limit)
 
     @app.get("/api/unknowns", responses=errors)
     def unknowns(entity: str | None = Query(None, description="Only what is unknown about this entity")
