@@ -57,6 +57,9 @@ class ChangeIn(BaseModel):
     remove: list[str] = Field(default_factory=list, description="Facts to remove")
     new_entities: list[Entity] = Field(default_factory=list)
     removed_entities: list[str] = Field(default_factory=list, description="Entities to remove with all their facts")
+    unknown: list[Unknown] = Field(default_factory=list, description="Marks to set: an entity's facts of a predicate "
+                                   "become unknown, or (no predicate) the entity is a placeholder")
+    known: list[Unknown] = Field(default_factory=list, description="Marks to clear (see /api/unknowns)")
     note: str = Field("", description="Why (kept in the history)")
     dry_run: bool = Field(False, description="Verify only")
 
@@ -202,9 +205,10 @@ def create_app(agent: Agent, token: str | None = None) -> FastAPI:
 
     @app.post("/api/changes", **write)
     def changes(body: ChangeIn) -> ChangeOut:
-        """Add and remove facts (and entities) as one verified change; 422 with the issues if refused."""
+        """Add and remove facts (and entities, and unknown marks) as one verified change; 422 with the issues if
+        refused."""
         return change_out(agent.change(body.add, body.remove, body.note, body.new_entities, body.dry_run,
-                                       body.removed_entities))
+                                       body.removed_entities, body.unknown, body.known))
 
     @app.post("/api/undo/{change_id}", **write)
     def undo(change_id: int) -> ChangeOut:

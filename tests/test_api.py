@@ -151,6 +151,38 @@ def test_bad_changes_leave_the_graph_unchanged(client: TestClient, body: dict, s
         assert all({"kind", "message", "fact"} <= set(i) for i in r.json()["detail"]["issues"])
 
 
+def test_changes_set_and_clear_unknown_marks(client: TestClient) -> None:
+    where = {"entity": "apple", "predicate": "on"}
+
+    def with_marks() -> tuple:
+        return state(client)[0], client.get("/api/unknowns").json()
+
+    before = with_marks()
+    lost = client.post("/api/changes", json={"remove": ["(on apple kitchen_counter)"], "unknown": [where],
+                                             "note": "I lost the apple"})
+    assert lost.status_code == 200, lost.text
+    assert lost.json()["unknown"] == [where] and client.get("/api/unknowns").json() == [where]
+    assert client.get("/api/entities/apple").json()["entity"]["unknown"] == ["on"]
+    marked = with_marks()
+    for body, words in [
+        ({"known": [where]}, "stop being unknown"),  # becoming known needs the place
+        ({"unknown": [{"entity": "atlantis", "predicate": "on"}]}, "atlantis"),
+        ({"unknown": [{"entity": "apple", "predicate": "flying"}]}, "flying"),
+        ({"unknown": [{"entity": "apple"}], "known": [{"entity": "apple"}]}, "both marked unknown and known"),
+        ({"unknown": [where]}, "already marked unknown"),
+    ]:
+        r = client.post("/api/changes", json=body)
+        assert r.status_code == 422 and words in json.dumps(r.json()), (body, r.text)
+        assert r.json()["detail"]["issues"] and with_marks() == marked
+    assert client.post("/api/changes", json={"unknown": ["apple on"]}).status_code == 422  # not a mark object
+    found = client.post("/api/changes", json={"add": ["(on apple kitchen_table)"], "known": [where]})
+    assert found.status_code == 200 and found.json()["known"] == [where] and client.get("/api/unknowns").json() == []
+    assert client.post(f"/api/undo/{found.json()['id']}").status_code == 200
+    assert with_marks() == marked
+    assert client.post(f"/api/undo/{lost.json()['id']}").status_code == 200
+    assert with_marks() == before
+
+
 def test_new_entity(client: TestClient) -> None:
     r = client.post("/api/changes", json={"new_entities": [{"name": "porch_light", "type": "light"}],
                                           "add": ["(in_room porch_light hallway)"]})
