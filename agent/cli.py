@@ -595,7 +595,9 @@ ExploreLLM = StrEnum("ExploreLLM", ["openai", "oracle"])
 
 @app.command()
 def explore(
-    game: Annotated[str, typer.Option(help="TextWorld-Express game: coin, cooking-easy or cooking-hard.")] = "coin",
+    game: Annotated[str, typer.Option(help="TextWorld-Express game: coin, cooking-easy or cooking-hard; or a TextWorld "
+                                           "game made offline by tw-make: textworld-coin or textworld-cooking.")
+                    ] = "coin",
     seed: Annotated[int, typer.Option(help="Game seed (0-9 for development, 10-59 are the reported ones).")] = 0,
     planner: Annotated[Planner | None, typer.Option(
         help="Planner for the goal and the sub-goals (default: the domain's, see its domain.toml).")] = None,
@@ -609,9 +611,10 @@ def explore(
     """Play a partially observed game: plan for the goal or the domain's sub-goals, act, observe, replan.
 
     Each step shows the observation, the verified graph change, the goal tried, the plan and the action.
-    The graph is a fresh one per game (the --store option is not used). Needs textworld-express and Java 17.
+    The graph is a fresh one per game (the --store option is not used). The TextWorld-Express games need
+    textworld-express and Java 17, the TextWorld ones textworld.
     """
-    from agent.environments import TextWorldExpress, TWXUnavailable
+    from agent.environments import TextWorld, TextWorldExpress, TextWorldUnavailable, TWXUnavailable
     from agent.explore import SENSORS
     from agent.explore import explore as play
     from agent.pddl_edit import SensorOracleLLM
@@ -620,8 +623,8 @@ def explore(
         err.print(f"[red]error:[/red] no sensor for game {game!r}: choose {', '.join(SENSORS)}")
         raise typer.Exit(2)
     try:
-        env = TextWorldExpress(game)
-    except TWXUnavailable as e:
+        env = TextWorld(game.removeprefix("textworld-")) if game.startswith("textworld-") else TextWorldExpress(game)
+    except (TWXUnavailable, TextWorldUnavailable) as e:
         err.print(f"[red]error:[/red] {e}")
         raise typer.Exit(2) from None
     model = None
