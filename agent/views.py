@@ -154,12 +154,13 @@ class Marks:
             self.of.setdefault(u.entity, set()).add(u.predicate)
 
     def entity(self, e: Entity) -> EntityOut:
-        marks = self.of.get(e.name, set())
-        return EntityOut(**e.model_dump(), placeholder=None in marks, unknown=sorted(p for p in marks if p))
+        marks = self.of.get(e.name, ())
+        return EntityOut(name=e.name, type=e.type, attrs=e.attrs, placeholder=None in marks,
+                         unknown=sorted(p for p in marks if p))
 
     def fact(self, f: Fact) -> GraphFactOut:
         marked = any(None in self.of.get(a, ()) or f.predicate in self.of.get(a, ()) for a in f.args)
-        return GraphFactOut(**fact_out(f).model_dump(), unknown=marked)
+        return GraphFactOut(predicate=f.predicate, args=list(f.args), text=str(f), unknown=marked)
 
 
 def entities_out(agent: Agent, ents: list[Entity], limit: int) -> EntitiesOut:
