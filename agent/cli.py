@@ -278,7 +278,7 @@ def facts(predicate: Annotated[str | None, typer.Option(help="Only this predicat
 def _edit(adds: list[str], removes: list[str], text: str, entities: list[str] | None = None,
           unknown: list[str] | None = None, known: list[str] | None = None) -> None:
     if not (adds or removes or entities or unknown or known):
-        raise typer.BadParameter("give facts, --entity, --unknown or --known")
+        raise typer.BadParameter("nothing to change: give facts or marks (--unknown, --known; remove: --entity)")
 
     def go() -> None:
         with agent() as a:
