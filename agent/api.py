@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from fastapi import Depends, FastAPI, Query, Request
-from fastapi.responses import FileResponse, JSONResponse
+from fastapi.responses import FileResponse, JSONResponse, Response
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from fastapi.staticfiles import StaticFiles
 from pydantic import BaseModel, Field, ValidationError
@@ -88,6 +88,12 @@ class JobOut(BaseModel):
     result: dict[str, Any] | None = None
     error: ErrorOut | None = None
     http_status: int | None = Field(None, description="The status the synchronous route would have answered")
+
+
+def as_json(model: BaseModel) -> Response:
+    """A built answer as JSON, as is: FastAPI would dump, validate and dump it again (a large list's rows
+    then cost twice as much); the route's `response_model` still documents it."""
+    return Response(model.model_dump_json(), media_type="application/json")
 
 
 class Problem(Exception):
@@ -172,22 +178,22 @@ def create_app(agent: Agent, token: str | None = None) -> FastAPI:
         """The store, domain and LLM in use, and whether writes need a token."""
         return {**agent.settings(), "writes_need_token": bool(token)}
 
-    @app.get("/api/entities", responses=errors)
+    @app.get("/api/entities", responses=errors, response_model=EntitiesOut)
     def entities(type: str | None = Query(None, description="Only this type (and its subtypes)"),
                  search: str | None = Query(None, description="Text in the name, type or attributes"),
-                 limit: int = Query(500, ge=1, le=100_000)) -> EntitiesOut:
-        return entities_out(agent, agent.entities(type, search), limit)
+                 limit: int = Query(500, ge=1, le=100_000)) -> Response:
+        return as_json(entities_out(agent, agent.entities(type, search), limit))
 
-    @app.get("/api/entities/{name}", responses=errors)
+    @app.get("/api/entities/{name}", responses=errors, response_model=NeighbourhoodOut)
     def entity(name: str, depth: int = Query(1, ge=0, le=5, description="Fact hops around the entity")
-               ) -> NeighbourhoodOut:
-        return do_show(agent, name, depth)
+               ) -> Response:
+        return as_json(do_show(agent, name, depth))
 
-    @app.get("/api/facts", responses=errors)
+    @app.get("/api/facts", responses=errors, response_model=FactsOut)
     def facts(predicate: str | None = None, entity: str | None = Query(None, description="Facts mentioning it"),
               search: str | None = Query(None, description="Text in the fact"),
-              limit: int = Query(1000, ge=1, le=1_000_000)) -> FactsOut:
-        return facts_out(agent, agent.facts(predicate, entity, search), limit)
+              limit: int = Query(1000, ge=1, le=1_000_000)) -> Response:
+        return as_json(facts_out(agent, agent.facts(predicate, entity, search), limit))
 
     @app.get("/api/unknowns", responses=errors)
     def unknowns(entity: str | None = Query(None, description="Only what is unknown about this entity")
