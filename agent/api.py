@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from fastapi import Depends, FastAPI, Query, Request
-from fastapi.responses import FileResponse, JSONResponse
+from fastapi.responses import FileResponse, JSONResponse, Response
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from fastapi.staticfiles import StaticFiles
 from pydantic import BaseModel, Field, ValidationError
@@ -57,6 +57,9 @@ class ChangeIn(BaseModel):
     remove: list[str] = Field(default_factory=list, description="Facts to remove")
     new_entities: list[Entity] = Field(default_factory=list)
     removed_entities: list[str] = Field(default_factory=list, description="Entities to remove with all their facts")
+    unknown: list[Unknown] = Field(default_factory=list, description="Marks to set: an entity's facts of a predicate "
+                                   "become unknown, or (no predicate) the entity is a placeholder")
+    known: list[Unknown] = Field(default_factory=list, description="Marks to clear (see /api/unknowns)")
     note: str = Field("", description="Why (kept in the history)")
     dry_run: bool = Field(False, description="Verify only")
 
@@ -85,6 +88,12 @@ class JobOut(BaseModel):
     result: dict[str, Any] | None = None
     error: ErrorOut | None = None
     http_status: int | None = Field(None, description="The status the synchronous route would have answered")
+
+
+def as_json(model: BaseModel) -> Response:
+    """A built answer as JSON, as is: FastAPI would dump, validate and dump it again (a large list's rows
+    then cost twice as much); the route's `response_model` still documents it."""
+    return Response(model.model_dump_json(), media_type="application/json")
 
 
 class Problem(Exception):
@@ -169,22 +178,22 @@ def create_app(agent: Agent, token: str | None = None) -> FastAPI:
         """The store, domain and LLM in use, and whether writes need a token."""
         return {**agent.settings(), "writes_need_token": bool(token)}
 
-    @app.get("/api/entities", responses=errors)
+    @app.get("/api/entities", responses=errors, response_model=EntitiesOut)
     def entities(type: str | None = Query(None, description="Only this type (and its subtypes)"),
                  search: str | None = Query(None, description="Text in the name, type or attributes"),
-                 limit: int = Query(500, ge=1, le=100_000)) -> EntitiesOut:
-        return entities_out(agent.entities(type, search), limit)
+                 limit: int = Query(500, ge=1, le=100_000)) -> Response:
+        return as_json(entities_out(agent, agent.entities(type, search), limit))
 
-    @app.get("/api/entities/{name}", responses=errors)
+    @app.get("/api/entities/{name}", responses=errors, response_model=NeighbourhoodOut)
     def entity(name: str, depth: int = Query(1, ge=0, le=5, description="Fact hops around the entity")
-               ) -> NeighbourhoodOut:
-        return do_show(agent, name, depth)
+               ) -> Response:
+        return as_json(do_show(agent, name, depth))
 
-    @app.get("/api/facts", responses=errors)
+    @app.get("/api/facts", responses=errors, response_model=FactsOut)
     def facts(predicate: str | None = None, entity: str | None = Query(None, description="Facts mentioning it"),
               search: str | None = Query(None, description="Text in the fact"),
-              limit: int = Query(1000, ge=1, le=1_000_000)) -> FactsOut:
-        return facts_out(agent.facts(predicate, entity, search), limit)
+              limit: int = Query(1000, ge=1, le=1_000_000)) -> Response:
+        return as_json(facts_out(agent, agent.facts(predicate, entity, search), limit))
 
     @app.get("/api/unknowns", responses=errors)
     def unknowns(entity: str | None = Query(None, description="Only what is unknown about this entity")
@@ -209,9 +218,10 @@ def create_app(agent: Agent, token: str | None = None) -> FastAPI:
 
     @app.post("/api/changes", **write)
     def changes(body: ChangeIn) -> ChangeOut:
-        """Add and remove facts (and entities) as one verified change; 422 with the issues if refused."""
+        """Add and remove facts (and entities, and unknown marks) as one verified change; 422 with the issues if
+        refused."""
         return change_out(agent.change(body.add, body.remove, body.note, body.new_entities, body.dry_run,
-                                       body.removed_entities))
+                                       body.removed_entities, body.unknown, body.known))
 
     @app.post("/api/undo/{change_id}", **write)
     def undo(change_id: int) -> ChangeOut:

@@ -21,7 +21,7 @@ from rich.tree import Tree
 from agent.core import Agent, Planner, load_observations
 from domains.sexpr import PDDLError
 from graph.base import ChangeRefused, GraphError
-from graph.model import Change, Fact
+from graph.model import Change, Fact, Unknown
 from graph.store import creating
 
 if TYPE_CHECKING:
@@ -113,6 +113,11 @@ def print_change(c: Change, title: str = "Applied change") -> None:
         out.print(f"  [red]-[/red] {f}", highlight=False)
     for f in d.add:
         out.print(f"  [green]+[/green] {f}", highlight=False)
+    for u in d.unknown:
+        out.print(f"  [yellow]unknown[/yellow] {u}", highlight=False)
+    for u in d.known:
+        out.print(f"  [green]known[/green] {u if u.predicate else f'{u.entity} (no longer a placeholder)'}",
+                  highlight=False)
 
 
 @app.command()
@@ -280,19 +285,40 @@ def facts(predicate: Annotated[str | None, typer.Option(help="Only this predicat
     run_guarded(go)
 
 
-def _edit(adds: list[str], removes: list[str], text: str, entities: list[str] | None = None) -> None:
+def _edit(adds: list[str], removes: list[str], text: str, entities: list[str] | None = None,
+          unknown: list[str] | None = None, known: list[str] | None = None) -> None:
+    if not (adds or removes or entities or unknown or known):
+        raise typer.BadParameter("nothing to change: give facts or marks (--unknown, --known; remove: --entity)")
+
     def go() -> None:
         with agent() as a:
-            print_change(a.change(adds, removes, text, removed_entities=entities or ()))
+            print_change(a.change(adds, removes, text, removed_entities=entities or (),
+                                  unknown=[_mark(m) for m in unknown or ()], known=[_mark(m) for m in known or ()]))
 
     run_guarded(go)
 
 
+def _mark(text: str) -> Unknown:
+    """An unknown mark written "ENTITY PREDICATE" (its facts of PREDICATE are unknown) or "ENTITY" (a placeholder)."""
+    words = text.split()
+    if not 1 <= len(words) <= 2:
+        raise GraphError(f'an unknown mark is "ENTITY PREDICATE" or "ENTITY", not {text!r}')
+    return Unknown(entity=words[0], predicate=words[1] if len(words) == 2 else None)
+
+
+UnknownOpt = Annotated[list[str] | None, typer.Option(
+    "--unknown", help='Mark unknown: "ENTITY PREDICATE" (e.g. "apple on": where it is) or "ENTITY" (a placeholder, '
+                      "not yet identified); repeatable.")]
+KnownOpt = Annotated[list[str] | None, typer.Option(
+    "--known", help='Clear an unknown mark, written as for --unknown; repeatable (see `show --unknown`).')]
+
+
 @app.command()
-def add(facts: Annotated[list[str], typer.Argument(help='Facts such as "(light_on kitchen_light)".')],
+def add(facts: Annotated[list[str] | None, typer.Argument(help='Facts such as "(light_on kitchen_light)".')] = None,
+        unknown: UnknownOpt = None, known: KnownOpt = None,
         note: Annotated[str, typer.Option(help="Why (kept in the history).")] = "") -> None:
-    """Add facts to the graph (verified; all or nothing)."""
-    _edit(facts, [], note)
+    """Add facts to the graph, and set or clear unknown marks (verified; all or nothing)."""
+    _edit(facts or [], [], note, unknown=unknown, known=known)
 
 
 @app.command()
@@ -300,11 +326,11 @@ def remove(facts: Annotated[list[str] | None, typer.Argument(
                help='Facts such as "(light_on kitchen_light)".')] = None,
            entity: Annotated[list[str] | None, typer.Option(
                help="Also remove this entity with all its facts (repeatable).")] = None,
+           unknown: UnknownOpt = None, known: KnownOpt = None,
            note: Annotated[str, typer.Option(help="Why (kept in the history).")] = "") -> None:
-    """Remove facts and/or entities from the graph (verified; all or nothing; `undo` restores)."""
-    if not facts and not entity:
-        raise typer.BadParameter("give facts to remove and/or --entity NAME")
-    _edit([], facts or [], note, entity)
+    """Remove facts and/or entities from the graph, and set or clear unknown marks (verified; all or nothing;
+    `undo` restores). E.g. `kgplan remove "(on apple table)" --unknown "apple on"`: where the apple is, is unknown."""
+    _edit([], facts or [], note, entity, unknown, known)
 
 
 @app.command()
@@ -584,7 +610,9 @@ ExploreLLM = StrEnum("ExploreLLM", ["openai", "oracle"])
 
 @app.command()
 def explore(
-    game: Annotated[str, typer.Option(help="TextWorld-Express game: coin, cooking-easy or cooking-hard.")] = "coin",
+    game: Annotated[str, typer.Option(help="TextWorld-Express game: coin, cooking-easy or cooking-hard; or a TextWorld "
+                                           "game made offline by tw-make: textworld-coin or textworld-cooking.")
+                    ] = "coin",
     seed: Annotated[int, typer.Option(help="Game seed (0-9 for development, 10-59 are the reported ones).")] = 0,
     planner: Annotated[Planner | None, typer.Option(
         help="Planner for the goal and the sub-goals (default: the domain's, see its domain.toml).")] = None,
@@ -598,9 +626,10 @@ def explore(
     """Play a partially observed game: plan for the goal or the domain's sub-goals, act, observe, replan.
 
     Each step shows the observation, the verified graph change, the goal tried, the plan and the action.
-    The graph is a fresh one per game (the --store option is not used). Needs textworld-express and Java 17.
+    The graph is a fresh one per game (the --store option is not used). The TextWorld-Express games need
+    textworld-express and Java 17, the TextWorld ones textworld.
     """
-    from agent.environments import TextWorldExpress, TWXUnavailable
+    from agent.environments import TextWorld, TextWorldExpress, TextWorldUnavailable, TWXUnavailable
     from agent.explore import SENSORS
     from agent.explore import explore as play
     from agent.pddl_edit import SensorOracleLLM
@@ -609,8 +638,8 @@ def explore(
         err.print(f"[red]error:[/red] no sensor for game {game!r}: choose {', '.join(SENSORS)}")
         raise typer.Exit(2)
     try:
-        env = TextWorldExpress(game)
-    except TWXUnavailable as e:
+        env = TextWorld(game.removeprefix("textworld-")) if game.startswith("textworld-") else TextWorldExpress(game)
+    except (TWXUnavailable, TextWorldUnavailable) as e:
         err.print(f"[red]error:[/red] {e}")
         raise typer.Exit(2) from None
     model = None

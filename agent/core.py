@@ -220,16 +220,18 @@ class Agent:
     # ---- changing -----------------------------------------------------------------------------
     def change(self, add: Iterable[str | Fact] = (), remove: Iterable[str | Fact] = (), note: str = "",
                new_entities: Iterable[Entity] = (), dry_run: bool = False,
-               removed_entities: Iterable[str] = ()) -> Change:
-        """Verify and apply a user's correction (all or nothing); `dry_run` verifies only.
+               removed_entities: Iterable[str] = (), unknown: Iterable[Unknown] = (),
+               known: Iterable[Unknown] = ()) -> Change:
+        """Verify and apply a user's correction (all or nothing); `dry_run` verifies only. `unknown` marks
+        what becomes unknown, `known` clears marks (see graph.model.Unknown).
 
         Raises ChangeRefused with the issues (graph unchanged), PDDLError for a malformed fact.
         """
         delta = Delta(add=[_fact(f) for f in add], remove=[_fact(f) for f in remove],
                       new_entities=list(new_entities), removed_entities=list(removed_entities),
-                      source="user", text=note)
+                      unknown=list(unknown), known=list(known), source="user", text=note)
         if delta.is_empty():
-            raise GraphError("the change is empty: give facts to add or remove")
+            raise GraphError("the change is empty: give facts to add or remove (or marks to set or clear)")
         with self.writes:
             if not dry_run:
                 return self.graph.apply(delta)

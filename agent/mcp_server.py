@@ -73,8 +73,8 @@ def create_server(agent: Agent) -> MCPServer:
                ) -> dict[str, Any]:
         """Entities whose name, type or attributes contain `text` (optionally of a `type`), and facts that
         contain it (optionally of a `predicate`); at most `limit` of each."""
-        return {"entities": views.entities_out(agent.entities(type, text or None), limit).model_dump(),
-                "facts": views.facts_out(agent.facts(predicate, None, text or None), limit).model_dump()}
+        return {"entities": views.entities_out(agent, agent.entities(type, text or None), limit).model_dump(),
+                "facts": views.facts_out(agent, agent.facts(predicate, None, text or None), limit).model_dump()}
 
     @server.tool()
     @said

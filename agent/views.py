@@ -12,7 +12,7 @@ from agent.core import Agent, Planner, Progress
 from agent.llm import LLMError
 from domains.sexpr import PDDLError
 from graph.base import GraphError
-from graph.model import Change, ChangeSlice, Entity, Fact
+from graph.model import Change, ChangeSlice, Entity, Fact, Unknown
 
 EXPECTED = (GraphError, PDDLError, LLMError, ValidationError)  # a user's mistake or a failing LLM, not a bug
 
@@ -48,6 +48,20 @@ class FactOut(BaseModel):
     text: str
 
 
+class GraphFactOut(FactOut):
+    """A fact of the graph, with whether it touches what the graph does not know."""
+
+    unknown: bool = Field(description="It names a placeholder, or its predicate is marked unknown for one of its "
+                                      "arguments (more facts of it may hold than the graph knows)")
+
+
+class EntityOut(Entity):
+    """An entity with its unknown marks (see /api/unknowns)."""
+
+    placeholder: bool = Field(description="Seen but not yet identified (e.g. a room seen through an exit)")
+    unknown: list[str] = Field(description="Predicates whose facts about it are not known, e.g. `on`: where it is")
+
+
 class ChangeOut(BaseModel):
     id: int
     time: datetime
@@ -60,6 +74,8 @@ class ChangeOut(BaseModel):
     new_entities: list[Entity]
     removed_entities: list[str]
     undo_of: int | None
+    unknown: list[Unknown] = Field(description="What it marked unknown")
+    known: list[Unknown] = Field(description="What it marked no longer unknown")
     sizes: dict[str, int] = Field(description="The full length of each list (add, remove, new_entities, "
                                               "removed_entities); the lists above may be a part of them")
     offset: int = Field(0, description="Where in each full list the lists above start")
@@ -67,19 +83,19 @@ class ChangeOut(BaseModel):
 
 class EntitiesOut(BaseModel):
     total: int
-    entities: list[Entity]
+    entities: list[EntityOut]
 
 
 class FactsOut(BaseModel):
     total: int
-    facts: list[FactOut]
+    facts: list[GraphFactOut]
 
 
 class NeighbourhoodOut(BaseModel):
-    entity: Entity
+    entity: EntityOut
     depth: int
-    entities: list[Entity]
-    facts: list[FactOut]
+    entities: list[EntityOut]
+    facts: list[GraphFactOut]
 
 
 class StepOut(BaseModel):
@@ -128,20 +144,44 @@ def change_out(c: Change | ChangeSlice) -> ChangeOut:
     return ChangeOut(id=c.id, time=c.time, source=d.source, text=d.text, model=d.model, tokens=d.tokens,
                      add=[fact_out(f) for f in d.add], remove=[fact_out(f) for f in d.remove],
                      new_entities=d.new_entities, removed_entities=d.removed_names(), undo_of=c.undo_of,
-                     sizes=c.sizes, offset=c.offset)
+                     unknown=d.unknown, known=d.known, sizes=c.sizes, offset=c.offset)
 
 
-def entities_out(ents: list[Entity], limit: int) -> EntitiesOut:
-    return EntitiesOut(total=len(ents), entities=ents[:limit])
+class Marks:
+    """The unknown marks of some entities, read once (one `unknowns` read per answer, not one per row)."""
+
+    def __init__(self, agent: Agent, names: set[str]) -> None:
+        self.of: dict[str, set[str | None]] = {}
+        for u in agent.unknowns(names) if names else ():
+            self.of.setdefault(u.entity, set()).add(u.predicate)
+
+    def entity(self, e: Entity) -> EntityOut:
+        marks = self.of.get(e.name, ())
+        return EntityOut(name=e.name, type=e.type, attrs=e.attrs, placeholder=None in marks,
+                         unknown=sorted(p for p in marks if p))
+
+    def fact(self, f: Fact) -> GraphFactOut:
+        marked = any(None in self.of.get(a, ()) or f.predicate in self.of.get(a, ()) for a in f.args)
+        return GraphFactOut(predicate=f.predicate, args=list(f.args), text=str(f), unknown=marked)
 
 
-def facts_out(facts: list[Fact], limit: int) -> FactsOut:
-    return FactsOut(total=len(facts), facts=[fact_out(f) for f in facts[:limit]])
+def entities_out(agent: Agent, ents: list[Entity], limit: int) -> EntitiesOut:
+    shown = ents[:limit]
+    marks = Marks(agent, {e.name for e in shown})
+    return EntitiesOut(total=len(ents), entities=[marks.entity(e) for e in shown])
+
+
+def facts_out(agent: Agent, facts: list[Fact], limit: int) -> FactsOut:
+    shown = facts[:limit]
+    marks = Marks(agent, {a for f in shown for a in f.args})
+    return FactsOut(total=len(facts), facts=[marks.fact(f) for f in shown])
 
 
 def do_show(agent: Agent, name: str, depth: int) -> NeighbourhoodOut:
     n = agent.show(name, depth)
-    return NeighbourhoodOut(entity=n.entity, depth=depth, entities=n.entities, facts=[fact_out(f) for f in n.facts])
+    marks = Marks(agent, {e.name for e in n.entities} | {name})
+    return NeighbourhoodOut(entity=marks.entity(n.entity), depth=depth, entities=[marks.entity(e) for e in n.entities],
+                            facts=[marks.fact(f) for f in n.facts])
 
 
 def do_history(agent: Agent, limit: int, before: int | None = None) -> list[ChangeOut]:

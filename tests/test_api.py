@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import socket
 import threading
 import time
 from collections.abc import Iterator
@@ -17,8 +16,13 @@ from fastapi.testclient import TestClient
 from agent.api import create_app
 from agent.core import Agent
 from agent.llm import ScriptedLLM
-from graph.model import Entity
+from benchmarks.api import serving
+from graph.model import Delta, Entity, Unknown
 from tests.conftest import HOUSEHOLD
+
+COIN_WORLD = """(define (problem seen) (:domain coin_collector)
+  (:objects kitchen room_east - room east - direction coin - item)
+  (:init (at kitchen) (visited kitchen) (connected kitchen east room_east) (unknown room_east)))"""
 
 
 @pytest.fixture(scope="module")
@@ -40,6 +44,18 @@ def agent(tmp_path: Path, household_db: Path) -> Iterator[Agent]:
 @pytest.fixture
 def client(agent: Agent) -> TestClient:
     return TestClient(create_app(agent))
+
+
+@pytest.fixture
+def open_agent(tmp_path: Path) -> Iterator[Agent]:
+    """An open-world Coin Collector graph: a placeholder room seen east of the kitchen, a coin whose room is
+    not known."""
+    (tmp_path / "seen.pddl").write_text(COIN_WORLD)
+    with Agent(f"sqlite:{tmp_path / 'open.db'}", llm=ScriptedLLM()) as a:
+        a.init("coin_collector", tmp_path / "seen.pddl")
+        a.observe([Delta(unknown=[Unknown(entity="room_east"), Unknown(entity="coin", predicate="coin_in")],
+                         source="sensor")])
+        yield a
 
 
 def script(agent: Agent, *replies: object) -> None:
@@ -76,6 +92,25 @@ def test_facts(client: TestClient) -> None:
     assert client.get("/api/facts", params={"entity": "kitchen_light"}).json()["total"] == len(some)
     r = client.get("/api/facts", params={"predicate": "flying"})
     assert r.status_code == 400 and "flying" in r.json()["detail"]["message"]
+
+
+def test_unknowns_are_marked_on_entities_and_facts(open_agent: Agent, client: TestClient) -> None:
+    c = TestClient(create_app(open_agent))
+    ents = {e["name"]: e for e in c.get("/api/entities").json()["entities"]}
+    assert (ents["room_east"]["placeholder"], ents["room_east"]["unknown"]) == (True, [])
+    assert (ents["coin"]["placeholder"], ents["coin"]["unknown"]) == (False, ["coin_in"])
+    assert (ents["kitchen"]["placeholder"], ents["kitchen"]["unknown"]) == (False, [])
+    n = c.get("/api/entities/kitchen", params={"depth": 1}).json()
+    assert not n["entity"]["placeholder"] and {e["name"]: e["placeholder"] for e in n["entities"]}["room_east"]
+    marked = {f["text"]: f["unknown"] for f in n["facts"]}
+    assert marked == {"(at kitchen)": False, "(visited kitchen)": False,
+                      "(connected kitchen east room_east)": True}  # it names the placeholder
+    assert {f["text"]: f["unknown"] for f in c.get("/api/facts").json()["facts"]} == {
+        **marked, "(unknown room_east)": True}
+    assert c.get("/api/entities/room_east").json()["entity"]["placeholder"]
+    # a closed-world graph marks nothing
+    assert not any(e["placeholder"] or e["unknown"] for e in client.get("/api/entities").json()["entities"])
+    assert not any(f["unknown"] for f in client.get("/api/facts", params={"limit": 100000}).json()["facts"])
 
 
 def test_changes_history_and_undo(client: TestClient) -> None:
@@ -133,6 +168,38 @@ def test_bad_changes_leave_the_graph_unchanged(client: TestClient, body: dict, s
     assert state(client) == before
     if status == 422 and "issues" in r.json()["detail"]:
         assert all({"kind", "message", "fact"} <= set(i) for i in r.json()["detail"]["issues"])
+
+
+def test_changes_set_and_clear_unknown_marks(client: TestClient) -> None:
+    where = {"entity": "apple", "predicate": "on"}
+
+    def with_marks() -> tuple:
+        return state(client)[0], client.get("/api/unknowns").json()
+
+    before = with_marks()
+    lost = client.post("/api/changes", json={"remove": ["(on apple kitchen_counter)"], "unknown": [where],
+                                             "note": "I lost the apple"})
+    assert lost.status_code == 200, lost.text
+    assert lost.json()["unknown"] == [where] and client.get("/api/unknowns").json() == [where]
+    assert client.get("/api/entities/apple").json()["entity"]["unknown"] == ["on"]
+    marked = with_marks()
+    for body, words in [
+        ({"known": [where]}, "stop being unknown"),  # becoming known needs the place
+        ({"unknown": [{"entity": "atlantis", "predicate": "on"}]}, "atlantis"),
+        ({"unknown": [{"entity": "apple", "predicate": "flying"}]}, "flying"),
+        ({"unknown": [{"entity": "apple"}], "known": [{"entity": "apple"}]}, "both marked unknown and known"),
+        ({"unknown": [where]}, "already marked unknown"),
+    ]:
+        r = client.post("/api/changes", json=body)
+        assert r.status_code == 422 and words in json.dumps(r.json()), (body, r.text)
+        assert r.json()["detail"]["issues"] and with_marks() == marked
+    assert client.post("/api/changes", json={"unknown": ["apple on"]}).status_code == 422  # not a mark object
+    found = client.post("/api/changes", json={"add": ["(on apple kitchen_table)"], "known": [where]})
+    assert found.status_code == 200 and found.json()["known"] == [where] and client.get("/api/unknowns").json() == []
+    assert client.post(f"/api/undo/{found.json()['id']}").status_code == 200
+    assert with_marks() == marked
+    assert client.post(f"/api/undo/{lost.json()['id']}").status_code == 200
+    assert with_marks() == before
 
 
 def test_new_entity(client: TestClient) -> None:
@@ -283,27 +350,11 @@ def test_settings_page_and_schema(client: TestClient) -> None:
 
 
 # ---- schemathesis against a real server ------------------------------------------------------------
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture
 def live_server(agent: Agent) -> Iterator[str]:
     """uvicorn serving the API on 127.0.0.1 in a thread (the LLM fails: no reply scripted)."""
-    import uvicorn
-
-    server = uvicorn.Server(uvicorn.Config(create_app(agent), host="127.0.0.1", port=free_port(), log_level="error"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    for _ in range(100):
-        if server.started:
-            break
-        time.sleep(0.05)
-    yield f"http://127.0.0.1:{server.config.port}"
-    server.should_exit = True
-    thread.join(10)
+    with serving(agent) as url:
+        yield url
 
 
 @pytest.mark.integration

@@ -1,4 +1,5 @@
-"""`kgplan observe` and `kgplan remove` with entities: the issue's repro and entity removal."""
+"""`kgplan observe` and `kgplan remove` with entities: the issue's repro and entity removal; `add`/`remove` setting
+and clearing unknown marks."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from typer.testing import CliRunner
 
 from agent.cli import app
 from graph.backends.sqlite import SqliteGraph
+from graph.model import Unknown
 from tests.conftest import HOUSEHOLD
 
 
@@ -55,3 +57,26 @@ def test_a_refused_change_names_each_issue_kind(store: Path) -> None:
     """Each issue is printed with its kind in brackets, as the README shows (not eaten as markup)."""
     r = CliRunner().invoke(app, ["add", "(at robot kitchen)"])
     assert r.exit_code == 1 and "[unknown_predicate] (at robot kitchen): unknown predicate 'at'" in r.output
+
+
+def test_add_and_remove_set_and_clear_unknown_marks(store: Path) -> None:
+    def run(*args: str) -> tuple[int, str]:
+        r = CliRunner().invoke(app, list(args))
+        return r.exit_code, r.output
+
+    code, out = run("remove", "(on apple kitchen_counter)", "--unknown", "apple on", "--note", "lost it")
+    assert code == 0 and "unknown (on apple ?)" in out, out
+    with SqliteGraph(store) as g:
+        assert g.unknowns() == [Unknown(entity="apple", predicate="on")]
+        changes = len(g.history())
+    for args, words in [(("add", "--known", "apple on"), "stop being unknown"),  # it needs its place
+                        (("add", "--unknown", "apple flying"), "[unknown_predicate]"),
+                        (("remove", "--unknown", "atlantis"), "atlantis"),
+                        (("add", "--unknown", "apple on the table"), '"ENTITY PREDICATE" or "ENTITY"')]:
+        code, out = run(*args)
+        assert code == 1 and words in out, (args, out)
+    code, out = run("add", "(on apple kitchen_table)", "--known", "apple on")
+    assert code == 0 and "known (on apple ?)" in out, out
+    with SqliteGraph(store) as g:
+        assert g.unknowns() == [] and len(g.history()) == changes + 1
+    assert run("add")[0] == 2  # nothing to do: a usage error

@@ -1,22 +1,35 @@
 """The web page in headless Debian Chromium driven by Playwright (no browser download): select an entity, correct
 a fact, see a refused correction's message, undo, tell a change through the scripted LLM, see the graph update,
-plan. Screenshots go to a temporary folder (its path is printed)."""
+plan; on an open-world graph, see placeholders and unknown facts marked. Screenshots go to a temporary folder (its
+path is printed)."""
 
 from __future__ import annotations
 
 import json
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from agent.core import Agent
 from agent.llm import ScriptedLLM
-from tests.test_api import agent, household_db, live_server  # noqa: F401  (fixtures: an agent, uvicorn serving it)
+from benchmarks.api import serving
+from tests.test_api import agent, household_db, live_server, open_agent  # noqa: F401  (fixtures: agents, a server)
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 pytestmark = [pytest.mark.integration,
               pytest.mark.skipif(CHROMIUM is None, reason="Debian's chromium is absent: apt-get install -y chromium")]
+
+
+@pytest.fixture
+def browser() -> Iterator:
+    """Headless Debian Chromium through Playwright."""
+    sync_api = pytest.importorskip("playwright.sync_api")
+    with sync_api.sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        yield b
+        b.close()
 
 
 def test_page_inspect_correct_undo_tell_plan(agent: Agent, live_server: str,  # noqa: F811
@@ -111,3 +124,46 @@ def test_page_inspect_correct_undo_tell_plan(agent: Agent, live_server: str,  # 
     assert not errors, errors
     assert sorted(x.name for x in Path(shots).iterdir()) == [
         "1-selected.png", "2-refused.png", "3-undone.png", "4-told.png", "5-plan.png"]
+
+
+def test_page_marks_placeholders_and_unknown_facts(open_agent: Agent, browser: object,  # noqa: F811
+                                                   tmp_path_factory: pytest.TempPathFactory) -> None:
+    """A Coin Collector graph with a placeholder room east of the kitchen and a coin whose room is unknown."""
+    shots = tmp_path_factory.mktemp("screenshots")
+    print(f"screenshots in {shots}")
+    with serving(open_agent) as url:
+        page = browser.new_page(viewport={"width": 1500, "height": 1000})  # type: ignore[attr-defined]
+        errors: list[str] = []
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        page.goto(url)
+        page.wait_for_selector("body[data-ready='1']")
+        # the entity list flags both
+        assert page.locator("#entity-list li.placeholder[data-name='room_east'] .mark").count() == 1
+        assert page.locator("#entity-list li.has-unknown[data-name='coin'] .mark").count() == 1
+        assert page.locator("#entity-list li.placeholder, #entity-list li.has-unknown").count() == 2
+        assert "unknown (coin_in coin ?)" in page.text_content("#history li[data-change='2']")  # what marked them
+
+        # the graph view draws the placeholder room distinctly, and the exit to it dashed; the legend says so
+        page.click("#entity-list li[data-name='kitchen']")
+        page.wait_for_selector("#graph .node.center[data-name='kitchen']")
+        assert page.locator("#graph .node.placeholder[data-name='room_east'] .qmark").count() == 1
+        assert page.locator("#graph .node.placeholder").count() == 1
+        exit_east = page.locator("#graph .edge.unknown[data-fact='(connected kitchen east room_east)']").count()
+        assert exit_east >= 1 and page.locator("#graph .edge.unknown").count() == exit_east  # one per other argument
+        assert "placeholder (not yet identified)" in page.text_content("#legend")
+        # the fact table marks the fact that names it; the kitchen itself has no marks
+        page.wait_for_selector("#facts tr.unknown[data-fact='(connected kitchen east room_east)'] .mark")
+        assert page.locator("#facts tr.unknown").count() == 1
+        assert page.text_content("#entity-marks") == ""
+        page.screenshot(path=shots / "open-1-kitchen.png")
+
+        # the coin: ringed, and its panel says where it is not known
+        page.click("#entity-list li[data-name='coin']")
+        page.wait_for_selector("#graph .node.center.has-unknown[data-name='coin'] .unknown-ring")
+        assert "unknown: (coin_in coin ?)" in page.text_content("#entity-marks")
+        page.click("#entity-list li[data-name='room_east']")
+        page.wait_for_selector("#graph .node.center.placeholder[data-name='room_east']")
+        assert "placeholder: not yet identified" in page.text_content("#entity-marks")
+        page.screenshot(path=shots / "open-2-placeholder.png")
+    assert not errors, errors
+    assert sorted(x.name for x in Path(shots).iterdir()) == ["open-1-kitchen.png", "open-2-placeholder.png"]

@@ -62,13 +62,25 @@ function colour(type) {
   return colours.get(type);
 }
 
+// ---- unknowns: placeholders (seen, not yet identified) and entities with facts the graph does not know ---
+const marksClass = (e) => (e.placeholder ? "placeholder" : "") + (e.unknown.length ? " has-unknown" : "");
+const markText = (e) => [e.placeholder ? "placeholder: not yet identified" : "",
+  ...e.unknown.map((p) => "unknown: " + markName({ entity: e.name, predicate: p }))].filter(Boolean);
+const markName = (u) => (u.predicate ? `(${u.predicate} ${u.entity} ?)` : `${u.entity} (placeholder)`);
+const markBadge = (e) => (e.placeholder || e.unknown.length
+  ? el("span", { class: "mark", title: markText(e).join("\n") }, "?") : "");
+
+function showMarks(e) {  // the selected entity's panel
+  $("#entity-marks").replaceChildren(...markText(e).map((t) => el("div", { class: "unknown-mark" }, t)));
+}
+
 // ---- entities -------------------------------------------------------------------------------------
 async function loadEntities() {
   const q = $("#entity-search").value;
   const data = await api("GET", "/api/entities?limit=500" + (q ? "&search=" + encodeURIComponent(q) : ""));
   $("#entity-list").replaceChildren(...data.entities.map((e) =>
-    el("li", { "data-name": e.name, class: e.name === state.selected ? "current" : "", onclick: () => select(e.name) },
-      e.name, " ", el("span", { class: "type" }, e.type))));
+    el("li", { "data-name": e.name, class: (e.name === state.selected ? "current " : "") + marksClass(e),
+      onclick: () => select(e.name) }, e.name, " ", el("span", { class: "type" }, e.type), markBadge(e))));
 }
 
 async function select(name) {
@@ -109,6 +121,8 @@ async function drawGraph() {
   const n = await api("GET", `/api/entities/${encodeURIComponent(state.selected)}?depth=${depth}`);
   const pos = layout(n.entity.name, n.entities, n.facts);
   const types = new Map(n.entities.map((e) => [e.name, e.type]));
+  const ents = new Map(n.entities.map((e) => [e.name, e]));
+  showMarks(n.entity);
   const unary = new Map();
   const edges = [];
   for (const f of n.facts) {
@@ -116,7 +130,7 @@ async function drawGraph() {
     for (const b of f.args.slice(1)) {
       const p = pos.get(f.args[0]), q = pos.get(b);
       if (!p || !q) continue;
-      const cls = "edge" + (state.highlight.add.has(f.text) ? " added" : "");
+      const cls = "edge" + (state.highlight.add.has(f.text) ? " added" : "") + (f.unknown ? " unknown" : "");
       edges.push(el("g", { class: cls, "data-fact": f.text },
         el("line", { x1: p.x, y1: p.y, x2: q.x, y2: q.y }),
         el("text", { x: (p.x + q.x) / 2, y: (p.y + q.y) / 2 - 3 }, f.predicate),
@@ -131,13 +145,17 @@ async function drawGraph() {
   }
   const nodes = [...pos].map(([name, p]) => {
     const flags = unary.get(name) || [];
+    const e = ents.get(name);
     const touched = [...state.highlight.add].some((t) => t.slice(1, -1).split(" ").slice(1).includes(name));
-    return el("g", { class: "node" + (name === n.entity.name ? " center" : "") + (touched ? " added" : ""),
+    const r = name === n.entity.name ? 16 : 11;
+    return el("g", { class: "node " + marksClass(e) + (name === n.entity.name ? " center" : "") + (touched ? " added" : ""),
       "data-name": name, transform: `translate(${p.x},${p.y})`, onclick: (ev) => { ev.stopPropagation(); select(name); } },
-    el("circle", { r: name === n.entity.name ? 16 : 11, fill: colour(types.get(name)) }),
+    el("circle", { r, fill: colour(types.get(name)) }),
+    e.unknown.length ? el("circle", { r: r + 4, class: "unknown-ring" }) : "",
+    e.placeholder ? el("text", { y: 4, class: "qmark" }, "?") : "",
     el("text", { y: -15 }, name),
-    el("text", { y: 24, class: "unary" }, flags.join(", ")),
-    el("title", {}, `${name} - ${types.get(name)}${flags.length ? "\n" + flags.join("\n") : ""}`));
+    el("text", { y: 24, class: "unary" }, [...flags, ...e.unknown.map((p) => p + " ?")].join(", ")),
+    el("title", {}, [`${name} - ${types.get(name)}`, ...flags, ...markText(e)].join("\n")));
   });
   $("#viewport").replaceChildren(...edges, ...nodes);
   if (!state.view) {
@@ -146,7 +164,10 @@ async function drawGraph() {
     state.view = { x: 0, y: 0, k: Math.min(1.5, Math.min(svg.clientWidth, svg.clientHeight) / 2 / extent) };
   }
   $("#legend").replaceChildren(...[...new Set(types.values())].sort().map((t) =>
-    el("span", {}, el("i", { style: `background:${colour(t)}` }), t)));
+    el("span", {}, el("i", { style: `background:${colour(t)}` }), t)),
+  el("span", { class: "legend-placeholder" }, el("i", { class: "placeholder" }), "placeholder (not yet identified)"),
+  el("span", { class: "legend-unknown" }, el("i", { class: "has-unknown" }), "has unknown facts (name ?)"),
+  el("span", { class: "legend-edge" }, el("b", {}, "- - "), "fact about an unknown"));
   applyView();
 }
 
@@ -194,8 +215,9 @@ async function loadFacts() {
 }
 
 function factRow(f) {
-  const cell = el("td", {}, f.text);
-  const row = el("tr", { "data-fact": f.text }, cell);
+  const cell = el("td", {}, f.text, f.unknown ? el("span", { class: "mark", title: "it names a placeholder, or more "
+    + "facts of its predicate may hold than the graph knows" }, "?") : "");
+  const row = el("tr", { "data-fact": f.text, class: f.unknown ? "unknown" : "" }, cell);
   const edit = el("button", { class: "edit", onclick: () => {
     const input = el("input", { class: "fact-edit", value: f.text });
     const msg = el("div", { class: "issues" });
@@ -230,7 +252,9 @@ function diffItems(c) {
   return [...c.new_entities.map((e) => el("div", { class: "add" }, `new ${e.name} - ${e.type}`)),
     ...c.removed_entities.map((name) => el("div", { class: "remove" }, `gone ${name}`)),
     ...c.remove.map((f) => el("div", { class: "remove" }, "- " + f.text)),
-    ...c.add.map((f) => el("div", { class: "add" }, "+ " + f.text))];
+    ...c.add.map((f) => el("div", { class: "add" }, "+ " + f.text)),
+    ...c.unknown.map((u) => el("div", { class: "unknown-mark" }, "unknown " + markName(u))),
+    ...c.known.map((u) => el("div", { class: "add" }, "known " + markName(u)))];
 }
 
 function changeItem(c) {
