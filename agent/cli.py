@@ -69,7 +69,7 @@ def report(e: Exception) -> bool:
         for issue in e.issues:
             err.print(f"  [yellow]-[/yellow] {escape(f'[{issue.kind}]')} {escape(issue.message)}", highlight=False)
     elif isinstance(e, EXPECTED) or (llm and isinstance(e, llm.LLMError)):
-        err.print(f"[red]error:[/red] {e}", highlight=False)
+        err.print(f"[red]error:[/red] {escape(str(e))}", highlight=False)
     else:
         return False
     return True
@@ -420,7 +420,7 @@ def demo(store: Annotated[str, typer.Option(help="Store for the demo (wiped firs
 def print_outcome(o: Outcome) -> None:
     """What `tell` did with a sentence: the refused replies, then the change (or the dry run's)."""
     for i, issues in enumerate(o.rounds, 1):
-        err.print(f"[yellow]reply {i} refused:[/yellow] " + "; ".join(issues), highlight=False)
+        err.print(f"[yellow]reply {i} refused:[/yellow] " + escape("; ".join(issues)), highlight=False)
     if o.change:
         print_change(o.change)
     elif o.delta and not o.error:
@@ -554,7 +554,7 @@ def run_plan() -> None:
         out.print(f"Executed {len(result.changes)} of {n} steps as changes "
                   f"{', '.join(f'#{c}' for c in result.changes) or '(none)'}")
         if result.failure:
-            err.print(f"[red]stopped:[/red] {result.failure}; replan with `kgplan plan --goal ...`",
+            err.print(f"[red]stopped:[/red] {escape(result.failure)}; replan with `kgplan plan --goal ...`",
                       highlight=False)
             raise typer.Exit(1)
 

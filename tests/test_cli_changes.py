@@ -80,3 +80,9 @@ def test_add_and_remove_set_and_clear_unknown_marks(store: Path) -> None:
     with SqliteGraph(store) as g:
         assert g.unknowns() == [] and len(g.history()) == changes + 1
     assert run("add")[0] == 2  # nothing to do: a usage error
+
+
+def test_error_messages_are_printed_verbatim(store: Path) -> None:
+    """A message naming a domain.toml table (`[belief]`) is not read as console markup."""
+    r = CliRunner().invoke(app, ["plan", "--goal", "(agent_at robot kitchen)", "--search", "mcts"])
+    assert r.exit_code != 0 and "no [belief] table" in r.output, r.output
