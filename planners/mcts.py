@@ -598,10 +598,11 @@ class Search:
             return beta * mc + (1 - beta) * dr
         sqrt_n = math.sqrt(node.n + 1)
         best, best_u = -1, -math.inf
-        seen = [q for q, n in zip(node.q, node.na, strict=True) if n]
-        lo, span = (min(seen), max(seen) - min(seen)) if len(seen) > 1 else (0.0, 0.0)
+        # Q as it is (returns are in [0, 1]); an action not tried yet counts at the node's mean value
+        # (first-play urgency), so that one lucky return does not shut out the untried ones
+        mean = sum(q * n for q, n in zip(node.q, node.na, strict=True)) / node.n if node.n else 0.0
         for j, i in enumerate(node.actions):
-            q = ((node.q[j] - lo) / span if span > 0 else node.q[j]) if node.na[j] else 0.0  # min-max (MuZero)
+            q = node.q[j] if node.na[j] else mean
             u = q + st.c * node.prior[j] * sqrt_n / (1 + node.na[j]) + 1e-9 * self.rng.random()
             if u > best_u and self.model.ok(i, s):
                 best, best_u = j, u
@@ -678,6 +679,8 @@ class Search:
                 ret = disc
                 break
             disc *= gamma
+        else:  # cut off before the goal: the heuristic's value of where it stopped, not a loss
+            ret = disc * values[-1]
         return ret, doubly_robust(values, rewards, rhos, gamma)
 
 
