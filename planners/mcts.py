@@ -596,16 +596,7 @@ class Search:
             beta = hybrid.beta(sims)
             hybrid.add(mc, dr)
             return beta * mc + (1 - beta) * dr
-        sqrt_n = math.sqrt(node.n + 1)
-        best, best_u = -1, -math.inf
-        # Q as it is (returns are in [0, 1]); an action not tried yet counts at the node's mean value
-        # (first-play urgency), so that one lucky return does not shut out the untried ones
-        mean = sum(q * n for q, n in zip(node.q, node.na, strict=True)) / node.n if node.n else 0.0
-        for j, i in enumerate(node.actions):
-            q = node.q[j] if node.na[j] else mean
-            u = q + st.c * node.prior[j] * sqrt_n / (1 + node.na[j]) + 1e-9 * self.rng.random()
-            if u > best_u and self.model.ok(i, s):
-                best, best_u = j, u
+        best = self._select(node, s)
         if best < 0:
             return 0.0
         i = node.actions[best]
@@ -624,6 +615,20 @@ class Search:
         node.na[best] += 1
         node.q[best] += (g - node.q[best]) / node.na[best]
         return g
+
+    def _select(self, node: _Node, s: World) -> int:
+        """The PUCT choice among the node's actions applicable in `s` (-1: none). Q as it is (returns lie in
+        [0, 1]); an action not tried yet counts at the node's mean value (first-play urgency), so that one
+        lucky return does not shut out the untried ones."""
+        sqrt_n = math.sqrt(node.n + 1)
+        mean = sum(q * n for q, n in zip(node.q, node.na, strict=True)) / max(sum(node.na), 1)
+        best, best_u = -1, -math.inf
+        for j, i in enumerate(node.actions or ()):
+            q = node.q[j] if node.na[j] else mean
+            u = q + self.settings.c * node.prior[j] * sqrt_n / (1 + node.na[j]) + 1e-9 * self.rng.random()
+            if u > best_u and self.model.ok(i, s):
+                best, best_u = j, u
+        return best
 
     def _belief_at(self, s: World, beliefs: Beliefs, looked: frozenset[str]) -> dict[str, bl.Dist]:
         """The belief after a history that looked at `looked`: items seen there drop out (their place is
