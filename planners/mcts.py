@@ -12,6 +12,7 @@ or DR-MCTS's hybrid ``beta*V_MC + (1-beta)*V_DR``.
 from __future__ import annotations
 
 import itertools
+import json
 import math
 import random
 import time
@@ -698,16 +699,21 @@ def relevant(domain: Domain, spec: bl.BeliefSpec, objects: Mapping[str, str], go
 
 def beliefs_for(graph: WorldGraph, spec: bl.BeliefSpec, items: Sequence[str], make: bl.BeliefPrior | None,
                 facts: set[GroundAtom], objects: Mapping[str, str]) -> dict[str, bl.Dist]:
-    """The stored beliefs about `items` (a prior for those without one: commonsense from `make`, else
-    uniform), updated with what the graph knows, written back."""
-    domain = graph.domain
-    stored = bl.read_beliefs(graph)
-    missing = [i for i in items if i not in stored]
-    if missing:
-        places = bl.places(spec, domain, objects)
-        stored |= (make({i: objects[i] for i in missing}, places) if make
-                   else bl.uniform(missing, list(places)))
-    beliefs = bl.update(spec, {i: stored[i] for i in items}, facts)
+    """The beliefs about `items`, written back: the prior (commonsense from `make`, else uniform; made once
+    per item and stored with the evidence) mixed with a uniform belief by how well it has predicted
+    where this episode's items were found and were not (`bl.reliability`), given what the graph knows."""
+    places = bl.places(spec, graph.domain, objects)
+    evidence = json.loads(graph.get_meta(bl.EVIDENCE_KEY) or '{"prior": {}, "found": {}}')
+    prior, found = evidence["prior"], evidence["found"]
+    if missing := [i for i in items if i not in prior]:
+        prior |= make({i: objects[i] for i in missing}, places) if make else bl.uniform(missing, list(places))
+    located = {a[0]: a[1] for p, a in facts if p == spec.located}
+    found |= {i: located[i] for i in prior if i in located and i not in found}
+    searched = {a[0] for p, a in facts if p == spec.searched}
+    weight = bl.reliability({i: prior[i] for i in {*found, *items}}, found, searched, places)
+    beliefs = {i: {located[i]: 1.0} if i in located else bl.mixed(prior[i], weight, places, searched)
+               for i in items}
+    graph.set_meta({bl.EVIDENCE_KEY: json.dumps(evidence, sort_keys=True)})
     bl.write_beliefs(graph, beliefs)
     return beliefs
 
