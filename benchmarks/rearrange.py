@@ -113,6 +113,7 @@ class Episode:
     llm_calls: int = 0  # all of the episode's (belief samples, prior, reflections)
     decision_seconds: float = 0.0
     planner_calls: int = 0
+    actions: list[str] = field(default_factory=list)  # the steps taken, in order
 
 
 def generated_scene(rng: random.Random) -> Scene:
@@ -276,7 +277,7 @@ def episode(scene: Scene, task: Task, method: str, seed: int, simulations: int, 
             settings = mcts.Settings(estimator="dr" if method == "puct_dr" else "mc")
             search = mcts.searcher(agent.graph, goal_f, prior, cheap, settings, random.Random(seed))
         plan: list[str] = []
-        history: list[str] = []
+        history = ep.actions
         while True:
             delta = world.sensed({e.name for e in agent.entities()},
                                  {(f.predicate, tuple(f.args)) for f in agent.facts()},

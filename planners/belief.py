@@ -9,6 +9,7 @@ domain.toml (item and place types, the `located` predicate, the predicates that 
 from __future__ import annotations
 
 import json
+import math
 import random
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
@@ -27,6 +28,7 @@ BeliefPrior = Callable[[Mapping[str, str], Mapping[str, str]], dict[str, Dist]]
 FLOOR = 0.01  # the least probability a possible place keeps under a commonsense prior
 TEMPERATURE = 0.05  # softmax temperature over cosine similarities
 META_KEY = "belief"
+EVIDENCE_KEY = "belief_evidence"  # the commonsense prior as first made, and where items were found
 
 
 @dataclass(frozen=True)
@@ -99,6 +101,32 @@ def absent(dist: Mapping[str, float], place: str) -> Dist:
     """The agent looked at `place` and the item was not there: zero there, renormalised (empty when the
     item can be nowhere the belief knows of)."""
     return normalised({p: q for p, q in dist.items() if p != place})
+
+
+def reliability(prior: Mapping[str, Dist], found: Mapping[str, str], searched: Collection[str],
+                places: Collection[str], odds: float = 1.0) -> float:
+    """The posterior probability that the commonsense `prior` (rather than no commonsense, uniform over
+    `places`) is how this world's items were placed, after the episode's evidence: items `found` at a
+    place (likelihood: the probability there) and items still unknown after the `searched` places
+    (likelihood: the probability of not being there); `odds` are the prior odds for the commonsense."""
+    n, looked = len(places), set(searched) & set(places)
+    log_p = log_u = 0.0
+    for item, dist in prior.items():
+        if item in found:
+            p, u = dist.get(found[item], 0.0), 1 / n
+        else:
+            p, u = 1 - sum(dist.get(q, 0.0) for q in looked), 1 - len(looked) / n
+        log_p += math.log(max(p, 1e-12))
+        log_u += math.log(max(u, 1e-12))
+    return 1 / (1 + math.exp(min(log_u - log_p, 700)) / odds)
+
+
+def mixed(dist: Mapping[str, float], weight: float, places: Collection[str], searched: Collection[str]) -> Dist:
+    """Bayesian model averaging of an item's place: the commonsense `dist` with probability `weight`, uniform
+    over `places` otherwise, each conditioned on the item not being at the `searched` places."""
+    rest = [q for q in places if q not in set(searched)]
+    common = normalised({q: dist.get(q, 0.0) for q in rest})
+    return normalised({q: weight * common.get(q, 0.0) + (1 - weight) / len(rest) for q in rest}) if rest else {}
 
 
 def sample(beliefs: Mapping[str, Mapping[str, float]], rng: random.Random) -> dict[str, str]:

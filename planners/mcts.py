@@ -12,6 +12,7 @@ or DR-MCTS's hybrid ``beta*V_MC + (1-beta)*V_DR``.
 from __future__ import annotations
 
 import itertools
+import json
 import math
 import random
 import time
@@ -596,15 +597,7 @@ class Search:
             beta = hybrid.beta(sims)
             hybrid.add(mc, dr)
             return beta * mc + (1 - beta) * dr
-        sqrt_n = math.sqrt(node.n + 1)
-        best, best_u = -1, -math.inf
-        seen = [q for q, n in zip(node.q, node.na, strict=True) if n]
-        lo, span = (min(seen), max(seen) - min(seen)) if len(seen) > 1 else (0.0, 0.0)
-        for j, i in enumerate(node.actions):
-            q = ((node.q[j] - lo) / span if span > 0 else node.q[j]) if node.na[j] else 0.0  # min-max (MuZero)
-            u = q + st.c * node.prior[j] * sqrt_n / (1 + node.na[j]) + 1e-9 * self.rng.random()
-            if u > best_u and self.model.ok(i, s):
-                best, best_u = j, u
+        best = self._select(node, s)
         if best < 0:
             return 0.0
         i = node.actions[best]
@@ -623,6 +616,20 @@ class Search:
         node.na[best] += 1
         node.q[best] += (g - node.q[best]) / node.na[best]
         return g
+
+    def _select(self, node: _Node, s: World) -> int:
+        """The PUCT choice among the node's actions applicable in `s` (-1: none). Q as it is (returns lie in
+        [0, 1]); an action not tried yet counts at the node's mean value (first-play urgency), so that one
+        lucky return does not shut out the untried ones."""
+        sqrt_n = math.sqrt(node.n + 1)
+        mean = sum(q * n for q, n in zip(node.q, node.na, strict=True)) / max(sum(node.na), 1)
+        best, best_u = -1, -math.inf
+        for j, i in enumerate(node.actions or ()):
+            q = node.q[j] if node.na[j] else mean
+            u = q + self.settings.c * node.prior[j] * sqrt_n / (1 + node.na[j]) + 1e-9 * self.rng.random()
+            if u > best_u and self.model.ok(i, s):
+                best, best_u = j, u
+        return best
 
     def _belief_at(self, s: World, beliefs: Beliefs, looked: frozenset[str]) -> dict[str, bl.Dist]:
         """The belief after a history that looked at `looked`: items seen there drop out (their place is
@@ -678,6 +685,8 @@ class Search:
                 ret = disc
                 break
             disc *= gamma
+        else:  # cut off before the goal: the heuristic's value of where it stopped, not a loss
+            ret = disc * values[-1]
         return ret, doubly_robust(values, rewards, rhos, gamma)
 
 
@@ -690,16 +699,21 @@ def relevant(domain: Domain, spec: bl.BeliefSpec, objects: Mapping[str, str], go
 
 def beliefs_for(graph: WorldGraph, spec: bl.BeliefSpec, items: Sequence[str], make: bl.BeliefPrior | None,
                 facts: set[GroundAtom], objects: Mapping[str, str]) -> dict[str, bl.Dist]:
-    """The stored beliefs about `items` (a prior for those without one: commonsense from `make`, else
-    uniform), updated with what the graph knows, written back."""
-    domain = graph.domain
-    stored = bl.read_beliefs(graph)
-    missing = [i for i in items if i not in stored]
-    if missing:
-        places = bl.places(spec, domain, objects)
-        stored |= (make({i: objects[i] for i in missing}, places) if make
-                   else bl.uniform(missing, list(places)))
-    beliefs = bl.update(spec, {i: stored[i] for i in items}, facts)
+    """The beliefs about `items`, written back: the prior (commonsense from `make`, else uniform; made once
+    per item and stored with the evidence) mixed with a uniform belief by how well it has predicted
+    where this episode's items were found and were not (`bl.reliability`), given what the graph knows."""
+    places = bl.places(spec, graph.domain, objects)
+    evidence = json.loads(graph.get_meta(bl.EVIDENCE_KEY) or '{"prior": {}, "found": {}}')
+    prior, found = evidence["prior"], evidence["found"]
+    if missing := [i for i in items if i not in prior]:
+        prior |= make({i: objects[i] for i in missing}, places) if make else bl.uniform(missing, list(places))
+    located = {a[0]: a[1] for p, a in facts if p == spec.located}
+    found |= {i: located[i] for i in prior if i in located and i not in found}
+    searched = {a[0] for p, a in facts if p == spec.searched}
+    weight = bl.reliability({i: prior[i] for i in {*found, *items}}, found, searched, places)
+    beliefs = {i: {located[i]: 1.0} if i in located else bl.mixed(prior[i], weight, places, searched)
+               for i in items}
+    graph.set_meta({bl.EVIDENCE_KEY: json.dumps(evidence, sort_keys=True)})
     bl.write_beliefs(graph, beliefs)
     return beliefs
 

@@ -82,3 +82,16 @@ def test_llm_belief_counts_sampled_answers() -> None:
     b = llm_belief(llm, samples=4, floor=0.0)({"milk": "item"}, PLACES)
     assert b["milk"] == pytest.approx({"fridge": 2 / 3, "bed": 1 / 3})
     assert "milk" in llm.prompts[0][0]["content"] and "fridge, bed, sink" in llm.prompts[0][0]["content"]
+
+
+def test_reliability_weighs_the_prior_by_how_it_predicted_the_episode() -> None:
+    places = ["fridge", "counter", "bed"]
+    milk, apple = {"fridge": 0.8, "counter": 0.1, "bed": 0.1}, {"fridge": 0.6, "counter": 0.3, "bed": 0.1}
+    # milk found where the prior expected it: 0.8 against uniform's 1/3
+    assert bl.reliability({"milk": milk}, {"milk": "fridge"}, ["fridge"], places) == pytest.approx(0.8 / (0.8 + 1 / 3))
+    # milk found on the bed (0.1 against 1/3), apple in neither the fridge nor the bed (0.3 against 1/3)
+    w = bl.reliability({"milk": milk, "apple": apple}, {"milk": "bed"}, ["fridge", "bed"], places)
+    assert w == pytest.approx(0.1 * 0.3 / (0.1 * 0.3 + 1 / 3 * 1 / 3))
+    mixed = bl.mixed(apple, w, places, ["fridge"])
+    assert mixed == pytest.approx({"counter": w * 0.75 + (1 - w) * 0.5, "bed": w * 0.25 + (1 - w) * 0.5})
+    assert bl.mixed(apple, 0.3, places, places) == {}  # looked everywhere: nowhere left

@@ -287,3 +287,28 @@ def test_rearrange_episode_with_a_scripted_llm_prior() -> None:
     # five belief samples for the item, then at most 3 prior/reflection calls per decision
     assert 5 < ep.llm_calls <= 5 + 3 * ep.decisions and ep.llm_calls == len(llm.prompts)
     assert any("most likely to be" in p[0]["content"] for p in llm.prompts)
+
+
+def test_a_small_lead_in_q_does_not_shut_out_an_untried_action() -> None:
+    search = searcher()
+    s = frozenset(STATIC | {("closed", ("fridge",)), ("agent_at", ("counter",)), ("in", ("milk", "counter"))})
+    node = mcts._Node()
+    node.actions = search.model.applicable(s)
+    assert len(node.actions) == 3
+    node.prior, node.na, node.q, node.n = [1 / 3] * 3, [3, 1, 0], [0.5, 0.45, 0.0], 4
+    # the untried action counts at the node's mean (0.4875), not at the least seen value
+    assert search._select(node, s) == 2
+    node.na, node.q, node.n = [30, 10, 10], [0.9, 0.1, 0.1], 50
+    assert search._select(node, s) == 0  # once all are tried, a clear lead wins
+
+
+def test_a_rollout_cut_off_before_the_goal_is_worth_the_heuristic_value_where_it_stopped() -> None:
+    gamma = 0.9
+    search = searcher(settings=mcts.Settings(gamma=gamma, rollout_depth=1, rollout_epsilon=0.0))
+    s = START | {("in", ("milk", "counter"))}
+    # one helpful step from the bed: to the counter (h 5 left) or to the fridge (h 4 left)
+    values = {round(search._rollout(s, 0, {"milk": {"counter": 1.0}}, frozenset())[0], 9) for _ in range(20)}
+    assert values == {round(gamma * gamma ** 5, 9), round(gamma * gamma ** 4, 9)}
+    # a rollout that reaches the goal is worth its discounted return
+    at_fridge = frozenset(STATIC | {("agent_at", ("fridge",)), ("holding", ("milk",))})
+    assert search._rollout(at_fridge, 0, {}, frozenset())[0] == pytest.approx(1.0)
