@@ -92,11 +92,6 @@ def normalised(dist: Mapping[str, float]) -> Dist:
     return {p: q / total for p, q in dist.items() if q > 0} if total > 0 else {}
 
 
-def seen(dist: Mapping[str, float], place: str) -> Dist:
-    """The item was seen at `place`: certain."""
-    return {place: 1.0}
-
-
 def absent(dist: Mapping[str, float], place: str) -> Dist:
     """The agent looked at `place` and the item was not there: zero there, renormalised (empty when the
     item can be nowhere the belief knows of)."""
@@ -148,22 +143,6 @@ def unknown_items(spec: BeliefSpec, domain: Domain, objects: Mapping[str, str], 
 
 def places(spec: BeliefSpec, domain: Domain, objects: Mapping[str, str]) -> dict[str, str]:
     return {o: t for o, t in objects.items() if domain.is_subtype(t, spec.place)}
-
-
-def update(spec: BeliefSpec, beliefs: Mapping[str, Dist], facts: set[GroundAtom]) -> dict[str, Dist]:
-    """The beliefs after what the graph now knows: located items are certain, searched places hold no
-    other item."""
-    located = {a[0]: a[1] for p, a in facts if p == spec.located}
-    searched = {a[0] for p, a in facts if p == spec.searched}
-    out = {}
-    for item, dist in beliefs.items():
-        if item in located:
-            out[item] = seen(dist, located[item])
-            continue
-        for place in searched & dist.keys():
-            dist = absent(dist, place)
-        out[item] = dict(dist)
-    return out
 
 
 # ---- storage beside the graph (one meta key; both backends have meta storage) ------------------------

@@ -1,4 +1,5 @@
-"""The belief over unknown places: prior, observation updates, storage beside the graph (both backends)."""
+"""The belief over unknown places: prior, observation updates (through planners.mcts.beliefs_for), storage
+beside the graph (both backends)."""
 
 from __future__ import annotations
 
@@ -30,21 +31,28 @@ def test_prior_follows_the_scores_and_is_floored() -> None:
         assert set(dist) == set(PLACES)
 
 
-def test_seen_is_certain_and_absent_renormalises() -> None:
+def test_absent_renormalises() -> None:
     d = {"fridge": 0.5, "bed": 0.3, "sink": 0.2}
-    assert bl.seen(d, "bed") == {"bed": 1.0}
     after = bl.absent(d, "fridge")
     assert after == pytest.approx({"bed": 0.6, "sink": 0.4})
     assert bl.absent(bl.absent(after, "bed"), "sink") == {}  # nowhere left
 
 
-def test_update_from_what_the_graph_knows() -> None:
-    spec = bl.BeliefSpec.of(resolve_domain("rearrange"))
-    beliefs = {"milk": {"fridge": 0.5, "bed": 0.3, "sink": 0.2}, "pillow": {"fridge": 0.5, "bed": 0.5}}
-    facts = {("looked", ("fridge",)), ("in", ("pillow", "bed"))}
-    out = bl.update(spec, beliefs, facts)
-    assert out["milk"] == pytest.approx({"bed": 0.6, "sink": 0.4})
+def test_beliefs_from_what_the_graph_knows(empty_graph: WorldGraph) -> None:
+    """Seen there: certain; looked at and absent: zero there, renormalised (uniform prior, so the mixture
+    with the uniform belief changes nothing); the beliefs are stored with the graph."""
+    from planners.mcts import beliefs_for
+
+    domain = resolve_domain("rearrange")
+    empty_graph.init(domain, problem=Problem.parse(
+        "(define (problem p) (:domain rearrange) (:objects kitchen - room fridge - container bed sink - surface "
+        "milk pillow - item) (:init (in_room fridge kitchen) (in_room bed kitchen) (in_room sink kitchen) "
+        "(agent_at bed) (looked fridge) (in pillow bed)))"))
+    objects, facts, _ = empty_graph.snapshot()
+    out = beliefs_for(empty_graph, bl.BeliefSpec.of(domain), ["milk", "pillow"], None, set(facts), objects)
+    assert out["milk"] == pytest.approx({"bed": 0.5, "sink": 0.5})
     assert out["pillow"] == {"bed": 1.0}
+    assert bl.read_belief(empty_graph, "milk") == pytest.approx({"bed": 0.5, "sink": 0.5})
 
 
 def test_sample_draws_by_probability() -> None:
