@@ -10,14 +10,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Protocol, TypeVar
+from typing import Annotated, Any, Protocol, TypeVar
 
 from pydantic import BaseModel, Field
 
 from agent.environments import Environment, Observation
 from agent.language import describe_domain
 from agent.llm import LLM, CallRecord, LLMError
-from domains.model import Problem
+from domains.model import NAME_RE, Problem
 from domains.sexpr import PDDLError
 from graph.base import ChangeRefused, GraphError, Tx, WorldGraph
 from graph.model import Change, Delta, Entity, Fact, Unknown
@@ -48,26 +48,47 @@ class Sensor(Protocol):
     def delta(self, facts: set[Fact], entities: set[str], action: str | None, obs: Observation) -> Delta: ...
 
 
-class Replace(BaseModel):
-    old: str
-    new: str
+NAME = NAME_RE.pattern.strip("^$")
+ATOM = rf"\({NAME}( {NAME})*\)"
+
+
+def shaped(pattern: str, description: str) -> Any:
+    """A string of the given shape. The pattern goes to the JSON schema only, for a constrained decoder (a
+    llama.cpp grammar, OpenAI strict mode) to write nothing else; `to_delta` reads it, naming what is wrong."""
+    return Annotated[str, Field(description=description, json_schema_extra={"pattern": f"^{pattern}$"})]
+
+
+Name = shaped(NAME, "name")
+ObjectText = shaped(f"{NAME} - {NAME}", '"name - type"')
+FactText = shaped(rf"({ATOM}|\(= {ATOM} -?[0-9.]+\))", '"(predicate arg ...)"')
+MarkText = shaped(rf"({NAME}|\({NAME} {NAME} \?\))", '"name" or "(predicate name ?)"')
+
+
+class Rename(BaseModel):
+    old: Name
+    new: Name
+
+
+class Swap(BaseModel):
+    old: FactText
+    new: FactText
 
 
 class ObjectEdits(BaseModel):
-    add: list[str] = Field(default_factory=list, description='"name - type"')
-    delete: list[str] = Field(default_factory=list)
-    replace: list[Replace] = Field(default_factory=list)
+    add: list[ObjectText] = Field(default_factory=list)
+    delete: list[Name] = Field(default_factory=list)
+    replace: list[Rename] = Field(default_factory=list)
 
 
 class InitEdits(BaseModel):
-    add: list[str] = Field(default_factory=list, description='"(predicate arg ...)"')
-    delete: list[str] = Field(default_factory=list)
-    replace: list[Replace] = Field(default_factory=list)
+    add: list[FactText] = Field(default_factory=list)
+    delete: list[FactText] = Field(default_factory=list)
+    replace: list[Swap] = Field(default_factory=list)
 
 
 class UnknownEdits(BaseModel):
-    add: list[str] = Field(default_factory=list, description='"name" or "(predicate name ?)"')
-    delete: list[str] = Field(default_factory=list)
+    add: list[MarkText] = Field(default_factory=list)
+    delete: list[MarkText] = Field(default_factory=list)
 
 
 class Edits(BaseModel):
@@ -92,6 +113,13 @@ class EditOutcome:
 def mark_text(u: Unknown) -> str:
     """An unknown as the edits write it: "name" (a placeholder) or "(predicate name ?)"."""
     return u.entity if u.predicate is None else f"({u.predicate} {u.entity} ?)"
+
+
+def parse_object(text: str) -> Entity:
+    name, dash, type_ = (w.strip().lower() for w in text.partition(" - "))
+    if not dash or not name or not type_:
+        raise ValueError(f'{text!r} is no object: write "name - type"')
+    return Entity(name=name, type=type_)
 
 
 def parse_mark(text: str) -> Unknown:
@@ -129,13 +157,7 @@ def to_delta(tx: Tx, edits: Edits, text: str) -> Delta:
                 problems.append(str(e))
         return out
 
-    def new_object(item: str) -> Entity:
-        name, dash, type_ = (w.strip().lower() for w in item.partition(" - "))
-        if not dash or not name or not type_:
-            raise ValueError(f'{item!r} is no object: write "name - type"')
-        return Entity(name=name, type=type_)
-
-    adds = read(new_object, edits.objects.add)
+    adds = read(parse_object, edits.objects.add)
     facts = {k: read(Fact.parse, getattr(edits.init, k)) for k in ("add", "delete")}
     swaps = read(lambda r: (Fact.parse(r.old), Fact.parse(r.new)), edits.init.replace)
     marks = {k: read(parse_mark, getattr(edits.unknown, k)) for k in ("add", "delete")}

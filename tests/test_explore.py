@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import re
 import shutil
 
 import pytest
@@ -255,3 +256,38 @@ def test_llm_mode_malformed_edits_are_refused_with_the_graph_unchanged(tmp_path)
     assert "That reply is invalid" in feedback[0]
     assert "Those edits were refused" in feedback[1] and "unknown predicate 'in_room'" in feedback[1]
     assert any("observation not read" in line for line in lines)
+
+
+def test_the_edit_schema_shows_a_constrained_decoder_the_shapes_the_edits_are_read_in():
+    """Every string of the edits' JSON schema has a pattern (for a llama.cpp grammar or OpenAI strict mode) that
+    accepts what the edits are read as and rejects what they are refused for (e.g. replies a small model wrote)."""
+    from agent.llm import strict_schema
+    from agent.pddl_edit import Edits, parse_mark, parse_object
+
+    schema = strict_schema(Edits)
+
+    def strings(node):
+        if isinstance(node, dict):
+            yield from [node] if node.get("type") == "string" else []
+            for value in node.values():
+                yield from strings(value)
+        elif isinstance(node, list):
+            for value in node:
+                yield from strings(value)
+
+    assert all("pattern" in s for s in strings(schema))
+    cases = {"ObjectEdits": (parse_object, ["kitchen - room", "door_e - room", "frosted-glass_door - door"],
+                             ["frosted-glass door", "cutlery drawer - item", "Kitchen - room", "kitchen"]),
+             "InitEdits": (Fact.parse, ["(at kitchen)", "(connected kitchen north door_e)", "(recipe_read)",
+                                        "(= (cost a b) 3)"],
+                           ["at kitchen - room", "at kitchen", "connected kitchen, north, living room",
+                            "(at kitchen", "(at (kitchen))", "(at Kitchen)"]),
+             "UnknownEdits": (parse_mark, ["door_e", "(in fridge ?)"],
+                              ["cutlery drawer - unknown", "unknown - stove", "(in fridge)", "(in fridge x ?)"])}
+    for kind, (read, good, bad) in cases.items():
+        shape = re.compile(schema["$defs"][kind]["properties"]["add"]["items"]["pattern"])
+        for text in good:
+            assert shape.search(text), (kind, text)
+            read(text)
+        for text in bad:
+            assert not shape.search(text), (kind, text)
