@@ -72,7 +72,8 @@ class LLMConfig:
     `response_format` is the first reply format tried; the client falls back json_schema -> json_object -> text
     when the endpoint rejects one (HTTP 400, 422 or 500 naming the format). `max_attempts` bounds the requests
     per reply format: the openai client retries connection errors, timeouts, 408/409/429 and 5xx itself
-    (exponential backoff with jitter, honouring Retry-After), `timeout_s` is per request.
+    (exponential backoff with jitter, honouring Retry-After), `timeout_s` is per request. `max_tokens` bounds a
+    reply (unset: the endpoint's own bound, which for a llama.cpp server is the whole context window).
     """
 
     model: str = "gpt-4o-mini"
@@ -82,11 +83,12 @@ class LLMConfig:
     temperature: float | None = None
     timeout_s: float = 60.0
     max_attempts: int = 4
+    max_tokens: int | None = None
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, **overrides: Any) -> LLMConfig:
         """`KGPLAN_LLM_BASE_URL`, `KGPLAN_LLM_MODEL`, `OPENAI_API_KEY`, `KGPLAN_LLM_RESPONSE_FORMAT`,
-        `KGPLAN_LLM_TIMEOUT` (seconds per request: raise it for a slow local model)."""
+        `KGPLAN_LLM_TIMEOUT` (seconds per request: raise it for a slow local model), `KGPLAN_LLM_MAX_TOKENS`."""
         env = os.environ if env is None else env
         config = cls(
             model=env.get("KGPLAN_LLM_MODEL") or cls.model,
@@ -94,6 +96,11 @@ class LLMConfig:
             api_key=env.get("OPENAI_API_KEY") or None,
             timeout_s=float(env.get("KGPLAN_LLM_TIMEOUT") or cls.timeout_s),
         )
+        limit = env.get("KGPLAN_LLM_MAX_TOKENS")
+        if limit:
+            if not limit.isdigit() or int(limit) == 0:
+                raise ValueError(f"KGPLAN_LLM_MAX_TOKENS={limit!r}: expected a positive whole number")
+            config = replace(config, max_tokens=int(limit))
         fmt = env.get("KGPLAN_LLM_RESPONSE_FORMAT")
         if fmt:
             if fmt not in MODES:
@@ -252,6 +259,8 @@ class OpenAIClient(LLM):
         except LLMError as e:
             refusal = getattr(message, "refusal", None)
             reason = e.reason + (f"; refusal: {refusal}" if refusal else "")
+            if response.choices and response.choices[0].finish_reason == "length":
+                reason += "; the reply was cut at its length limit (max_tokens)"
             raise fail(reason, raw=e.raw, usage=response.usage) from e
         return reply, self._record(start, attempts, response.usage)
 
@@ -264,6 +273,8 @@ class OpenAIClient(LLM):
         body: dict[str, Any] = {"model": self.config.model, "messages": messages}
         if self.config.temperature is not None:
             body["temperature"] = self.config.temperature
+        if self.config.max_tokens is not None:
+            body["max_tokens"] = self.config.max_tokens
         if self.mode == "json_schema":
             body["response_format"] = {
                 "type": "json_schema",

@@ -21,7 +21,8 @@ Response = tuple[int, dict, float]  # status, JSON body, delay before answering 
 Script = Callable[[dict], Response]
 
 
-def ok(content: Any, prompt_tokens: int | None = 10, completion_tokens: int = 5, delay: float = 0.0) -> Script:
+def ok(content: Any, prompt_tokens: int | None = 10, completion_tokens: int = 5, delay: float = 0.0,
+       finish_reason: str = "stop") -> Script:
     """A 200 chat completion whose message content is `content` (JSON-encoded unless a string)."""
     text = content if isinstance(content, str) else json.dumps(content)
     body: dict[str, Any] = {
@@ -29,7 +30,7 @@ def ok(content: Any, prompt_tokens: int | None = 10, completion_tokens: int = 5,
         "object": "chat.completion",
         "created": 0,
         "model": "fake",
-        "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": text}}],
+        "choices": [{"index": 0, "finish_reason": finish_reason, "message": {"role": "assistant", "content": text}}],
     }
     if prompt_tokens is not None:
         body["usage"] = {
@@ -272,13 +273,30 @@ def test_config_from_env() -> None:
         "OPENAI_API_KEY": "sk-x",
         "KGPLAN_LLM_RESPONSE_FORMAT": "json_object",
         "KGPLAN_LLM_TIMEOUT": "600",
+        "KGPLAN_LLM_MAX_TOKENS": "1024",
     }
     config = LLMConfig.from_env(env, max_attempts=2)
     assert (config.base_url, config.model, config.api_key) == ("http://localhost:11434/v1", "qwen2.5:7b", "sk-x")
     assert config.response_format == "json_object" and config.max_attempts == 2 and config.timeout_s == 600.0
+    assert config.max_tokens == 1024
     assert LLMConfig.from_env({}) == LLMConfig()
     with pytest.raises(ValueError, match="KGPLAN_LLM_RESPONSE_FORMAT"):
         LLMConfig.from_env({"KGPLAN_LLM_RESPONSE_FORMAT": "xml"})
+    for bad in ("0", "-5", "many"):
+        with pytest.raises(ValueError, match="KGPLAN_LLM_MAX_TOKENS"):
+            LLMConfig.from_env({"KGPLAN_LLM_MAX_TOKENS": bad})
+
+
+def test_max_tokens_bounds_a_reply_and_a_cut_reply_says_so(server: FakeServer) -> None:
+    """Unbounded, a grammar-constrained local model can write until its context is full (many minutes)."""
+    cut = '{"predicate": "at", "args": ["robot", "kit'
+    server.script = [ok(cut, finish_reason="length"), ok(FACT)]
+    llm = server.client(max_tokens=16)
+    with pytest.raises(LLMError, match="cut at its length limit") as caught:
+        llm.complete(MESSAGES, Fact)
+    assert caught.value.raw == cut and server.requests[0]["max_tokens"] == 16
+    server.client().complete(MESSAGES, Fact)
+    assert "max_tokens" not in server.requests[1]  # unset: the endpoint's own bound
 
 
 def test_scripted_llm_replays_validates_and_records_prompts() -> None:
