@@ -337,8 +337,7 @@ class Agent:
 
         with self.writes:
             f = parse_goal(goal, self.graph, {e.name: e.type for e in self.graph.entities()})
-            actions = self.domain.meta.get("explore", {}).get("actions", {})
-            prior = mcts.TextPrior(self.domain, similarity, goal, actions)
+            prior = mcts.BeliefMassPrior(self.domain)
             searcher = mcts.searcher(self.graph, f, prior, prior, mcts.Settings(estimator="dr"))
             d = mcts.decide(self.graph, searcher, mcts.Budget(simulations, seconds), embedding_prior(similarity))
             report = PlanReport(goal, "solved" if d.step else "unsolvable", "mcts", [str(d.step)] if d.step else [],

@@ -9,9 +9,10 @@ are: it sees the items of a place while it stands there with the place open. Eve
 every action is a verified change of the agent's graph (a fresh sqlite store per episode).
 
 Methods: `explore` (the domain's end goal, else its sub-goal "stand at an open place not looked at",
-planned by Fast Downward), `uct` (uniform belief, uniform prior), `puct` (embedding belief and prior),
-`puct_dr` (puct with the DR-MCTS hybrid values), `puct_llm` (LLM prior with MC-DML memories; only
-with KGPLAN_LLM_MODEL set). The MCTS methods hand back to the symbolic planner once every item of
+planned by Fast Downward), `uct` (uniform belief, uniform prior), `puct` (embedding belief, the prior
+from its mass mixed with FF's helpful actions in the most likely world), `puct_dr` (puct with the
+DR-MCTS hybrid values), `puct_llm` (LLM belief and prior with MC-DML memories; only with
+KGPLAN_LLM_MODEL set). The MCTS methods hand back to the symbolic planner once every item of
 the goal has been seen. One run per task at the larger step limit gives both limits (no method looks
 at the limit: the search horizon is fixed), so success at 10 is success within 10 steps.
 
@@ -20,6 +21,7 @@ dependencies (pddlgym, ...) are not needed to read the scene JSON: `pip install 
 virtualhome-eval==0.1.1`. Without it only generated scenes run (said in the output).
 
     kgplan bench rearrange --seeds 0-9 --simulations 100 --json results/rearrange.json
+    kgplan bench rearrange --methods puct,puct_dr --families comp2,comp3 --simulations 100,50   # budgets
 """
 
 from __future__ import annotations
@@ -106,6 +108,7 @@ class Episode:
     family: str
     method: str
     seed: int
+    budget: int = 0  # simulations per decision asked for (0: no search)
     success: bool = False
     steps: int = 0
     decisions: int = 0  # MCTS decisions
@@ -246,7 +249,7 @@ def episode(scene: Scene, task: Task, method: str, seed: int, simulations: int, 
     from planners.state import Step
 
     domain = resolve_domain("rearrange")
-    ep = Episode(scene.name, task.family, method, seed)
+    ep = Episode(scene.name, task.family, method, seed, simulations if method != "explore" else 0)
     calls = len(llm.records) if llm is not None else 0
     world = World(scene, task, domain)
     goal = goal_text(task)
@@ -271,10 +274,12 @@ def episode(scene: Scene, task: Task, method: str, seed: int, simulations: int, 
                       else embedding_prior(similarity))
             text = " and ".join(domain.gloss("in").format(*(a.replace("_", " ") for a in (i, task.target)))
                                 for i in task.items)
-            cheap = mcts.UniformPrior() if method == "uct" else mcts.TextPrior(domain, similarity, text, cfg["actions"])
+            cheap = mcts.UniformPrior() if method == "uct" else mcts.BeliefMassPrior(domain)
             prior = cheap if method != "puct_llm" else mcts.LLMPrior(llm, text, mcts.Memory(), cheap,
                                                                      cfg["actions"])
             settings = mcts.Settings(estimator="dr" if method == "puct_dr" else "mc")
+            if method == "uct":  # the uniform prior as it is, not mixed with FF's helpful actions
+                settings.helpful_weight = 0.0
             search = mcts.searcher(agent.graph, goal_f, prior, cheap, settings, random.Random(seed))
         plan: list[str] = []
         history = ep.actions
@@ -351,11 +356,13 @@ def plot(results: dict, families: list[str], path: Path) -> None:
 
     fig, axes = plt.subplots(1, len(LIMITS), figsize=(6 * len(LIMITS), 4), squeeze=False)
     for ax, limit in zip(axes[0], LIMITS, strict=True):
-        methods = sorted({m for (m, _, lim) in results if lim == limit}, key=METHODS.index)
-        for k, m in enumerate(methods):
-            rates = [results[m, f, limit]["success_rate"] for f in families]
-            ax.bar(np.arange(len(families)) + k * 0.8 / len(methods), rates, 0.8 / len(methods), label=m)
-        ax.set_xticks(np.arange(len(families)) + 0.4 - 0.4 / max(len(methods), 1), families)
+        runs = list(dict.fromkeys((m, b) for (m, b, _, lim) in results if lim == limit))
+        several = len({b for _, b in runs if b}) > 1
+        for k, (m, b) in enumerate(runs):
+            rates = [results[m, b, f, limit]["success_rate"] for f in families]
+            ax.bar(np.arange(len(families)) + k * 0.8 / len(runs), rates, 0.8 / len(runs),
+                   label=f"{m} ({b})" if several and b else m)
+        ax.set_xticks(np.arange(len(families)) + 0.4 - 0.4 / max(len(runs), 1), families)
         ax.set_ylim(0, 1)
         ax.set_title(f"success within {limit} steps")
         ax.legend()
@@ -363,6 +370,17 @@ def plot(results: dict, families: list[str], path: Path) -> None:
     fig.tight_layout()
     fig.savefig(path)
     plt.close(fig)
+
+
+def budgets(text: str) -> list[int]:
+    """`--simulations`: one budget or a comma-separated list, each a positive number."""
+    try:
+        out = [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        out = []
+    if not out or min(out) < 1:
+        raise argparse.ArgumentTypeError(f"expected positive numbers of simulations, like 100 or 100,50: {text!r}")
+    return list(dict.fromkeys(out))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -375,7 +393,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--methods", default="explore,uct,puct,puct_dr,puct_llm",
                    help="comma-separated subset of: " + ", ".join(METHODS))
     p.add_argument("--families", default=",".join(FAMILIES), help="comma-separated subset of: " + ", ".join(FAMILIES))
-    p.add_argument("--simulations", type=int, default=100, help="MCTS simulations per decision (default 100)")
+    p.add_argument("--simulations", type=budgets, default=[100],
+                   help="MCTS simulations per decision, or a comma-separated list of budgets to compare, each MCTS "
+                        "method run at each (default 100)")
     p.add_argument("--llm-calls", type=int, default=10,
                    help="puct_llm: LLM prior calls per decision; then the embedding prior (default 10)")
     p.add_argument("--json", type=Path, help="write the results here (the PNG goes beside it)")
@@ -410,21 +430,22 @@ def main(argv: list[str] | None = None) -> int:
             for family in families:
                 task = make_task(scene, family, random.Random(f"{seed}-{family}"))
                 for m in methods:
-                    ep = episode(scene, task, m, seed, args.simulations, max(LIMITS), llm, args.llm_calls)
-                    episodes.append(ep)
-                    out.print(f"{scene.name} {family} {m}: {'success' if ep.success else 'failure'} "
-                              f"in {ep.steps} steps, {ep.decision_seconds / max(ep.decisions, 1):.2f} s/decision",
-                              highlight=False)
-    results = {(m, f, lim): summary([e for e in episodes if e.method == m and e.family == f], lim)
-               for m in methods for f in families for lim in LIMITS}
+                    for budget in [0] if m == "explore" else args.simulations:
+                        ep = episode(scene, task, m, seed, budget, max(LIMITS), llm, args.llm_calls)
+                        episodes.append(ep)
+                        out.print(f"{scene.name} {family} {m}{f' ({budget} sims)' if budget else ''}: "
+                                  f"{'success' if ep.success else 'failure'} in {ep.steps} steps, "
+                                  f"{ep.decision_seconds / max(ep.decisions, 1):.2f} s/decision", highlight=False)
+    runs = sorted({(e.method, e.budget) for e in episodes}, key=lambda r: (METHODS.index(r[0]), -r[1]))
+    results = {(m, b, f, lim): summary([e for e in episodes if (e.method, e.budget, e.family) == (m, b, f)], lim)
+               for m, b in runs for f in families for lim in LIMITS}
     table = Table(title=f"rearrange: {', '.join(sources)} scenes, seeds {args.seeds[0]}-{args.seeds[-1]}, "
-                        f"{args.simulations} simulations per decision")
-    for col in ("method", "family", "limit", "success", "95% Wilson", "steps (successes)", "steps (fail=limit+1)",
-                "sims/decision",
-                "LLM calls/decision", "s/decision"):
+                        f"{'/'.join(map(str, args.simulations))} simulations per decision")
+    for col in ("method", "budget", "family", "limit", "success", "95% Wilson", "steps (successes)",
+                "steps (fail=limit+1)", "sims/decision", "LLM calls/decision", "s/decision"):
         table.add_column(col, justify="right")
-    for (m, f, lim), s in results.items():
-        table.add_row(m, f, str(lim), f"{s['success_rate']:.0%}",
+    for (m, b, f, lim), s in results.items():
+        table.add_row(m, str(b or "-"), f, str(lim), f"{s['success_rate']:.0%}",
                       f"{s['wilson_95'][0]:.0%}-{s['wilson_95'][1]:.0%}", fmt(s["mean_steps"]),
                       fmt(s["mean_steps_censored"]),
                       f"{s['simulations_per_decision']:.0f}", f"{s['llm_calls_per_decision']:.1f}",
@@ -438,7 +459,8 @@ def main(argv: list[str] | None = None) -> int:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps({
             "settings": {"seeds": args.seeds, "scenes": sources, "simulations": args.simulations},
-            "results": [{"method": m, "family": f, "limit": lim, **s} for (m, f, lim), s in results.items()],
+            "results": [{"method": m, "budget": b, "family": f, "limit": lim, **s}
+                        for (m, b, f, lim), s in results.items()],
             "episodes": [asdict(e) for e in episodes]}, indent=1))
         out.print(f"json: {args.json}")
     return 0

@@ -4,20 +4,20 @@ reaches because facts are unknown.
 Each simulation samples a world from the belief (planners/belief.py) and simulates it with the
 domain's own actions, grounded once into precondition/effect sets. The tree is over histories of
 actions and what they showed (POMCP), so a node's actions are chosen on what the agent would know.
-Selection is PUCT, ``Q + c*P(a)*sqrt(N)/(1+N(a))``, with a prior policy P that is uniform (UCT), from
-text similarity (embeddings) or from an LLM with MC-DML's memories. Leaf values are rollout returns
-or DR-MCTS's hybrid ``beta*V_MC + (1-beta)*V_DR``.
+Selection is PUCT, ``Q + c*P(a)*sqrt(N)/(1+N(a))``, with a prior policy P that is uniform (UCT), the
+belief's mass at the places an action reaches (the belief from embeddings or an LLM), or an LLM's with
+MC-DML's memories, mixed with FF's helpful actions in the most likely world. Rollouts act on the most
+likely world too. Leaf values are rollout returns or DR-MCTS's hybrid ``beta*V_MC + (1-beta)*V_DR``.
 """
 
 from __future__ import annotations
 
-import itertools
 import json
 import math
 import random
 import time
 from collections import deque
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -33,7 +33,6 @@ from planners import belief as bl
 from planners.state import State, Step, ground
 
 World = frozenset[GroundAtom]
-TextScorer = Callable[[Sequence[str], Sequence[str]], np.ndarray]
 
 
 # ---- the domain's transition model, grounded once --------------------------------------------------
@@ -119,9 +118,11 @@ class Model:
 
 
 class Goal:
-    """A goal test, and the value heuristic of the DR estimator: V(s) = gamma**h(s), where h is the additive
-    heuristic (h_add) computed backwards from the goal on demand (an atom costs 0 if it holds, else 1
-    plus its cheapest achiever's precondition costs; a cycle counts as unreachable)."""
+    """A goal test, and the value heuristic of rollouts and the DR estimator: V(s) = gamma**h(s), where h is
+    FF's heuristic, the number of distinct actions in the relaxed plan that the additive heuristic's
+    cheapest supports make (an atom costs 0 if it holds, else 1 plus its cheapest achiever's precondition
+    costs, computed backwards from the goal on demand; a cycle counts as unreachable). h_add itself counts
+    a shared step once per goal that needs it (being at the target looks as good as twice a step)."""
 
     def __init__(self, goal: Formula, model: Model) -> None:
         self.formula, self.model = goal, model
@@ -144,8 +145,8 @@ class Goal:
         return State(self.model.domain, self.model.objects, s).holds(self.formula)
 
     def helpful(self, s: World) -> tuple[float, set[GroundAction]]:
-        """h(s), and the helpful actions: those applicable in `s` that the cheapest supports of the goal
-        begin with (as in FF); remembered per state (simulations revisit states)."""
+        """h(s), and the helpful actions: those applicable in `s` that the relaxed plan begins with (as in
+        FF); remembered per state (simulations revisit states)."""
         if (known := self.cache.get(s)) is not None:
             return known
         if len(self.cache) > 200_000:
@@ -192,19 +193,22 @@ class Goal:
             return best[0]
 
         goals = [(g, True) for g in self.pos] + [(g, False) for g in self.neg]
-        h = sum(cost(*g) for g in goals)
+        if sum(cost(*g) for g in goals) == math.inf:
+            return 99, set()
         helpful: set[GroundAction] = set()
+        plan: set[GroundAction] = set()
         todo, done = [g for g in goals if g in memo], set()
         while todo:
             key = todo.pop()
             if key in done or (a := memo[key][1]) is None:
                 continue
             done.add(key)
+            plan.add(a)
             unmet = [k for k in [(p, True) for p in a.pre] + [(p, False) for p in a.pre_not] if k in memo]
             if memo[key][0] <= 1:
                 helpful.add(a)
             todo += unmet
-        return min(h, 99), helpful
+        return min(len(plan), 99), helpful
 
 
 class Observer:
@@ -264,46 +268,25 @@ class UniformPrior:
         return [1 / len(actions)] * len(actions)
 
 
-class TextPrior:
-    """P(a): half the softmax of the similarity of the action's text to the goal's text (each text scored
-    once), half the belief's probability that an unknown item is at a place the action acts on (an
-    argument of a fact it adds or deletes, but not the source of a fact it moves: walk's `from`);
-    floored."""
+class BeliefMassPrior:
+    """P(a): the belief's probability that an unknown item is at a place the action acts on (an argument of
+    a fact it adds or deletes, but not the source of a fact it moves: walk's `from`), floored; uniform
+    when no action reaches an unknown item."""
 
     llm_calls = 0
 
-    def __init__(self, domain: Domain, score: TextScorer, goal_text: str, templates: Mapping[str, str],
-                 temperature: float = 0.2, floor: float = 0.01, text_weight: float = 0.5) -> None:
-        self.score, self.goal, self.templates = score, goal_text, templates
+    def __init__(self, domain: Domain, floor: float = 0.01) -> None:
+        self.floor = floor
         self.leads_to: dict[str, list[int]] = {}
         for act in domain.actions.values():
             moved = {e.atom.predicate for e in act.effects if e.add}
             names = {x for e in act.effects if e.add or e.atom.predicate not in moved for x in e.atom.args}
             self.leads_to[act.name] = [i for i, p in enumerate(act.params) if p.name in names]
-        self.temperature, self.floor, self.text_weight = temperature, floor, text_weight
-        self.cache: dict[Step, float] = {}
-        self.last: dict[tuple, list[float]] = {}  # weights per action list, for the current beliefs
 
     def __call__(self, history: tuple[str, ...], actions: Sequence[Step], beliefs: Beliefs) -> list[float]:
-        key = (id(beliefs), tuple(actions))
-        if (known := self.last.get(key)) is not None:
-            return known
-        if len(self.last) > 50_000 or any(k[0] != key[0] for k in itertools.islice(self.last, 1)):
-            self.last.clear()  # another decision's beliefs
-        self.last[key] = out = self._weights(actions, beliefs)
-        return out
-
-    def _weights(self, actions: Sequence[Step], beliefs: Beliefs) -> list[float]:
-        new = [a for a in dict.fromkeys(actions) if a not in self.cache]
-        if new:
-            sims = np.asarray(self.score([action_text(a, self.templates) for a in new], [self.goal]))[:, 0]
-            self.cache.update(zip(new, np.exp(sims / self.temperature).tolist(), strict=True))
-        w = np.array([self.cache[a] for a in actions])
-        w = w / w.sum()
         mass = np.array([sum(d.get(a.args[i], 0.0) for d in beliefs.values() for i in self.leads_to[a.action])
                          for a in actions])
-        if mass.sum() > 0:
-            w = self.text_weight * w + (1 - self.text_weight) * mass / mass.sum()
+        w = mass / mass.sum() if mass.sum() > 0 else np.full(len(actions), 1 / len(actions))
         w = np.maximum(w, self.floor)
         return (w / w.sum()).tolist()
 
@@ -478,13 +461,16 @@ def doubly_robust(v: Sequence[float], rewards: Sequence[float], rho: Sequence[fl
 # ---- the search -----------------------------------------------------------------------------------------
 @dataclass
 class Settings:
-    """How to search: `estimator` "mc" (rollout returns) or "dr" (the hybrid)."""
+    """How to search: `estimator` "mc" (rollout returns) or "dr" (the hybrid); `helpful_weight`: the share
+    of a node's PUCT prior given to FF's helpful actions in the most likely world (0 keeps the prior as
+    it is, as UCT's uniform one)."""
 
-    c: float = 1.0
+    c: float = 3.0
     gamma: float = 0.95
     horizon: int = 15
     estimator: str = "mc"
-    rollout_depth: int = 10
+    helpful_weight: float = 0.7
+    rollout_depth: int = 15
     rollout_epsilon: float = 0.2  # rollout policy: a random action with this probability, else a helpful one
     rho_max: float = 10.0
     beta_base: float = 0.5
@@ -588,8 +574,11 @@ class Search:
             node.actions = self.model.applicable(s)
             if not node.actions:
                 return 0.0
-            node.prior = self.prior(history, [self.model.actions[i].step for i in node.actions],
-                                    self._belief_at(s, beliefs, looked))
+            guess = self._belief_at(s, beliefs, looked)
+            node.prior = self.prior(history, [self.model.actions[i].step for i in node.actions], guess)
+            if (w := st.helpful_weight) > 0:
+                share = self._helpful_share(s, node.actions, guess)
+                node.prior = [(1 - w) * p + w * h for p, h in zip(node.prior, share, strict=True)]
             node.na, node.q = [0] * len(node.actions), [0.0] * len(node.actions)
             mc, dr = self._rollout(s, depth, beliefs, looked)
             if st.estimator == "mc":
@@ -631,6 +620,24 @@ class Search:
                 best, best_u = j, u
         return best
 
+    def _likely(self, guess: Beliefs) -> dict[str, str]:
+        """The most likely world: each item at its most probable place (ties broken at random)."""
+        return {i: max(d, key=lambda p: (d[p], self.rng.random())) for i, d in guess.items() if d}
+
+    def _guessed(self, s: World, guess: Beliefs, where: Mapping[str, str]) -> World:
+        """`s` as the agent would believe it: the items of `guess` where `where` puts them."""
+        located = self.observe.located
+        hidden = {a for a in s if a[0] == located and a[1][0] in guess}
+        return (s - hidden) | {(located, (i, p)) for i, p in where.items() if i in guess}
+
+    def _helpful_share(self, s: World, actions: Sequence[int], guess: Beliefs) -> list[float]:
+        """A policy over `actions`: uniform over FF's helpful actions in the most likely world (uniform over
+        all when none is helpful)."""
+        _, helpful = self.goal.helpful(self._guessed(s, guess, self._likely(guess)))
+        hits = [self.model.actions[i] in helpful for i in actions]
+        n = sum(hits)
+        return [h / n for h in hits] if n else [1 / len(actions)] * len(actions)
+
     def _belief_at(self, s: World, beliefs: Beliefs, looked: frozenset[str]) -> dict[str, bl.Dist]:
         """The belief after a history that looked at `looked`: items seen there drop out (their place is
         known), the others are not at those places."""
@@ -640,20 +647,14 @@ class Search:
 
     def _rollout(self, s: World, depth: int, beliefs: Beliefs, looked: frozenset[str]) -> tuple[float, float]:
         """(V_MC, V_DR) of a rollout from `s`, acting on what the agent would know: each item not yet seen
-        is guessed at a place drawn from the belief (posterior sampling), drawn again when the rollout
-        looks there and does not see it. The behaviour policy mu picks a helpful action (FF) for that guess with
-        probability 1 - `rollout_epsilon`, else any; the target policy pi of the DR estimate is the
-        rollout prior; V(s) = gamma**h(guess)."""
+        is guessed at its most probable place (the most likely world), at the next most probable when the
+        rollout looks there and does not see it. The behaviour policy mu picks a helpful action (FF) for
+        that guess with probability 1 - `rollout_epsilon`, else any; the target policy pi of the DR
+        estimate is the rollout prior; V(s) = gamma**h(guess)."""
         st, gamma, located = self.settings, self.settings.gamma, self.observe.located
         guess = self._belief_at(s, beliefs, looked)
-
-        where = bl.sample(guess, self.rng)
-
-        def knowledge(s: World) -> World:
-            hidden = {a for a in s if a[0] == located and a[1][0] in guess}
-            return (s - hidden) | {(located, (i, p)) for i, p in where.items() if i in guess}
-
-        h, helpful = self.goal.helpful(knowledge(s))
+        where = self._likely(guess)
+        h, helpful = self.goal.helpful(self._guessed(s, guess, where))
         values, rewards, rhos = [gamma ** h], [], []
         rho, ret, disc = 1.0, 0.0, 1.0
         for _ in range(min(st.rollout_depth, st.horizon - depth)):
@@ -675,9 +676,9 @@ class Search:
                     if not guess[i]:
                         del guess[i]
                     elif where.get(i) == p:  # not where the rollout guessed: guess again
-                        where |= bl.sample({i: guess[i]}, self.rng)
+                        where |= self._likely({i: guess[i]})
             done = self.goal.holds(s)
-            h, helpful = (0.0, set()) if done else self.goal.helpful(knowledge(s))
+            h, helpful = (0.0, set()) if done else self.goal.helpful(self._guessed(s, guess, where))
             rewards.append(1.0 if done else 0.0)
             rhos.append(rho)
             values.append(0.0 if done else gamma ** h)

@@ -58,12 +58,18 @@ def _pre(state: State, step):
     return act.precondition, b
 
 
-def test_goal_distance_is_the_additive_heuristic_with_helpful_actions() -> None:
+def test_goal_distance_is_the_relaxed_plan_length_with_helpful_actions() -> None:
     model = mcts.Model(DOMAIN, OBJECTS, set(START))
     g = mcts.Goal(goal(), model)
     s = START | {("in", ("milk", "counter"))}
-    # walk to the counter, pick; walk to the fridge, open (costs its walk again: additive), put
-    assert g.helpful(s)[0] == 1 + (1 + 1) + 1 + (1 + 1)
+    # the relaxed plan: walk to the counter, pick; walk to the fridge, open, put (h_add would count the walk
+    # to the fridge twice, once for open and once for put: 7)
+    assert g.helpful(s)[0] == 5
+    # two goals that share the walk to and the opening of the fridge count them once
+    g2 = mcts.Goal(goal("(and (in milk fridge) (in jam fridge))"),
+                   mcts.Model(DOMAIN, OBJECTS | {"jam": "item"}, set(START)))
+    # pick the jam here; walk to the counter, pick the milk; walk to the fridge, open, put both (h_add: 6 + 5)
+    assert g2.helpful(s | {("in", ("jam", "bed"))})[0] == 7
     assert g.helpful(frozenset({*STATIC, ("in", ("milk", "fridge"))}))[0] == 0
     # helpful: the applicable first steps of the cheapest supports (walk to the counter, walk to the fridge)
     assert {str(a.step) for a in g.helpful(s)[1]} == {"(walk bed counter)", "(walk bed fridge)"}
@@ -306,9 +312,58 @@ def test_a_rollout_cut_off_before_the_goal_is_worth_the_heuristic_value_where_it
     gamma = 0.9
     search = searcher(settings=mcts.Settings(gamma=gamma, rollout_depth=1, rollout_epsilon=0.0))
     s = START | {("in", ("milk", "counter"))}
-    # one helpful step from the bed: to the counter (h 5 left) or to the fridge (h 4 left)
+    # one helpful step from the bed, to the counter or to the fridge, leaves 4 of the relaxed plan's 5 steps
     values = {round(search._rollout(s, 0, {"milk": {"counter": 1.0}}, frozenset())[0], 9) for _ in range(20)}
-    assert values == {round(gamma * gamma ** 5, 9), round(gamma * gamma ** 4, 9)}
+    assert values == {round(gamma * gamma ** 4, 9)}
     # a rollout that reaches the goal is worth its discounted return
     at_fridge = frozenset(STATIC | {("agent_at", ("fridge",)), ("holding", ("milk",))})
     assert search._rollout(at_fridge, 0, {}, frozenset())[0] == pytest.approx(1.0)
+
+
+def test_helpful_share_follows_the_most_likely_world() -> None:
+    search = searcher()
+    at_fridge = frozenset(STATIC | {("closed", ("fridge",)), ("agent_at", ("fridge",))})
+    acts = search.model.applicable(at_fridge)
+    names = [str(search.model.actions[i].step) for i in acts]
+    # milk most likely on the counter: walk there (to pick it) or open the fridge (to put it in), not to the bed
+    share = dict(zip(names, search._helpful_share(at_fridge, acts, {"milk": {"counter": 0.6, "fridge": 0.4}}),
+                     strict=True))
+    assert share == {"(open fridge)": 0.5, "(walk fridge counter)": 0.5, "(walk fridge bed)": 0.0}
+    # most likely on the bed: walk there instead
+    share = dict(zip(names, search._helpful_share(at_fridge, acts, {"milk": {"counter": 0.4, "bed": 0.6}}),
+                     strict=True))
+    assert share == {"(open fridge)": 0.5, "(walk fridge counter)": 0.0, "(walk fridge bed)": 0.5}
+    # most likely in the fridge already (the goal holds there): nothing is helpful, so uniform
+    assert search._helpful_share(at_fridge, acts, {"milk": {"counter": 0.4, "fridge": 0.6}}) == [1 / 3] * 3
+
+
+@pytest.mark.parametrize("weight", [0.0, 0.7])
+def test_the_prior_is_mixed_with_the_helpful_share_by_its_weight(weight: float) -> None:
+    search = searcher(settings=mcts.Settings(helpful_weight=weight))
+    search.decide(START, {"milk": {"counter": 0.9, "bed": 0.1}}, mcts.Budget(simulations=1))
+    root = search._last  # the root, kept for the next decision
+    names = [str(search.model.actions[i].step) for i in root.actions]
+    # from the bed both walks are helpful (to the counter for the milk, to the fridge to open it)
+    assert dict(zip(names, root.prior, strict=True)) == pytest.approx(
+        {"(walk bed counter)": 0.5, "(walk bed fridge)": 0.5})
+    search = searcher(settings=mcts.Settings(helpful_weight=weight))
+    at_fridge = frozenset(STATIC | {("closed", ("fridge",)), ("agent_at", ("fridge",))})
+    search.decide(at_fridge, {"milk": {"counter": 0.9, "bed": 0.1}}, mcts.Budget(simulations=1))
+    root = search._last
+    prior = dict(zip([str(search.model.actions[i].step) for i in root.actions], root.prior, strict=True))
+    u = 1 / 3  # the uniform prior, mixed with the helpful share (open the fridge, walk to the counter)
+    assert prior == pytest.approx({"(open fridge)": (1 - weight) * u + weight / 2,
+                                   "(walk fridge counter)": (1 - weight) * u + weight / 2,
+                                   "(walk fridge bed)": (1 - weight) * u})
+
+
+def test_belief_mass_prior_weighs_actions_by_where_the_unknown_items_may_be() -> None:
+    prior = mcts.BeliefMassPrior(DOMAIN, floor=0.0)
+    model = mcts.Model(DOMAIN, OBJECTS, set(START))
+    at_fridge = frozenset(STATIC | {("closed", ("fridge",)), ("agent_at", ("fridge",))})
+    acts = [model.actions[i].step for i in model.applicable(at_fridge)]
+    p = dict(zip(map(str, acts), prior((), acts, {"milk": {"counter": 0.6, "fridge": 0.3, "bed": 0.1}}),
+                 strict=True))
+    # walk counts where it leads (not where it leaves), open the container it opens
+    assert p == pytest.approx({"(walk fridge counter)": 0.6, "(open fridge)": 0.3, "(walk fridge bed)": 0.1})
+    assert prior((), acts, {}) == pytest.approx([1 / 3] * 3)  # nothing unknown: uniform
