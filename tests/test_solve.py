@@ -119,16 +119,7 @@ def test_a_crash_is_an_error_not_a_memout() -> None:
 def test_a_dead_worker_takes_its_planner_along_and_is_replaced(household: Domain, world_problem: Problem) -> None:
     """The worker killed mid-plan: the call says so at once, its planner child is killed, the next
     call starts a new worker."""
-    runner = worker("fd")
-    runner.start()
-    old, planners = runner.pid, []
-
-    def kill_worker() -> None:
-        time.sleep(0.5)
-        planners.extend(_children(old))
-        os.kill(old, signal.SIGKILL)
-
-    threading.Thread(target=kill_worker, daemon=True).start()
+    runner, old, planners = _signal_mid_plan(signal.SIGKILL, to_worker=True)
     t = time.perf_counter()
     r = solve(exploding_task(), timeout=30)
     assert r.status == "error" and "SIGKILL" in r.message, r.message
@@ -141,16 +132,7 @@ def test_a_dead_worker_takes_its_planner_along_and_is_replaced(household: Domain
 
 def test_an_interrupted_call_leaves_no_planner_behind() -> None:
     """Ctrl-C during a plan: the call raises, the planner child and the worker are killed."""
-    runner = worker("fd")
-    runner.start()
-    old, planners = runner.pid, []
-
-    def interrupt() -> None:
-        time.sleep(0.5)
-        planners.extend(_children(old))
-        os.kill(os.getpid(), signal.SIGINT)
-
-    threading.Thread(target=interrupt, daemon=True).start()
+    runner, old, planners = _signal_mid_plan(signal.SIGINT, to_worker=False)
     with pytest.raises(KeyboardInterrupt):
         solve(exploding_task(), timeout=30)
     assert planners and runner.pid == 0
@@ -169,6 +151,22 @@ def test_the_worker_keeps_none_of_the_callers_files(household: Domain, world_pro
         assert select.select([read_end], [], [], 2)[0] and os.read(read_end, 1) == b""
     finally:
         os.close(read_end)
+
+
+def _signal_mid_plan(sig: int, to_worker: bool):
+    """The fd worker started; half a second later (mid-plan) its planner children are listed into the
+    returned list and `sig` goes to the worker or to this process. Returns (runner, worker pid, children)."""
+    runner = worker("fd")
+    runner.start()
+    old, planners = runner.pid, []
+
+    def send() -> None:
+        time.sleep(0.5)
+        planners.extend(_children(old))
+        os.kill(old if to_worker else os.getpid(), sig)
+
+    threading.Thread(target=send, daemon=True).start()
+    return runner, old, planners
 
 
 def _wait_dead(pids: list[int]) -> None:
