@@ -580,7 +580,7 @@ class Search:
                 share = self._helpful_share(s, node.actions, guess)
                 node.prior = [(1 - w) * p + w * h for p, h in zip(node.prior, share, strict=True)]
             node.na, node.q = [0] * len(node.actions), [0.0] * len(node.actions)
-            mc, dr = self._rollout(s, depth, beliefs, looked)
+            mc, dr = self._rollout(s, depth, beliefs, guess)
             if st.estimator == "mc":
                 return mc
             beta = hybrid.beta(sims)
@@ -645,14 +645,15 @@ class Search:
         return {i: bl.normalised({p: q for p, q in d.items() if p not in looked}) for i, d in beliefs.items()
                 if not any((located, (i, p)) in s for p in looked)}
 
-    def _rollout(self, s: World, depth: int, beliefs: Beliefs, looked: frozenset[str]) -> tuple[float, float]:
+    def _rollout(self, s: World, depth: int, beliefs: Beliefs, guess: Beliefs) -> tuple[float, float]:
         """(V_MC, V_DR) of a rollout from `s`, acting on what the agent would know: each item not yet seen
         is guessed at its most probable place (the most likely world), at the next most probable when the
         rollout looks there and does not see it. The behaviour policy mu picks a helpful action (FF) for
         that guess with probability 1 - `rollout_epsilon`, else any; the target policy pi of the DR
-        estimate is the rollout prior; V(s) = gamma**h(guess)."""
+        estimate is the rollout prior; V(s) = gamma**h(guess). `guess` is the belief at `s` (`_belief_at`),
+        narrowed on a copy as the rollout looks."""
         st, gamma, located = self.settings, self.settings.gamma, self.observe.located
-        guess = self._belief_at(s, beliefs, looked)
+        guess = dict(guess)
         where = self._likely(guess)
         h, helpful = self.goal.helpful(self._guessed(s, guess, where))
         values, rewards, rhos = [gamma ** h], [], []

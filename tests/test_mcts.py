@@ -95,10 +95,10 @@ def test_rollout_importance_weights_are_pi_over_mu_and_clipped() -> None:
     seen = []
     real = mcts.doubly_robust
     mcts.doubly_robust = lambda v, r, rho, gamma: seen.append(rho) or real(v, r, rho, gamma)
+    belief = {"milk": {"counter": 0.5, "fridge": 0.5}}
     try:
         for _ in range(20):
-            search._rollout(START | {("in", ("milk", "counter"))}, 0, {"milk": {"counter": 0.5, "fridge": 0.5}},
-                            frozenset())
+            search._rollout(START | {("in", ("milk", "counter"))}, 0, belief, belief)
     finally:
         mcts.doubly_robust = real
     # each step multiplies by pi/mu: 0 off the prior's choice, 1/mu > 1 on it; clipped at 3
@@ -313,11 +313,12 @@ def test_a_rollout_cut_off_before_the_goal_is_worth_the_heuristic_value_where_it
     search = searcher(settings=mcts.Settings(gamma=gamma, rollout_depth=1, rollout_epsilon=0.0))
     s = START | {("in", ("milk", "counter"))}
     # one helpful step from the bed, to the counter or to the fridge, leaves 4 of the relaxed plan's 5 steps
-    values = {round(search._rollout(s, 0, {"milk": {"counter": 1.0}}, frozenset())[0], 9) for _ in range(20)}
+    belief = {"milk": {"counter": 1.0}}
+    values = {round(search._rollout(s, 0, belief, belief)[0], 9) for _ in range(20)}
     assert values == {round(gamma * gamma ** 4, 9)}
     # a rollout that reaches the goal is worth its discounted return
     at_fridge = frozenset(STATIC | {("agent_at", ("fridge",)), ("holding", ("milk",))})
-    assert search._rollout(at_fridge, 0, {}, frozenset())[0] == pytest.approx(1.0)
+    assert search._rollout(at_fridge, 0, {}, {})[0] == pytest.approx(1.0)
 
 
 def test_helpful_share_follows_the_most_likely_world() -> None:
