@@ -10,7 +10,7 @@ every action is a verified change of the agent's graph (a fresh sqlite store per
 
 Methods: `explore` (the domain's end goal, else its sub-goal "stand at an open place not looked at",
 planned by Fast Downward), `uct` (uniform belief, uniform prior), `puct` (embedding belief, the prior
-from its mass mixed with FF's helpful actions in the most likely world), `puct_dr` (puct with the
+from its mass mixed with the belief-greedy policy of planners/mcts.py), `puct_dr` (puct with the
 DR-MCTS hybrid values), `puct_llm` (LLM belief and prior with MC-DML memories; only with
 KGPLAN_LLM_MODEL set). The MCTS methods hand back to the symbolic planner once every item of
 the goal has been seen. One run per task at the larger step limit gives both limits (no method looks
@@ -278,8 +278,8 @@ def episode(scene: Scene, task: Task, method: str, seed: int, simulations: int, 
             prior = cheap if method != "puct_llm" else mcts.LLMPrior(llm, text, mcts.Memory(), cheap,
                                                                      cfg["actions"])
             settings = mcts.Settings(estimator="dr" if method == "puct_dr" else "mc")
-            if method == "uct":  # the uniform prior as it is, not mixed with FF's helpful actions
-                settings.helpful_weight = 0.0
+            if method == "uct":  # the uniform prior as it is, not mixed with the greedy policy
+                settings.policy_weight = 0.0
             search = mcts.searcher(agent.graph, goal_f, prior, cheap, settings, random.Random(seed))
         plan: list[str] = []
         history = ep.actions

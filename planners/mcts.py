@@ -6,8 +6,9 @@ domain's own actions, grounded once into precondition/effect sets. The tree is o
 actions and what they showed (POMCP), so a node's actions are chosen on what the agent would know.
 Selection is PUCT, ``Q + c*P(a)*sqrt(N)/(1+N(a))``, with a prior policy P that is uniform (UCT), the
 belief's mass at the places an action reaches (the belief from embeddings or an LLM), or an LLM's with
-MC-DML's memories, mixed with FF's helpful actions in the most likely world. Rollouts act on the most
-likely world too. Leaf values are rollout returns or DR-MCTS's hybrid ``beta*V_MC + (1-beta)*V_DR``.
+MC-DML's memories, mixed with a belief-greedy policy (look where the most belief mass is per step, pick
+up what is seen, deliver once all is found). Rollouts follow that policy. Leaf values are rollout
+returns or DR-MCTS's hybrid ``beta*V_MC + (1-beta)*V_DR``.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from domains.sexpr import read
 from domains.verify import GroundAtom
 from graph.base import GraphError, WorldGraph
 from planners import belief as bl
-from planners.state import State, Step, ground
+from planners.state import State, Step, ground, substitute
 
 World = frozenset[GroundAtom]
 
@@ -100,6 +101,13 @@ class Model:
             else:
                 self.always.append(i)
         self.by_step = {a.step: i for i, a in enumerate(self.actions)}
+        self.adders: dict[GroundAtom, list[GroundAction]] = {}
+        self.deleters: dict[GroundAtom, list[GroundAction]] = {}
+        for a in self.actions:
+            for q in a.add:
+                self.adders.setdefault(q, []).append(a)
+            for q in a.delete:
+                self.deleters.setdefault(q, []).append(a)
 
     def ok(self, i: int, s: World) -> bool:
         a = self.actions[i]
@@ -131,13 +139,6 @@ class Goal:
         self.neg = frozenset(ground(a.arg, {}) for a in (lits or ()) if isinstance(a, Not) and isinstance(a.arg, Atom))
         self.literal = lits is not None and len(self.pos) + len(self.neg) == len(lits)
         self.cache: dict[World, tuple[float, set[GroundAction]]] = {}
-        self.adders: dict[GroundAtom, list[GroundAction]] = {}
-        self.deleters: dict[GroundAtom, list[GroundAction]] = {}
-        for a in model.actions:
-            for q in a.add:
-                self.adders.setdefault(q, []).append(a)
-            for q in a.delete:
-                self.deleters.setdefault(q, []).append(a)
 
     def holds(self, s: World) -> bool:
         if self.literal:
@@ -165,7 +166,7 @@ class Goal:
             key = (q, positive)
             if key in memo:
                 return memo[key][0]
-            achievers = (self.adders if positive else self.deleters).get(q, ())
+            achievers = (self.model.adders if positive else self.model.deleters).get(q, ())
             for a in achievers:
                 if a.pre <= s and not (a.pre_not & s):  # the cheapest possible: no need to cost the others
                     memo[key] = (1, a)
@@ -212,12 +213,14 @@ class Goal:
 
 
 class Observer:
-    """What the agent sees after an action: the `located` facts at every place where `visible` holds."""
+    """What the agent sees after an action: the `located` facts at every place where `visible` holds;
+    `reach[p]`: the goal of seeing place p (`visible` at p)."""
 
     def __init__(self, spec: bl.BeliefSpec, model: Model, items: Sequence[str]) -> None:
         self.located, self.items = spec.located, set(items)
         self.places: list[str] = []
         self.checks: list[tuple[frozenset[GroundAtom], frozenset[GroundAtom], list[GroundAtom]]] = []
+        self.reach: dict[str, Goal] = {}
         if spec.visible is None:
             return
         f = parse_formula(read(spec.visible, "[belief] visible")[0], "[belief] visible")
@@ -229,6 +232,7 @@ class Observer:
             neg = frozenset(ground(a.arg, b) for a in lits if isinstance(a, Not) and isinstance(a.arg, Atom))
             self.checks.append((pos, neg, [(spec.located, (i, p)) for i in items]))
             self.places.append(p)
+            self.reach[p] = Goal(substitute(f, b), model)
 
     def __call__(self, s: World) -> frozenset[GroundAtom]:
         out: list[GroundAtom] = []
@@ -461,17 +465,17 @@ def doubly_robust(v: Sequence[float], rewards: Sequence[float], rho: Sequence[fl
 # ---- the search -----------------------------------------------------------------------------------------
 @dataclass
 class Settings:
-    """How to search: `estimator` "mc" (rollout returns) or "dr" (the hybrid); `helpful_weight`: the share
-    of a node's PUCT prior given to FF's helpful actions in the most likely world (0 keeps the prior as
-    it is, as UCT's uniform one)."""
+    """How to search: `estimator` "mc" (rollout returns) or "dr" (the hybrid); `policy_weight`: the share
+    of a node's PUCT prior given to the belief-greedy policy (`Search._greedy`; 0 keeps the prior as it
+    is, as UCT's uniform one)."""
 
     c: float = 3.0
     gamma: float = 0.95
     horizon: int = 15
     estimator: str = "mc"
-    helpful_weight: float = 0.7
+    policy_weight: float = 0.7
     rollout_depth: int = 15
-    rollout_epsilon: float = 0.2  # rollout policy: a random action with this probability, else a helpful one
+    rollout_epsilon: float = 0.2  # rollout policy: a random action with this probability, else a greedy one
     rho_max: float = 10.0
     beta_base: float = 0.5
     lam: float = 0.01
@@ -576,8 +580,8 @@ class Search:
                 return 0.0
             guess = self._belief_at(s, beliefs, looked)
             node.prior = self.prior(history, [self.model.actions[i].step for i in node.actions], guess)
-            if (w := st.helpful_weight) > 0:
-                share = self._helpful_share(s, node.actions, guess)
+            if (w := st.policy_weight) > 0:
+                share = self._policy_share(s, node.actions, guess)
                 node.prior = [(1 - w) * p + w * h for p, h in zip(node.prior, share, strict=True)]
             node.na, node.q = [0] * len(node.actions), [0.0] * len(node.actions)
             mc, dr = self._rollout(s, depth, beliefs, guess)
@@ -620,21 +624,41 @@ class Search:
                 best, best_u = j, u
         return best
 
-    def _likely(self, guess: Beliefs) -> dict[str, str]:
-        """The most likely world: each item at its most probable place (ties broken at random)."""
-        return {i: max(d, key=lambda p: (d[p], self.rng.random())) for i, d in guess.items() if d}
+    def _next_place(self, bare: World, guess: Beliefs) -> str | None:
+        """The place worth looking at next: the most belief mass of the items not yet seen per step (FF's
+        h) it takes to see it, in `bare` (what the agent knows); None when nothing is unknown."""
+        mass: dict[str, float] = {}
+        for d in guess.values():
+            for p, q in d.items():
+                mass[p] = mass.get(p, 0.0) + q
+        scored = [(q / max(self.observe.reach[p].helpful(bare)[0], 1), p) for p, q in mass.items()
+                  if q > 0 and p in self.observe.reach]
+        return max(scored)[1] if scored else None
 
-    def _guessed(self, s: World, guess: Beliefs, where: Mapping[str, str]) -> World:
-        """`s` as the agent would believe it: the items of `guess` where `where` puts them."""
+    def _greedy(self, s: World, guess: Beliefs) -> tuple[float, set[int]]:
+        """The belief-greedy policy at `s`: h, and the actions it takes. The items of `guess` (not yet seen)
+        are guessed at the place worth looking at next; of FF's helpful actions for the goal in that guess
+        and for seeing that place, it keeps those applicable in `s` that leave the shortest relaxed plan
+        to the goal, then to seeing the place (so it picks up what it sees, and finds every item before it
+        delivers); h is the goal's in the guess."""
         located = self.observe.located
-        hidden = {a for a in s if a[0] == located and a[1][0] in guess}
-        return (s - hidden) | {(located, (i, p)) for i, p in where.items() if i in guess}
+        bare = s - {a for a in s if a[0] == located and a[1][0] in guess}
+        place = self._next_place(bare, guess)
+        guessed = bare | {(located, (i, place)) for i in guess} if place else bare
+        h, helpful = self.goal.helpful(guessed)
+        reach = self.observe.reach[place] if place else None
+        candidates = {self.model.by_step[a.step] for a in (helpful | reach.helpful(bare)[1] if reach else helpful)}
+        scored = [((self.goal.helpful(self.model.apply(i, guessed))[0],
+                    reach.helpful(self.model.apply(i, bare))[0] if reach else 0), i)
+                  for i in candidates if self.model.ok(i, s)]
+        best = min(k for k, _ in scored) if scored else None
+        return h, {i for k, i in scored if k == best}
 
-    def _helpful_share(self, s: World, actions: Sequence[int], guess: Beliefs) -> list[float]:
-        """A policy over `actions`: uniform over FF's helpful actions in the most likely world (uniform over
-        all when none is helpful)."""
-        _, helpful = self.goal.helpful(self._guessed(s, guess, self._likely(guess)))
-        hits = [self.model.actions[i] in helpful for i in actions]
+    def _policy_share(self, s: World, actions: Sequence[int], guess: Beliefs) -> list[float]:
+        """A policy over `actions`: uniform over the belief-greedy policy's (uniform over all when it has
+        none)."""
+        _, chosen = self._greedy(s, guess)
+        hits = [i in chosen for i in actions]
         n = sum(hits)
         return [h / n for h in hits] if n else [1 / len(actions)] * len(actions)
 
@@ -646,23 +670,21 @@ class Search:
                 if not any((located, (i, p)) in s for p in looked)}
 
     def _rollout(self, s: World, depth: int, beliefs: Beliefs, guess: Beliefs) -> tuple[float, float]:
-        """(V_MC, V_DR) of a rollout from `s`, acting on what the agent would know: each item not yet seen
-        is guessed at its most probable place (the most likely world), at the next most probable when the
-        rollout looks there and does not see it. The behaviour policy mu picks a helpful action (FF) for
-        that guess with probability 1 - `rollout_epsilon`, else any; the target policy pi of the DR
-        estimate is the rollout prior; V(s) = gamma**h(guess). `guess` is the belief at `s` (`_belief_at`),
-        narrowed on a copy as the rollout looks."""
+        """(V_MC, V_DR) of a rollout from `s`, acting on what the agent would know: the behaviour policy mu
+        takes an action of the belief-greedy policy (`_greedy`) with probability 1 - `rollout_epsilon`,
+        else any; the target policy pi of the DR estimate is the rollout prior; V(s) = gamma**h with the
+        greedy policy's h. `guess` is the belief at `s` (`_belief_at`), narrowed on a copy as the
+        rollout looks."""
         st, gamma, located = self.settings, self.settings.gamma, self.observe.located
         guess = dict(guess)
-        where = self._likely(guess)
-        h, helpful = self.goal.helpful(self._guessed(s, guess, where))
+        h, greedy = self._greedy(s, guess)
         values, rewards, rhos = [gamma ** h], [], []
         rho, ret, disc = 1.0, 0.0, 1.0
         for _ in range(min(st.rollout_depth, st.horizon - depth)):
             acts = self.model.applicable(s)
             if not acts:
                 break
-            good = [self.model.actions[i] in helpful for i in acts]
+            good = [i in greedy for i in acts]
             n_good = sum(good)
             eps = st.rollout_epsilon if n_good else 1.0
             mu = [(1 - eps) * g / max(n_good, 1) + eps / len(acts) for g in good]
@@ -676,10 +698,8 @@ class Search:
                     guess[i] = {} if (located, (i, p)) in s else bl.absent(guess[i], p)
                     if not guess[i]:
                         del guess[i]
-                    elif where.get(i) == p:  # not where the rollout guessed: guess again
-                        where |= self._likely({i: guess[i]})
             done = self.goal.holds(s)
-            h, helpful = (0.0, set()) if done else self.goal.helpful(self._guessed(s, guess, where))
+            h, greedy = (0.0, set()) if done else self._greedy(s, guess)
             rewards.append(1.0 if done else 0.0)
             rhos.append(rho)
             values.append(0.0 if done else gamma ** h)

@@ -312,7 +312,7 @@ def test_a_rollout_cut_off_before_the_goal_is_worth_the_heuristic_value_where_it
     gamma = 0.9
     search = searcher(settings=mcts.Settings(gamma=gamma, rollout_depth=1, rollout_epsilon=0.0))
     s = START | {("in", ("milk", "counter"))}
-    # one helpful step from the bed, to the counter or to the fridge, leaves 4 of the relaxed plan's 5 steps
+    # the greedy step from the bed, to the counter where the milk is, leaves 4 of the relaxed plan's 5 steps
     belief = {"milk": {"counter": 1.0}}
     values = {round(search._rollout(s, 0, belief, belief)[0], 9) for _ in range(20)}
     assert values == {round(gamma * gamma ** 4, 9)}
@@ -321,40 +321,61 @@ def test_a_rollout_cut_off_before_the_goal_is_worth_the_heuristic_value_where_it
     assert search._rollout(at_fridge, 0, {}, {})[0] == pytest.approx(1.0)
 
 
-def test_helpful_share_follows_the_most_likely_world() -> None:
+def test_the_greedy_policy_looks_where_most_belief_mass_is_per_step() -> None:
     search = searcher()
-    at_fridge = frozenset(STATIC | {("closed", ("fridge",)), ("agent_at", ("fridge",))})
-    acts = search.model.applicable(at_fridge)
-    names = [str(search.model.actions[i].step) for i in acts]
-    # milk most likely on the counter: walk there (to pick it) or open the fridge (to put it in), not to the bed
-    share = dict(zip(names, search._helpful_share(at_fridge, acts, {"milk": {"counter": 0.6, "fridge": 0.4}}),
-                     strict=True))
-    assert share == {"(open fridge)": 0.5, "(walk fridge counter)": 0.5, "(walk fridge bed)": 0.0}
-    # most likely on the bed: walk there instead
-    share = dict(zip(names, search._helpful_share(at_fridge, acts, {"milk": {"counter": 0.4, "bed": 0.6}}),
-                     strict=True))
-    assert share == {"(open fridge)": 0.5, "(walk fridge counter)": 0.0, "(walk fridge bed)": 0.5}
-    # most likely in the fridge already (the goal holds there): nothing is helpful, so uniform
-    assert search._helpful_share(at_fridge, acts, {"milk": {"counter": 0.4, "fridge": 0.6}}) == [1 / 3] * 3
+    bare = frozenset(STATIC | {("closed", ("fridge",)), ("agent_at", ("bed",))})
+    names = {i: str(search.model.actions[i].step) for i in search.model.applicable(bare)}
+    # the counter is one step away (walk), the fridge two (walk, open): 0.4 per step against 0.3
+    guess = {"milk": {"counter": 0.4, "fridge": 0.6}}
+    assert search._next_place(bare, guess) == "counter"
+    assert {names[i] for i in search._greedy(bare, guess)[1]} == {"(walk bed counter)"}
+    # 0.2 per step against 0.4: go and look in the fridge
+    guess = {"milk": {"counter": 0.2, "fridge": 0.8}}
+    assert search._next_place(bare, guess) == "fridge"
+    h, chosen = search._greedy(bare, guess)
+    assert {names[i] for i in chosen} == {"(walk bed fridge)"}
+    assert h == 0  # guessed in the fridge, the milk is where the goal wants it
+    assert search._next_place(bare, {}) is None  # nothing unknown
+
+
+def test_the_greedy_policy_finds_every_item_before_it_delivers() -> None:
+    objects = OBJECTS | {"egg": "item"}
+    model = mcts.Model(DOMAIN, objects, set(START))
+    both = mcts.Goal(goal("(and (in milk fridge) (in egg fridge))"), model)
+    search = mcts.Search(model, both, mcts.Observer(bl.BeliefSpec.of(DOMAIN), model, ["milk", "egg"]),
+                         mcts.UniformPrior(), mcts.UniformPrior(), None, random.Random(0))
+    s = frozenset(STATIC | {("closed", ("fridge",)), ("agent_at", ("counter",)), ("in", ("milk", "counter")),
+                            ("in", ("egg", "bed"))})
+    step = {i: str(model.actions[i].step) for i in model.applicable(s)}
+    guess = {"egg": {"bed": 1.0}}
+    # the milk is seen at the counter: pick it up before walking away
+    assert {step[i] for i in search._greedy(s, guess)[1]} == {"(pick milk counter)"}
+    holding = s - {("in", ("milk", "counter"))} | {("holding", ("milk",))}
+    step = {i: str(model.actions[i].step) for i in model.applicable(holding)}
+    # the walks to the fridge and to the bed shorten the relaxed plan alike; the bed is where the egg may be
+    assert {step[i] for i in search._greedy(holding, guess)[1]} == {"(walk counter bed)"}
+    # with both in hand, deliver
+    both_held = holding - {("in", ("egg", "bed"))} | {("holding", ("egg",))}
+    assert {step[i] for i in search._greedy(both_held, {})[1]} == {"(walk counter fridge)"}
 
 
 @pytest.mark.parametrize("weight", [0.0, 0.7])
-def test_the_prior_is_mixed_with_the_helpful_share_by_its_weight(weight: float) -> None:
-    search = searcher(settings=mcts.Settings(helpful_weight=weight))
+def test_the_prior_is_mixed_with_the_greedy_policy_by_its_weight(weight: float) -> None:
+    search = searcher(settings=mcts.Settings(policy_weight=weight))
     search.decide(START, {"milk": {"counter": 0.9, "bed": 0.1}}, mcts.Budget(simulations=1))
     root = search._last  # the root, kept for the next decision
     names = [str(search.model.actions[i].step) for i in root.actions]
-    # from the bed both walks are helpful (to the counter for the milk, to the fridge to open it)
+    # at the bed the milk is not there (the bed is seen): the greedy policy walks to the counter
     assert dict(zip(names, root.prior, strict=True)) == pytest.approx(
-        {"(walk bed counter)": 0.5, "(walk bed fridge)": 0.5})
-    search = searcher(settings=mcts.Settings(helpful_weight=weight))
+        {"(walk bed counter)": (1 - weight) / 2 + weight, "(walk bed fridge)": (1 - weight) / 2})
+    search = searcher(settings=mcts.Settings(policy_weight=weight))
     at_fridge = frozenset(STATIC | {("closed", ("fridge",)), ("agent_at", ("fridge",))})
     search.decide(at_fridge, {"milk": {"counter": 0.9, "bed": 0.1}}, mcts.Budget(simulations=1))
     root = search._last
     prior = dict(zip([str(search.model.actions[i].step) for i in root.actions], root.prior, strict=True))
-    u = 1 / 3  # the uniform prior, mixed with the helpful share (open the fridge, walk to the counter)
-    assert prior == pytest.approx({"(open fridge)": (1 - weight) * u + weight / 2,
-                                   "(walk fridge counter)": (1 - weight) * u + weight / 2,
+    u = 1 / 3  # the uniform prior, mixed with the greedy policy: open the fridge while there
+    assert prior == pytest.approx({"(open fridge)": (1 - weight) * u + weight,
+                                   "(walk fridge counter)": (1 - weight) * u,
                                    "(walk fridge bed)": (1 - weight) * u})
 
 
