@@ -17,7 +17,7 @@ from pydantic import BaseModel, Field
 from agent.environments import Environment, Observation
 from agent.language import describe_domain
 from agent.llm import LLM, CallRecord, LLMError
-from domains.model import NAME_RE, Problem
+from domains.model import NAME_RE, Domain, Problem
 from domains.sexpr import PDDLError
 from graph.base import ChangeRefused, GraphError, Tx, WorldGraph
 from graph.model import Change, Delta, Entity, Fact, Unknown
@@ -137,9 +137,17 @@ def describe(graph: WorldGraph) -> str:
     return f"{PROBLEM}{graph.to_problem(name='current')}{UNKNOWN}{marks}"
 
 
+def describe_types(domain: Domain) -> str:
+    """The object types an `objects` edit may use, each subtype with its parent (no others exist)."""
+    kinds = [t if parent in (None, "object") else f"{t} (a kind of {parent})"
+             for t, parent in domain.types.items() if t != "object"]
+    return "Object types (no others): " + ", ".join(kinds)
+
+
 def prompt(graph: WorldGraph, action: str | None, observation: str) -> list[dict]:
     done = f"{ACTION}{action}" if action else "\n\nThis is the first observation of the game."
-    return [{"role": "system", "content": f"{SYSTEM}\n\n{describe_domain(graph.domain)}"},
+    system = f"{SYSTEM}\n\n{describe_types(graph.domain)}\n{describe_domain(graph.domain)}"
+    return [{"role": "system", "content": system},
             {"role": "user", "content": f"{describe(graph)}{done}{OBSERVATION}{observation.strip()}{QUESTION}"}]
 
 

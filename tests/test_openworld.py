@@ -177,6 +177,8 @@ def test_pddl_edits_apply_in_order_as_one_verified_change(graph: WorldGraph) -> 
     assert out.change is not None and len(out.rounds) == 1 and "mark it unknown" in out.rounds[0][0]
     assert "Those edits were refused" in llm.prompts[1][-1]["content"]
     assert "room_x" in llm.prompts[0][1]["content"] and "Unknown now:\nroom_x" in llm.prompts[0][1]["content"]
+    kinds = llm.prompts[0][0]["content"].split("Object types (no others): ")[1].split("\n")[0].split(", ")
+    assert {k.split(" ")[0] for k in kinds} == set(graph.domain.types) - {"object"}  # the types it may use
     assert graph.unknowns() == [Unknown(entity="apple", predicate="on")] and not graph.entities(["room_x"])
     assert F("(agent_at robot kitchen)") in graph.facts("agent_at")
     assert F("(connected hallway kitchen)") in graph.facts("connected")
