@@ -272,6 +272,32 @@ def test_cli_plan_search_mcts_and_show_belief(tmp_path, monkeypatch) -> None:
     assert bad.exit_code != 0 and "unknown search" in bad.output
 
 
+def test_rearrange_bench_writes_each_method_and_family(tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`kgplan bench rearrange`'s JSON: per method, budget, family and limit the figures the issue asks for;
+    the episodes are written as they end (a stopped run keeps them)."""
+    import json
+
+    from benchmarks import rearrange
+
+    written: list[int] = []
+    write = rearrange.write
+    monkeypatch.setattr(rearrange, "write", lambda path, data: (written.append(len(data["episodes"])),
+                                                                write(path, data)))
+    out = tmp_path / "new" / "r.json"
+    assert rearrange.main(["--seeds", "3", "--scenes", "generated", "--methods", "explore,uct",
+                           "--families", "simple,comp2", "--simulations", "10,5", "--json", str(out)]) == 0
+    data = json.loads(out.read_text())
+    assert written == [1, 2, 3, 4, 5, 6, 6]  # 2 families x (explore + uct at 2 budgets), then the summary
+    rows = {(r["method"], r["budget"], r["family"], r["limit"]): r for r in data["results"]}
+    assert set(rows) == {(m, b, f, lim) for m, b in (("explore", 0), ("uct", 10), ("uct", 5))
+                         for f in ("simple", "comp2") for lim in (10, 15)}
+    for r in rows.values():
+        assert {"success_rate", "wilson_95", "mean_steps", "simulations_per_decision",
+                "llm_calls_per_decision", "seconds_per_decision"} <= set(r)
+    assert rows["uct", 5, "simple", 15]["simulations_per_decision"] == 5
+    assert out.with_suffix(".png").stat().st_size > 0
+
+
 def test_rearrange_episode_with_a_scripted_llm_prior() -> None:
     """The benchmark's puct_llm wiring: LLM belief and LLM prior, within the calls per decision."""
     from benchmarks import rearrange
