@@ -42,6 +42,7 @@ from agent.language import Outcome, Retrieval, full_graph, select_entities, upda
 from agent.llm import LLM, CallRecord, LLMConfig, LLMError, OpenAIClient, ScriptedLLM, parse_reply, strict_schema
 from agent.planning import PlanReport, plan
 from benchmarks import console as bench_console
+from benchmarks import write_json
 from benchmarks.planning import needed_facts
 from domains.formula import atoms, to_pddl
 from domains.model import Domain, Problem
@@ -415,10 +416,7 @@ def write(path: Path, results: dict[str, dict[str, list[dict]]], replies: list[d
     headline = {k: top[k] for k in ("state_strict_rate", "state_success_rate", "plan_success_rate")}
     outputs = [(path, {**headline, "variants": summary, "steps": results})] + ([(record, replies)] if record else [])
     for out, data in outputs:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        tmp = out.with_suffix(".tmp")
-        tmp.write_text(json.dumps(data, indent=1))
-        tmp.replace(out)
+        write_json(out, data)
     return summary
 
 

@@ -41,6 +41,7 @@ import numpy as np
 from rich.table import Table
 
 from benchmarks import console as bench_console
+from benchmarks import write_json
 from benchmarks.twx import fmt, mean, seed_range, wilson
 from graph.model import Delta, Entity, Fact, Unknown
 
@@ -438,7 +439,7 @@ def main(argv: list[str] | None = None) -> int:
                                   f"{'success' if ep.success else 'failure'} in {ep.steps} steps, "
                                   f"{ep.decision_seconds / max(ep.decisions, 1):.2f} s/decision", highlight=False)
                         if args.json:  # the episodes so far: nothing lost if the run is cut short
-                            write(args.json, {"settings": settings, "episodes": [asdict(e) for e in episodes]})
+                            write_json(args.json, {"settings": settings, "episodes": [asdict(e) for e in episodes]})
     runs = sorted({(e.method, e.budget) for e in episodes}, key=lambda r: (METHODS.index(r[0]), -r[1]))
     results = {(m, b, f, lim): summary([e for e in episodes if (e.method, e.budget, e.family) == (m, b, f)], lim)
                for m, b in runs for f in families for lim in LIMITS}
@@ -459,20 +460,13 @@ def main(argv: list[str] | None = None) -> int:
     plot(results, families, png)
     out.print(f"plot: {png}")
     if args.json:
-        write(args.json, {"settings": settings,
-                          "results": [{"method": m, "budget": b, "family": f, "limit": lim, **s}
-                                      for (m, b, f, lim), s in results.items()],
-                          "episodes": [asdict(e) for e in episodes]})
+        write_json(args.json, {"settings": settings,
+                               "results": [{"method": m, "budget": b, "family": f, "limit": lim, **s}
+                                           for (m, b, f, lim), s in results.items()],
+                               "episodes": [asdict(e) for e in episodes]})
         out.print(f"json: {args.json}")
     return 0
 
-
-def write(path: Path, data: dict) -> None:
-    """`data` as JSON at `path`, replaced whole (a stopped run leaves the last complete file)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(data, indent=1))
-    tmp.replace(path)
 
 
 if __name__ == "__main__":

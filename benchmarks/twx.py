@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import functools
-import json
 import math
 import statistics
 from collections.abc import Callable
@@ -32,6 +31,7 @@ from rich.table import Table
 from agent.environments import DIRECTIONS, TWX_GAMES, Observation, Room, shortest
 from agent.explore import Episode
 from benchmarks import console as bench_console
+from benchmarks import write_json
 
 
 def wilson(successes: int, n: int, z: float = 1.96) -> tuple[float, float]:
@@ -175,9 +175,8 @@ def run(args: argparse.Namespace, title: str, png: Path, play: Callable[[int], A
                   f"steps (optimum {ep.optimal}), {ep.replans} replans, {ep.planner_seconds:.1f}s planning"
                   + (f", {ep.llm_calls} LLM calls, {ep.refused_edits} refused edits" if ep.llm_calls else ""))
         if args.json:  # after every episode: nothing lost if the run is cut short
-            args.json.parent.mkdir(parents=True, exist_ok=True)
-            args.json.write_text(json.dumps({**summary(args.game, episodes), **extra(episodes), "seeds": args.seeds,
-                                             "episodes": [asdict(e) for e in episodes]}, indent=1))
+            write_json(args.json, {**summary(args.game, episodes), **extra(episodes), "seeds": args.seeds,
+                                   "episodes": [asdict(e) for e in episodes]})
     s, more = summary(args.game, episodes), extra(episodes)
     more = {name: more[key] for key, name in COLUMNS.items() if key in more}
     table = Table(title=f"{title}, seeds {args.seeds[0]}-{args.seeds[-1]}")

@@ -280,9 +280,9 @@ def test_rearrange_bench_writes_each_method_and_family(tmp_path, monkeypatch: py
     from benchmarks import rearrange
 
     written: list[int] = []
-    write = rearrange.write
-    monkeypatch.setattr(rearrange, "write", lambda path, data: (written.append(len(data["episodes"])),
-                                                                write(path, data)))
+    write = rearrange.write_json
+    monkeypatch.setattr(rearrange, "write_json", lambda path, data: (written.append(len(data["episodes"])),
+                                                                     write(path, data)))
     out = tmp_path / "new" / "r.json"
     assert rearrange.main(["--seeds", "3", "--scenes", "generated", "--methods", "explore,uct",
                            "--families", "simple,comp2", "--simulations", "10,5", "--json", str(out)]) == 0
