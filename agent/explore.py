@@ -3,7 +3,7 @@ allows it, else for the domain's sub-goals in order; act one step, observe, appl
 replan when the observation brought anything the plan did not expect; stop on success or budget.
 
 Observations become changes in one of two modes: sensor mode reads the environment's structured outputs
-(agent.environments); LLM mode gives the prose to an LLM that edits the problem (agent.pddl_edit).
+(agent.environments); LLM mode gives the prose to an LLM that edits the problem (kgplan.language.pddl_edit).
 """
 
 from __future__ import annotations
@@ -13,24 +13,18 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from agent.core import Agent
-from agent.environments import (
-    CoinSensor,
-    CookingSensor,
-    Environment,
-    Observation,
-    TextWorldCoinSensor,
-    TextWorldCookingSensor,
-    TextWorldSensor,
-)
-from agent.llm import LLM
-from domains.model import Domain, Problem, resolve_domain
-from graph.base import ChangeRefused
-from graph.model import Change, Delta
-from planners.state import Step
+from kgplan.agent.agent import Agent
+from kgplan.domains.model import Domain, Problem, resolve_domain
+from kgplan.domains.verify import ChangeRefused
+from kgplan.games.base import Environment, Observation, Sensor
+from kgplan.games.textworld import TextWorldCoinSensor, TextWorldCookingSensor
+from kgplan.games.twx import CoinSensor, CookingSensor
+from kgplan.graph.model import Change, Delta
+from kgplan.language.llm import LLM
+from kgplan.planners.state import Step
 
 # game -> (domain, sensor factory)
-SENSORS: dict[str, tuple[str, Callable[[], CoinSensor | CookingSensor | TextWorldSensor]]] = {
+SENSORS: dict[str, tuple[str, Callable[[], Sensor]]] = {
     "coin": ("coin_collector", CoinSensor), "cooking-easy": ("cooking", CookingSensor),
     "cooking-hard": ("cooking", CookingSensor), "textworld-coin": ("coin_collector", TextWorldCoinSensor),
     "textworld-cooking": ("textworld_cooking", TextWorldCookingSensor)}
@@ -129,8 +123,7 @@ def explore(env: Environment, game: str, seed: int, planner: str | None = None,
     return ep
 
 
-def start(agent: Agent, domain: Domain, sensor: CoinSensor | CookingSensor | TextWorldSensor,
-          obs: Observation) -> None:
+def start(agent: Agent, domain: Domain, sensor: Sensor, obs: Observation) -> None:
     """Initialise the graph with what the sensor knows beforehand and sees first (the invariants are
     derived for that state, as for any open-world domain: see graph.base._start)."""
     delta = sensor.delta(set(sensor.facts), set(sensor.objects), None, obs)

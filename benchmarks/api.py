@@ -1,12 +1,12 @@
 """HTTP API benchmark: neighbourhood views of a large graph served by `kgplan serve`, per backend.
 
-On a synthetic household world of ``--facts`` facts (`benchmarks.synthetic`), loaded through the Agent,
+On a synthetic household world of ``--facts`` facts (`kgplan.domains.synthetic`), loaded through the Agent,
 a real uvicorn server on 127.0.0.1 answers ``GET /api/entities/{name}?depth=K`` for names drawn uniformly
 from all objects (K = 1 and 2; the page shows depth 2), timed at the client over HTTP, p50/p95 over
 ``--ops`` each after a warm-up. "page" is the requests the web page makes when it opens and when an entity
 is selected (the page, the entity list, the history, the entity's facts) and a page of the 100k-fact load
 change's diff, each timed the same way over ``--ops``/10 rounds after 2 warm-up rounds. The sqlite store
-is a file in a temporary folder; neo4j is a throwaway ArcadeDB server over Bolt (`benchmarks.arcadedb`).
+is a file in a temporary folder; neo4j is a throwaway ArcadeDB server over Bolt (`kgplan.graph.bolt_server`).
 
 Targets: neighbourhood p95 < 100 ms at both depths and history p95 < 100 ms, on each backend (the other
 requests are reported, not targets).
@@ -23,12 +23,10 @@ import json
 import os
 import platform
 import random
-import socket
 import tempfile
-import threading
 import time
-from collections.abc import Callable, Iterator
-from contextlib import ExitStack, contextmanager
+from collections.abc import Callable
+from contextlib import ExitStack
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -36,12 +34,12 @@ from typing import Any
 import httpx
 from rich.table import Table
 
-from agent.api import create_app
-from agent.core import Agent
-from benchmarks import console as bench_console
-from benchmarks.graph_ops import percentile
-from benchmarks.synthetic import household_world_with_facts
-from domains.model import Problem, resolve_domain
+from kgplan.agent.agent import Agent
+from kgplan.benchmarks import console as bench_console
+from kgplan.benchmarks.graph_ops import percentile
+from kgplan.domains.model import Problem, resolve_domain
+from kgplan.domains.synthetic import household_world_with_facts
+from kgplan.interfaces.api import serving
 
 DEFAULT_JSON = "results/api.json"
 TARGET_MS = 100.0
@@ -50,26 +48,6 @@ PAGE = {"page": "/", "entity_list": "/api/entities?limit=500", "history": "/api/
         "entity_facts": "/api/facts?limit=500&entity={name}",  # what the page asks for besides neighbourhoods
         "diff_page": "/api/history/1?offset=50000&limit=500"}  # a page of the load change, opened further
 TARGETS = ("depth1_p95_ms", "depth2_p95_ms", "history_p95_ms")  # each under TARGET_MS
-
-
-@contextmanager
-def serving(agent: Agent) -> Iterator[str]:
-    """uvicorn serving the agent on a free port of 127.0.0.1, in a thread."""
-    import uvicorn
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(create_app(agent), host="127.0.0.1", port=port, log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    while not server.started:
-        time.sleep(0.05)
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        thread.join(10)
 
 
 def timed(client: httpx.Client, paths: Callable[[], list[str]], n: int, warmup: int = WARMUP) -> list[float]:
@@ -111,7 +89,7 @@ def measure(backend: str, store: str, problem: Problem, ops: int, seed: int) -> 
 
 
 def run_neo4j(problem: Problem, ops: int, seed: int) -> dict[str, float]:
-    from benchmarks.arcadedb import running_arcadedb
+    from kgplan.graph.bolt_server import running_arcadedb
 
     with tempfile.TemporaryDirectory(prefix="kgplan-bench-arcadedb-") as tmp, ExitStack() as stack:
         server = stack.enter_context(running_arcadedb(Path(tmp)))

@@ -1,13 +1,13 @@
 """Acceptance benchmark of the world-graph backends: bulk load, verified deltas, neighbourhoods.
 
-On a synthetic household world of ``--facts`` facts (`benchmarks.synthetic`) it times, per
+On a synthetic household world of ``--facts`` facts (`kgplan.domains.synthetic`) it times, per
 backend: (a) the bulk load (``init`` + ``load_problem``: verified, one change); (b) verify+apply
 of true 1-fact deltas (switching a device, opening a window or container, a phone ringing) and
 of true 20-fact deltas (the robot walks to a neighbouring room, six items move to other furniture
 or containers of their room, six switches), p50/p95 over ``--ops`` each after a warm-up;
 (c) ``neighborhood([name], 2)`` for names drawn uniformly from all objects. The sqlite store is a
 file in a temporary folder; the neo4j backend talks to a throwaway ArcadeDB server over Bolt
-(`benchmarks.arcadedb`). For neo4j the same writes are also made by a hand-written batch with the
+(`kgplan.graph.bolt_server`). For neo4j the same writes are also made by a hand-written batch with the
 driver: one transaction, a parameterised ``UNWIND`` statement per kind of write (unary facts as
 properties, one per relationship type and direction), no verification, no history. Its bulk load
 goes to a second database of the same server (both paths warmed up first on scratch databases);
@@ -47,11 +47,11 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from benchmarks import console as bench_console
-from benchmarks.synthetic import household_world_with_facts
-from domains.model import Problem, resolve_domain
-from graph.base import WorldGraph
-from graph.model import Delta, Fact
+from kgplan.benchmarks import console as bench_console
+from kgplan.domains.model import Problem, resolve_domain
+from kgplan.domains.synthetic import household_world_with_facts
+from kgplan.graph.base import WorldGraph
+from kgplan.graph.model import Delta, Fact
 
 DEFAULT_JSON = "results/graph_ops.json"
 BACKENDS = ("sqlite", "neo4j")
@@ -277,7 +277,7 @@ def measure_graph(graph: WorldGraph, problem: Problem, ops: int, seed: int, prog
 
 
 def run_sqlite(problem: Problem, ops: int, seed: int, progress: Progress) -> dict[str, float]:
-    from graph.backends.sqlite import SqliteGraph
+    from kgplan.graph.backends.sqlite import SqliteGraph
 
     with tempfile.TemporaryDirectory(prefix="kgplan-bench-") as tmp, SqliteGraph(Path(tmp) / "bench.db") as g:
         return measure_graph(g, problem, ops, seed, progress)
@@ -354,8 +354,8 @@ def raw_writer(driver: Any, database: str) -> Callable[[Delta], None]:
 def run_neo4j(problem: Problem, ops: int, seed: int, progress: Progress, heap: str) -> dict[str, float]:
     from neo4j import GraphDatabase
 
-    from benchmarks.arcadedb import running_arcadedb
-    from graph.backends.neo4j import Neo4jGraph
+    from kgplan.graph.backends.neo4j import Neo4jGraph
+    from kgplan.graph.bolt_server import running_arcadedb
 
     small = household_world_with_facts(min(2_000, len(problem.init)), seed + 1)
     with tempfile.TemporaryDirectory(prefix="kgplan-bench-arcadedb-") as tmp, ExitStack() as stack:

@@ -38,21 +38,30 @@ from rich.console import Console
 from rich.progress import track
 from rich.table import Table
 
-from agent.language import Outcome, Retrieval, full_graph, select_entities, update, write_goal
-from agent.llm import LLM, CallRecord, LLMConfig, LLMError, OpenAIClient, ScriptedLLM, parse_reply, strict_schema
-from agent.planning import PlanReport, plan
-from benchmarks import console as bench_console
-from benchmarks import write_json
-from benchmarks.planning import needed_facts
-from domains.formula import atoms, to_pddl
-from domains.model import Domain, Problem
-from graph.backends.sqlite import SqliteGraph
-from graph.base import ChangeRefused
-from graph.model import Delta, Fact
-from planners.execute import execute
-from planners.problem import Task
-from planners.solve import solve
-from planners.state import State, Step, simulate
+from kgplan.benchmarks import console as bench_console
+from kgplan.benchmarks import write_json
+from kgplan.benchmarks.planning import needed_facts
+from kgplan.domains.formula import atoms, to_pddl
+from kgplan.domains.model import Domain, Problem
+from kgplan.domains.verify import ChangeRefused
+from kgplan.graph.backends.sqlite import SqliteGraph
+from kgplan.graph.model import Delta, Fact
+from kgplan.language.llm import (
+    LLM,
+    CallRecord,
+    LLMConfig,
+    LLMError,
+    OpenAIClient,
+    ScriptedLLM,
+    parse_reply,
+    strict_schema,
+)
+from kgplan.language.update import Outcome, Retrieval, full_graph, select_entities, update, write_goal
+from kgplan.planners.execute import execute
+from kgplan.planners.pipeline import PlanReport, plan
+from kgplan.planners.problem import Task
+from kgplan.planners.solve import solve
+from kgplan.planners.state import State, Step, simulate
 
 # variant -> (retriever, verify): "full" shows the whole graph, "select" the entities the LLM picks from the
 # entity list (retrieval a), "search" the LLM's query graph grounded by embeddings (retrieval b)
@@ -337,7 +346,7 @@ def _retrieve(retriever: str, llm: LLM, g: SqliteGraph, text: str, depth: int, o
     if retriever == "select":
         return select_entities(llm, g, text, depth, out)
     if retriever == "search":
-        from agent.retrieval import search_retrieve  # loads torch: only when asked for
+        from kgplan.language.retrieval import search_retrieve  # loads torch: only when asked for
 
         return search_retrieve(llm, g, text, depth=depth, out=out)
     return full_graph(g)

@@ -30,15 +30,15 @@ from rich.console import Console
 from rich.progress import track
 from rich.table import Table
 
-from agent.planning import PlanReport, plan
-from benchmarks import console as bench_console
-from domains.formula import And, Atom, Formula, Not, to_pddl
-from domains.model import Domain, Problem, resolve_domain
-from graph.backends.sqlite import SqliteGraph
-from planners.problem import Task
-from planners.relevance import Relevance, literals
-from planners.solve import ENGINES, solve, validate
-from planners.state import State, Step, ground, simulate
+from kgplan.benchmarks import console as bench_console
+from kgplan.domains.formula import And, Atom, Formula, Not, to_pddl
+from kgplan.domains.model import Domain, Problem, resolve_domain
+from kgplan.graph.backends.sqlite import SqliteGraph
+from kgplan.planners.pipeline import PlanReport, plan
+from kgplan.planners.problem import Task
+from kgplan.planners.relevance import Relevance, literals
+from kgplan.planners.solve import ENGINES, solve, validate
+from kgplan.planners.state import State, Step, ground, simulate
 
 TARGET_SPEEDUP = 100.0  # median, full-state planner time / pruned end to end
 TARGET_MEDIAN_PRUNED_S = 0.05  # median pruned end to end (pruning + planning)
@@ -174,7 +174,7 @@ def main(argv: list[str] | None = None) -> int:
             rows.append(measure(g, Domain.load(run / "domain.pddl"), problem, problem.goal,
                                 f"{run.name}/{step.name}", planners, args.timeout, full_timeout))
         if args.scaling:
-            from benchmarks.synthetic import household_world
+            from kgplan.domains.synthetic import household_world
 
             household = resolve_domain("household")
             for n in track([int(x) for x in args.scaling.split(",")], description="synthetic", console=console):

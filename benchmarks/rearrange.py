@@ -40,10 +40,10 @@ from pathlib import Path
 import numpy as np
 from rich.table import Table
 
-from benchmarks import console as bench_console
-from benchmarks import write_json
-from benchmarks.twx import fmt, mean, seed_range, wilson
-from graph.model import Delta, Entity, Fact, Unknown
+from kgplan.benchmarks import console as bench_console
+from kgplan.benchmarks import write_json
+from kgplan.benchmarks.twx import fmt, mean, seed_range, wilson
+from kgplan.graph.model import Delta, Entity, Fact, Unknown
 
 FAMILIES = {"simple": 1, "novel_simple": 1, "comp2": 2, "comp3": 3}
 METHODS = ("explore", "uct", "puct", "puct_dr", "puct_llm")
@@ -201,7 +201,7 @@ class World:
     """The true state of a scene, simulated with the rearrange domain's own actions."""
 
     def __init__(self, scene: Scene, task: Task, domain) -> None:
-        from planners.state import State
+        from kgplan.planners.state import State
 
         objects = {**{p: t for p, (t, _) in scene.places.items()}, **dict.fromkeys(scene.items, "item"),
                    **{r: "room" for _, r in scene.places.values()}}
@@ -239,15 +239,15 @@ def goal_text(task: Task) -> str:
 def episode(scene: Scene, task: Task, method: str, seed: int, simulations: int, limit: int,
             llm=None, llm_calls: int = 10) -> Episode:
     """One task with one method, through an Agent on a fresh sqlite graph."""
-    from agent.core import Agent
-    from agent.retrieval import similarity
-    from domains.formula import parse_formula
-    from domains.model import Problem, resolve_domain
-    from domains.sexpr import read
-    from planners import mcts
-    from planners.belief import embedding_prior
-    from planners.execute import execute
-    from planners.state import Step
+    from kgplan.agent.agent import Agent
+    from kgplan.domains.formula import parse_formula
+    from kgplan.domains.model import Problem, resolve_domain
+    from kgplan.domains.sexpr import read
+    from kgplan.language.retrieval import similarity
+    from kgplan.planners import mcts
+    from kgplan.planners.execute import execute
+    from kgplan.planners.mcts.belief import embedding_prior
+    from kgplan.planners.state import Step
 
     domain = resolve_domain("rearrange")
     ep = Episode(scene.name, task.family, method, seed, simulations if method != "explore" else 0)
@@ -409,7 +409,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     llm = None
     if "puct_llm" in methods:
-        from agent.llm import LLMConfig, OpenAIClient
+        from kgplan.language.llm import LLMConfig, OpenAIClient
 
         config = LLMConfig.from_env()
         if config.model:

@@ -22,12 +22,13 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from agent.core import Agent
-from agent.environments import TW_DIRECTIONS, TW_GAMES, Observation, TextWorld, TextWorldSensor, TextWorldUnavailable
-from agent.explore import SENSORS, explore
-from benchmarks import console as bench_console
-from benchmarks.twx import CoinEpisode, arguments, coin_bounds, explorer_bound, run
-from graph.model import Fact
+from kgplan.agent.agent import Agent
+from kgplan.agent.explore import SENSORS, explore
+from kgplan.benchmarks import console as bench_console
+from kgplan.benchmarks.twx import CoinEpisode, arguments, coin_bounds, explorer_bound, run
+from kgplan.games.base import Observation
+from kgplan.games.textworld import TW_DIRECTIONS, TW_GAMES, TextWorld, TextWorldSensor, TextWorldUnavailable
+from kgplan.graph.model import Fact
 
 
 @dataclass

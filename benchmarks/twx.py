@@ -11,7 +11,7 @@ mean on the same maps, the coin in each room in turn.
     kgplan bench twx --game coin --mode sensor --seeds 10-59 --json results/twx-coin.json
     kgplan bench twx --game coin --mode llm --llm oracle --seeds 10-59
 
-LLM mode with `--llm oracle` uses SensorOracleLLM (agent.pddl_edit): a device that answers the true edits read
+LLM mode with `--llm oracle` uses SensorOracleLLM (kgplan.language.pddl_edit): a device that answers the true edits read
 by the sensor, to check the PDDL-edit path loses nothing; `--llm openai` uses the endpoint from KGPLAN_LLM_*.
 """
 
@@ -28,10 +28,11 @@ from typing import Any
 
 from rich.table import Table
 
-from agent.environments import DIRECTIONS, TWX_GAMES, Observation, Room, shortest
-from agent.explore import Episode
-from benchmarks import console as bench_console
-from benchmarks import write_json
+from kgplan.agent.explore import Episode
+from kgplan.benchmarks import console as bench_console
+from kgplan.benchmarks import write_json
+from kgplan.games.base import Room, shortest
+from kgplan.games.twx import TWX_GAMES, CoinReplica
 
 
 def wilson(successes: int, n: int, z: float = 1.96) -> tuple[float, float]:
@@ -215,50 +216,12 @@ def coin_bounds(episodes: list[CoinEpisode]) -> dict[str, float | None]:
             **({"agent_anywhere": agent / len(episodes), "agent_ratio": agent / opt} if agent else {})}
 
 
-class CoinReplica:
-    """A walked Coin Collector map (`TextWorldExpress.coin_map`) played again with the coin in a room of
-    one's choosing, answering the moves, door openings and take as TWX does (admissible commands only)."""
-
-    budget, commands = TWX_GAMES["coin"][2], "actions"
-
-    def __init__(self, exits: dict[Room, dict[Room, int]], coin: Room) -> None:
-        self.exits, self.coin = exits, coin
-
-    def optimum(self, seed: int) -> int:
-        return shortest(self.exits, (0, 0))[self.coin] + 1
-
-    def reset(self, seed: int) -> Observation:
-        self.pos, self.opened, self.won = (0, 0), set(), False
-        return self._observation()
-
-    def step(self, action: str) -> Observation:
-        verb, d = action.split()[0], action.split()[-1]
-        there = (self.pos[0] + DIRECTIONS[d][0], self.pos[1] + DIRECTIONS[d][1]) if d in DIRECTIONS else None
-        if verb == "open" and there in self.exits[self.pos]:
-            self.opened.add(frozenset((self.pos, there)))
-        elif verb == "move" and there in self.exits[self.pos] and not self._shut(there):
-            self.pos = there
-        elif action == "take coin" and self.pos == self.coin:
-            self.won = True
-        return self._observation()
-
-    def _shut(self, there: Room) -> bool:
-        return self.exits[self.pos][there] == 2 and frozenset((self.pos, there)) not in self.opened
-
-    def _observation(self) -> Observation:
-        moves = {d: (self.pos[0] + dx, self.pos[1] + dy) for d, (dx, dy) in DIRECTIONS.items()}
-        admissible = [f"move {d}" for d, nb in moves.items() if nb in self.exits[self.pos]]
-        admissible += [f"open door to {d}" for d, nb in moves.items() if nb in self.exits[self.pos] and self._shut(nb)]
-        admissible += ["take coin"] if self.pos == self.coin and not self.won else []
-        return Observation("", sorted(admissible), float(self.won), self.won, self.won)
-
-
 def main(argv: list[str] | None = None) -> int:
-    from agent.environments import TextWorldExpress, TWXUnavailable
-    from agent.explore import SENSORS, explore
-    from agent.llm import LLM, LLMConfig, OpenAIClient
-    from agent.pddl_edit import SensorOracleLLM
-    from benchmarks.l3mp import Counting
+    from kgplan.agent.explore import SENSORS, explore
+    from kgplan.benchmarks.l3mp import Counting
+    from kgplan.games.oracle import SensorOracleLLM
+    from kgplan.games.twx import TextWorldExpress, TWXUnavailable
+    from kgplan.language.llm import LLM, LLMConfig, OpenAIClient
 
     ap = arguments("kgplan bench twx", __doc__, sorted(TWX_GAMES))
     ap.add_argument("--mode", choices=["sensor", "llm"], default="sensor",

@@ -6,7 +6,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-from domains.sexpr import Expr, PDDLError, SList, Sym, pos_of
+from kgplan.domains.sexpr import Expr, PDDLError, SList, Sym, pos_of
 
 
 def _pos() -> int:

@@ -22,10 +22,11 @@ from fast_downward.translate import invariant_finder, invariants, normalize, opt
 from fast_downward.translate.pddl.conditions import Condition
 from fast_downward.translate.pddl_parser import ParseError, lisp_parser, parsing_functions
 
-from domains.formula import GroundAtom
+from kgplan.domains.formula import GroundAtom
+from kgplan.errors import DomainError
 
 if TYPE_CHECKING:
-    from domains.model import Domain
+    from kgplan.domains.model import Domain
 
 _VARIABLES = "xyzuvwrst"
 
@@ -158,7 +159,7 @@ def synthesize_invariants(
     ``timeout_s`` bounds the CPU time of the search; when it runs out, the groups proven so far
     are returned and ``complete`` is False.
 
-    Raises ValueError if Fast Downward rejects the PDDL.
+    Raises DomainError if Fast Downward rejects the PDDL.
     """
     candidates, complete = _candidates(domain_pddl, timeout_s)
     by_predicate: dict[str, list[GroundAtom]] = defaultdict(list)
@@ -194,7 +195,7 @@ def _candidates(domain_pddl: str, timeout_s: float) -> tuple[tuple[MutexGroup, .
             normalize.normalize(task)
             found = list(invariant_finder.find_invariants(task, None))
     except (ParseError, StopIteration, SystemExit) as exc:
-        raise ValueError(f"Fast Downward could not process the PDDL: {exc}") from exc
+        raise DomainError(f"Fast Downward could not process the PDDL: {exc}") from exc
     finally:
         options.options = previous
 

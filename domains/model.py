@@ -9,7 +9,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from domains.formula import (
+from kgplan.domains.formula import (
     TRUE,
     And,
     Atom,
@@ -32,12 +32,13 @@ from domains.formula import (
     scoped,
     to_pddl,
 )
-from domains.sexpr import Expr, PDDLError, SList, Sym, pos_of, read
+from kgplan.domains.sexpr import Expr, PDDLError, SList, Sym, pos_of, read
+from kgplan.errors import DomainError, NotFound
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
 
-    from domains.invariants import MutexGroup, Synthesis
+    from kgplan.domains.invariants import MutexGroup, Synthesis
 
 TOTAL_COST = "total-cost"  # the plan's cost under :action-costs, never a stored fact
 NAME_RE = re.compile(r"^[a-z][a-z0-9_\-]*$")
@@ -201,7 +202,7 @@ class Domain:
         folder = path if path.is_dir() else path.parent
         pddl = path / "domain.pddl" if path.is_dir() else path
         if not pddl.is_file():
-            raise FileNotFoundError(f"no domain file at {pddl}")
+            raise NotFound(f"no domain file at {pddl}")
         dom = cls.parse(pddl.read_text(), str(pddl))
         dom.path = pddl
         toml = folder / "domain.toml"
@@ -427,7 +428,7 @@ class Domain:
         people are): everything an action changes is covered by the synthesis. Raises ValueError
         if the synthesis rejects the domain or a declared invariant is not of that kind.
         """
-        from domains.invariants import InvariantPart, MutexGroup, synthesize_invariants
+        from kgplan.domains.invariants import InvariantPart, MutexGroup, synthesize_invariants
 
         synthesis = synthesize_invariants(self.compiled_pddl(), init)
         static = self.static_predicates()
@@ -436,7 +437,7 @@ class Domain:
             for p in decl["parts"]:
                 pred = self.predicates.get(p["predicate"])
                 if pred is None or pred.name not in static:
-                    raise ValueError(f"domain.toml invariant on '{p['predicate']}': only predicates "
+                    raise DomainError(f"domain.toml invariant on '{p['predicate']}': only predicates "
                                      f"of the domain that no action changes may be declared")
                 key = tuple(p["key"])
                 rest = [i for i in range(pred.arity) if i not in key]
@@ -500,5 +501,5 @@ def resolve_domain(spec: str | Path) -> Domain:
         p = BUNDLED / str(spec)
     if not p.exists():
         names = sorted(d.name for d in BUNDLED.iterdir() if (d / "domain.pddl").is_file())
-        raise FileNotFoundError(f"no domain '{spec}': not a file, and bundled domains are {names}")
+        raise NotFound(f"no domain '{spec}': not a file, and bundled domains are {names}")
     return Domain.load(p)

@@ -5,8 +5,10 @@ from __future__ import annotations
 import bisect
 import re
 
+from kgplan.errors import InputError
 
-class PDDLError(ValueError):
+
+class PDDLError(InputError):
     """Malformed PDDL; carries the 1-based line and column where the problem was found."""
 
     def __init__(self, message: str, line: int = 0, col: int = 0, source: str = "") -> None:

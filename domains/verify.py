@@ -9,9 +9,10 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Protocol
 
-from domains.formula import Equals, Formula, GroundAtom, quantifiers, scoped
-from domains.invariants import MutexGroup
-from domains.model import NAME_RE, TOTAL_COST, Domain
+from kgplan.domains.formula import Equals, Formula, GroundAtom, quantifiers, scoped
+from kgplan.domains.invariants import MutexGroup
+from kgplan.domains.model import NAME_RE, TOTAL_COST, Domain
+from kgplan.errors import InputError
 
 Mark = tuple[str, str | None]  # (entity, predicate): what is unknown about it (graph.model.Unknown)
 Instance = tuple[int, tuple[str, ...]]  # (group index, key)
@@ -43,6 +44,14 @@ class Issue:
 
     def __str__(self) -> str:
         return self.message
+
+
+class ChangeRefused(InputError):
+    """A change failed verification; nothing was applied. `issues` says why, each as a short English sentence."""
+
+    def __init__(self, issues: list[Issue]) -> None:
+        self.issues = issues
+        super().__init__("change refused:\n" + "\n".join(f"  - {i}" for i in issues))
 
 
 class StateView(Protocol):

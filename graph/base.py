@@ -10,25 +10,14 @@ from dataclasses import replace
 from functools import cached_property
 from typing import TypeVar
 
-from domains.formula import Formula, GroundAtom, to_pddl
-from domains.invariants import Mined, MutexGroup, Synthesis, dump_groups, load_groups, mine_invariants
-from domains.model import TOTAL_COST, Domain, Problem
-from domains.verify import Issue, IssueKind, Mark, check_values, show, verify
-from graph.model import Change, ChangeSlice, Delta, Entity, Fact, Source, Unknown, by_atom
+from kgplan.domains.formula import Formula, GroundAtom, to_pddl
+from kgplan.domains.invariants import Mined, MutexGroup, Synthesis, dump_groups, load_groups, mine_invariants
+from kgplan.domains.model import TOTAL_COST, Domain, Problem
+from kgplan.domains.verify import ChangeRefused, Issue, IssueKind, Mark, check_values, show, verify
+from kgplan.errors import DomainError, InputError, NotFound, StoreError
+from kgplan.graph.model import Change, ChangeSlice, Delta, Entity, Fact, Source, Unknown, by_atom
 
 T = TypeVar("T")
-
-
-class GraphError(Exception):
-    """An expected error a user can act on (shown without a traceback)."""
-
-
-class ChangeRefused(GraphError):
-    """A change failed verification; nothing was applied."""
-
-    def __init__(self, issues: list[Issue]) -> None:
-        self.issues = issues
-        super().__init__("change refused:\n" + "\n".join(f"  - {i}" for i in issues))
 
 
 class Tx(ABC):
@@ -80,7 +69,7 @@ class Tx(ABC):
         `new` already has dropped). `old` goes with its marks (a placeholder is identified)."""
         found = {e.name: e for e in self.entities([old, new])}
         if old not in found:
-            raise GraphError(f"cannot rename '{old}': it is not a known entity")
+            raise NotFound(f"cannot rename '{old}': it is not a known entity")
         moved = {(p, tuple(new if a == old else a for a in args)) for p, args in self.facts_about([old])}
         if new in found:
             return Delta(removed_entities=[old], add=[Fact.of(a) for a in sorted(moved - self.present(moved))])
@@ -180,11 +169,11 @@ class WorldGraph(ABC):
 
         All or nothing: the invariants are derived for the problem's initial state (the empty
         state without one) and the problem is verified against them before the store is
-        touched, so on GraphError or ChangeRefused the store is as it was. The domain text and
+        touched, so on a KgplanError (a ChangeRefused too) the store is as it was. The domain text and
         the invariants kept are stored; the result also says which groups were dropped.
         """
         if self.get_meta("domain_pddl") is not None and not force:
-            raise GraphError(f"{self.url} is already initialised; use --force to start over")
+            raise StoreError(f"{self.url} is already initialised; use --force to start over")
         synthesis, delta = _start(domain, problem)
         if force:
             self.clear()
@@ -203,7 +192,7 @@ class WorldGraph(ABC):
         """The stored domain, with the invariants the store keeps."""
         pddl = self.get_meta("domain_pddl")
         if pddl is None:
-            raise GraphError(f"{self.url} is not initialised: run `kgplan init --domain NAME` first")
+            raise StoreError(f"{self.url} is not initialised: run `kgplan init --domain NAME` first")
         dom = Domain.parse(pddl, self.get_meta("domain_source") or "stored domain")
         dom.meta = tomllib.loads(self.get_meta("domain_toml") or "")
         if (stored := self.get_meta("invariants")) is not None:
@@ -219,13 +208,13 @@ class WorldGraph(ABC):
     def accept_invariants(self, groups: Iterable[MutexGroup]) -> None:
         """Store mined groups with the invariants; verification enforces them from now on.
 
-        Only groups over predicates no action changes are accepted (GraphError otherwise), and only
+        Only groups over predicates no action changes are accepted (DomainError otherwise), and only
         if the current graph satisfies them (ChangeRefused otherwise); nothing is stored then.
         """
         groups = [replace(g, origin="mined") for g in groups]
         static = self.domain.static_predicates()
         if changed := sorted({p.predicate for g in groups for p in g.parts} - static):
-            raise GraphError(f"actions change {', '.join(changed)}: their invariants are derived, not mined")
+            raise DomainError(f"actions change {', '.join(changed)}: their invariants are derived, not mined")
         facts = [f.atom for f in self.facts()]
         issues = [Issue(IssueKind.INVARIANT, f"the graph has {' and '.join(map(show, w))}, but {g.describe()}")
                   for g in groups if (w := g.overcrowded(facts)) is not None]
@@ -277,7 +266,7 @@ class WorldGraph(ABC):
 
         def make(tx: Tx) -> Delta:
             if Unknown(entity=placeholder).pair not in tx.unknown([placeholder]):
-                raise GraphError(f"'{placeholder}' is not a placeholder")
+                raise InputError(f"'{placeholder}' is not a placeholder")
             return tx.rename(placeholder, name, type).model_copy(
                 update={"source": source, "text": text or f"{placeholder} is {name}"})
 
@@ -289,7 +278,7 @@ class WorldGraph(ABC):
         def work(tx: Tx) -> Change:
             old = tx.change(change_id)
             if old is None:
-                raise GraphError(f"no change with id {change_id}")
+                raise NotFound(f"no change with id {change_id}")
             inv = old.delta.inverse()
             inv.text = f"undo of change {change_id}"
             return self._apply(tx, inv, True, change_id, old.delta)
@@ -396,14 +385,14 @@ def _start(domain: Domain, problem: Problem | None, extra: Iterable[MutexGroup] 
     """Invariants for a problem's initial state (the empty state without one), and the problem as
     a change into an empty graph, verified against them (and `extra`) if `verified`.
 
-    Raises GraphError if the invariants cannot be derived, ChangeRefused if the problem is refused.
+    Raises DomainError if the invariants cannot be derived, ChangeRefused if the problem is refused.
     A domain whose domain.toml says `open_world = true` keeps no keyless at-most-one group.
     """
     init = problem.init if problem else []
     try:
         synthesis = domain.derive_invariants(init)
-    except ValueError as e:
-        raise GraphError(f"cannot derive the invariants of domain {domain.name}: {e}") from e
+    except DomainError as e:
+        raise DomainError(f"cannot derive the invariants of domain {domain.name}: {e}") from e
     if domain.meta.get("open_world"):
         # In an open world entities are discovered, not created: one that turns up was there from the
         # start, unseen. A keyless at-most-one group bounds how many objects hold its atoms at all, which

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from domains.model import NAME_RE
-from domains.verify import Issue, IssueKind, show
-from graph.base import WorldGraph
+from kgplan.domains.model import NAME_RE
+from kgplan.domains.verify import Issue, IssueKind, show
+from kgplan.graph.base import WorldGraph
 
 
 def check_graph(graph: WorldGraph) -> list[Issue]:

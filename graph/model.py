@@ -8,8 +8,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from domains.formula import GroundAtom, number_pddl, parse_numeric_fact
-from domains.sexpr import PDDLError, SList, Sym, read
+from kgplan.domains.formula import GroundAtom, number_pddl, parse_numeric_fact
+from kgplan.domains.sexpr import PDDLError, SList, Sym, read
 
 Source = Literal["nl", "sensor", "user", "plan", "load", "undo"]
 LISTS = ("add", "remove", "new_entities", "removed_entities")  # a delta's lists, which a slice cuts

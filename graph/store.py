@@ -7,7 +7,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from graph.base import GraphError, WorldGraph
+from kgplan.errors import InputError
+from kgplan.graph.base import WorldGraph
 
 DEFAULT_STORE = "sqlite:kgplan.db"
 NEO4J_SCHEMES = ("neo4j://", "neo4j+s://", "neo4j+ssc://", "bolt://", "bolt+s://", "bolt+ssc://")
@@ -21,11 +22,11 @@ def open_graph(url: str | None = None) -> WorldGraph:
     """
     url = _url(url)
     if url.startswith("sqlite:"):
-        from graph.backends.sqlite import SqliteGraph
+        from kgplan.graph.backends.sqlite import SqliteGraph
 
         return SqliteGraph(_sqlite_path(url))
     if url.startswith(NEO4J_SCHEMES):
-        from graph.backends.neo4j import Neo4jGraph
+        from kgplan.graph.backends.neo4j import Neo4jGraph
 
         return Neo4jGraph(
             url,
@@ -33,7 +34,7 @@ def open_graph(url: str | None = None) -> WorldGraph:
             password=os.environ.get("NEO4J_PASSWORD", ""),
             database=os.environ.get("KGPLAN_NEO4J_DATABASE", "neo4j"),
         )
-    raise GraphError(f"unknown store URL {url!r}: use sqlite:PATH or neo4j://HOST:PORT (or bolt://)")
+    raise InputError(f"unknown store URL {url!r}: use sqlite:PATH or neo4j://HOST:PORT (or bolt://)")
 
 
 @contextmanager

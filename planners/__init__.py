@@ -1,0 +1,2 @@
+"""Planning on the graph: ground states and simulation, relevance pruning, the symbolic planners behind
+one call, plan execution, and Monte Carlo tree search where facts are unknown (`kgplan.planners.mcts`)."""

@@ -5,11 +5,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from domains.formula import quantifiers
-from domains.model import Action
-from graph.base import ChangeRefused, Tx, WorldGraph
-from graph.model import Delta, Fact
-from planners.state import Failure, PlanError, State, Step
+from kgplan.domains.formula import quantifiers
+from kgplan.domains.model import Action
+from kgplan.domains.verify import ChangeRefused
+from kgplan.graph.base import Tx, WorldGraph
+from kgplan.graph.model import Delta, Fact
+from kgplan.planners.state import Failure, PlanError, State, Step
 
 
 @dataclass

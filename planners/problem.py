@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import TYPE_CHECKING
 
-from domains.formula import Atom, Equals, Formula, GroundAtom, Imply, Not, Or, Quantified, number_pddl, to_pddl
-from domains.model import TOTAL_COST, Domain
+from kgplan.domains.formula import Atom, Equals, Formula, GroundAtom, Imply, Not, Or, Quantified, number_pddl, to_pddl
+from kgplan.domains.model import TOTAL_COST, Domain
 
 if TYPE_CHECKING:  # unified-planning is imported only where a `Problem` is built (slow to import)
     import unified_planning.model as upm

@@ -29,10 +29,23 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from itertools import chain
 
-from domains import formula
-from domains.formula import TRUE, And, Atom, Effect, Equals, Formula, Imply, Not, Or, Param, Quantified, quantifiers
-from domains.model import Action, Domain
-from planners.state import Binding, State, ground
+from kgplan.domains import formula
+from kgplan.domains.formula import (
+    TRUE,
+    And,
+    Atom,
+    Effect,
+    Equals,
+    Formula,
+    Imply,
+    Not,
+    Or,
+    Param,
+    Quantified,
+    quantifiers,
+)
+from kgplan.domains.model import Action, Domain
+from kgplan.planners.state import Binding, State, ground
 
 Pattern = tuple[str | None, ...]
 Lit = tuple[formula.GroundAtom, bool]  # a ground literal: (atom, positive)

@@ -26,12 +26,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, cast
 
-from domains import formula
-from domains.formula import TRUE, And, Atom, Effect, Equals, Formula, Imply, Not, Or, Quantified, scoped, to_pddl
-from domains.model import Domain
-from planners.problem import Task
-from planners.state import State, Step, substitute
-from planners.worker import PLAN_FILE, SEARCH, worker
+from kgplan.domains import formula
+from kgplan.domains.formula import TRUE, And, Atom, Effect, Equals, Formula, Imply, Not, Or, Quantified, scoped, to_pddl
+from kgplan.domains.model import Domain
+from kgplan.errors import PlannerError
+from kgplan.planners.problem import Task
+from kgplan.planners.state import State, Step, substitute
+from kgplan.planners.worker import PLAN_FILE, SEARCH, worker
 
 FALSE = Or(())
 Status = Literal["solved", "unsolvable", "timeout", "memout", "error"]
@@ -74,7 +75,7 @@ class PlanResult:
 def solve(task: Task, planner: str = "fd", timeout: float = 60.0, memory_mb: int = 4096) -> PlanResult:
     """Plan for `task`; never raises for planner failures (see `PlanResult.status`)."""
     if planner not in ENGINES:
-        raise ValueError(f"unknown planner {planner!r}: choose one of {', '.join(ENGINES)}")
+        raise PlannerError(f"unknown planner {planner!r}: choose one of {', '.join(ENGINES)}")
     start = time.perf_counter()
     deadline = start + timeout
     runner = worker(planner)

@@ -6,7 +6,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
-from domains.formula import (
+from kgplan.domains.formula import (
     And,
     Atom,
     Equals,
@@ -20,12 +20,13 @@ from domains.formula import (
     map_children,
     to_pddl,
 )
-from domains.model import TOTAL_COST, Action, Domain
+from kgplan.domains.model import TOTAL_COST, Action, Domain
+from kgplan.errors import InputError
 
 Binding = dict[str, str]
 
 
-class PlanError(ValueError):
+class PlanError(InputError):
     """A plan step that does not fit the domain (unknown action, wrong arguments)."""
 
 

@@ -2,7 +2,7 @@
 
 `solve` writes a task's PDDL files to a folder and asks this process's `Worker` (one per engine
 family) to plan on them. The worker is a fork of the caller made at its first plan
-(`agent.planning.plan` makes it before it reads the domain and the state), so it is as small as
+(`kgplan.planners.pipeline.plan` makes it before it reads the domain and the state), so it is as small as
 the caller was then. It imports Fast Downward's translator (or LAPKT) and keeps what every task
 of a domain shares (the parsed domain, the translator's invariants of it). A plan then costs the
 fork of that process, whatever the caller has loaded since (torch, unified-planning), and no

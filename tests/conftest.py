@@ -3,15 +3,19 @@
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from domains.model import BUNDLED, Domain, Problem, resolve_domain
-from graph.base import WorldGraph
+from kgplan.domains.model import BUNDLED, Domain, Problem, resolve_domain
+from kgplan.graph.base import WorldGraph
+from tests.support.fake_llm import FakeServer
 
 HOUSEHOLD = BUNDLED / "household"
+ROOT = Path(__file__).resolve().parent.parent  # the checkout
+DATA = Path(__file__).parent / "data"  # test domains: data/domains/NAME/{domain,pNN}.pddl, data/domains_inv
 
 
 @pytest.fixture(scope="session")
@@ -27,7 +31,7 @@ def world_problem() -> Problem:
 @pytest.fixture(scope="session")
 def bolt_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator:
     """A real ArcadeDB server speaking Bolt on 127.0.0.1, for the whole session."""
-    from benchmarks.arcadedb import running_arcadedb
+    from kgplan.graph.bolt_server import running_arcadedb
 
     with running_arcadedb(tmp_path_factory.mktemp("arcadedb")) as server:
         yield server
@@ -49,7 +53,7 @@ def store_url(request: pytest.FixtureRequest, tmp_path: Path,
 @pytest.fixture
 def empty_graph(store_url: str) -> Iterator[WorldGraph]:
     """An empty, uninitialised graph on each backend (neo4j is wiped first)."""
-    from graph.store import open_graph
+    from kgplan.graph.store import open_graph
 
     g = open_graph(store_url)
     g.clear()
@@ -68,7 +72,7 @@ def graph(empty_graph: WorldGraph, household: Domain, world_problem: Problem) ->
 @pytest.fixture
 def world(tmp_path: Path, household: Domain, world_problem: Problem) -> WorldGraph:
     """The bundled household world in a sqlite file."""
-    from graph.backends.sqlite import SqliteGraph
+    from kgplan.graph.backends.sqlite import SqliteGraph
 
     g = SqliteGraph(tmp_path / "w.db")
     g.init(household)
@@ -90,3 +94,14 @@ def l3mp_runs() -> list[Path]:
 def run_steps(run: Path) -> list[Path]:
     """The step folders of a run in time order."""
     return sorted(p for p in run.iterdir() if p.is_dir() and (p / "problem.pddl").is_file())
+
+
+@pytest.fixture
+def server() -> Iterator[FakeServer]:
+    """A fake OpenAI-compatible endpoint on 127.0.0.1 for one test."""
+    fake = FakeServer()
+    thread = threading.Thread(target=fake.httpd.serve_forever, args=(0.01,), daemon=True)
+    thread.start()
+    yield fake
+    fake.httpd.shutdown()
+    fake.httpd.server_close()

@@ -7,12 +7,12 @@ import json
 import os
 import shutil
 import subprocess
-from pathlib import Path
 
 import pytest
 import yaml
 
-ROOT = Path(__file__).resolve().parent.parent
+from tests.conftest import ROOT
+
 COMPOSE = ROOT / "docker-compose.yml"
 ENV = {**os.environ, "NEO4J_PASSWORD": "test-password"}
 

@@ -1,0 +1,1 @@
+"""The store backends of the world graph."""

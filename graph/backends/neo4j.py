@@ -36,12 +36,13 @@ from neo4j.exceptions import (
     SessionExpired,
 )
 
-from domains.formula import GroundAtom
-from domains.invariants import Synthesis
-from domains.model import Domain, Problem
-from domains.verify import Issue, Mark
-from graph.base import GraphError, T, Tx, WorldGraph
-from graph.model import Change, Delta, Entity, Fact, Unknown, summary_json
+from kgplan.domains.formula import GroundAtom
+from kgplan.domains.invariants import Synthesis
+from kgplan.domains.model import Domain, Problem
+from kgplan.domains.verify import Issue, Mark
+from kgplan.errors import DomainError, InputError, StoreError
+from kgplan.graph.base import T, Tx, WorldGraph
+from kgplan.graph.model import Change, Delta, Entity, Fact, Unknown, summary_json
 
 CHUNK = 2000  # rows per UNWIND write
 TIMEOUT = 5.0  # seconds to connect
@@ -136,13 +137,13 @@ def _arities(domain: Domain) -> dict[str, int]:
     value); refuses names this mapping cannot store safely."""
     for p in domain.predicates.values():
         if not IDENT.fullmatch(p.name):
-            raise GraphError(f"predicate '{p.name}' cannot be stored in Neo4j: "
+            raise DomainError(f"predicate '{p.name}' cannot be stored in Neo4j: "
                              "use letters, digits, '_' and '-', starting with a letter")
         if p.name in RESERVED_TYPES:
-            raise GraphError(f"predicate '{p.name}' cannot be stored in Neo4j: "
+            raise DomainError(f"predicate '{p.name}' cannot be stored in Neo4j: "
                              f"{', '.join(sorted(RESERVED_TYPES))} are reserved labels")
         if p.arity == 1 and p.name in RESERVED_PROPS:
-            raise GraphError(f"unary predicate '{p.name}' cannot be stored in Neo4j: "
+            raise DomainError(f"unary predicate '{p.name}' cannot be stored in Neo4j: "
                              f"{', '.join(sorted(RESERVED_PROPS))} are reserved properties")
     return {name: p.arity for name, p in domain.predicates.items()} | dict.fromkeys(domain.functions, 3)
 
@@ -301,7 +302,7 @@ class _Neo4jTx(Tx):
         for f in add + remove:
             if (domain.functions[f.predicate].arity if f.predicate in domain.functions
                     else arity.get(f.predicate)) != len(f.args):
-                raise GraphError(f"{f} does not match a predicate of domain {domain.name}")
+                raise InputError(f"{f} does not match a predicate of domain {domain.name}")
         self._lock()
         self.typed, self.about = {}, {}  # facts change now
         used = {a for f in add for a in f.args}
@@ -312,7 +313,7 @@ class _Neo4jTx(Tx):
         merged = {r["name"] for r in rows}
         unchecked = sorted(used - self.existing - merged)
         if unchecked and (missing := [r["nm"] for r in self.tx.run(MISSING, {"names": unchecked})]):
-            raise GraphError(f"cannot add facts about unknown entities: {missing}")
+            raise InputError(f"cannot add facts about unknown entities: {missing}")
         gone = set(delta.removed_names())
         self.existing = (self.existing | merged) - gone
         self.absent = (self.absent - merged) | gone
@@ -382,7 +383,7 @@ class Neo4jGraph(WorldGraph):
             self.driver = GraphDatabase.driver(uri, auth=(user, password),
                                                connection_timeout=TIMEOUT)
         except (ConfigurationError, ValueError) as e:
-            raise GraphError(f"bad Neo4j URI {uri!r}: {e}") from e
+            raise InputError(f"bad Neo4j URI {uri!r}: {e}") from e
         self.bookmarks = GraphDatabase.bookmark_manager()  # read your own writes on clusters
         try:
             with self._session(WRITE_ACCESS) as s:
@@ -392,25 +393,25 @@ class Neo4jGraph(WorldGraph):
         except BaseException as e:
             self.driver.close()  # a pooled connection may stay bound to a missing database
             if isinstance(e, ValueError):  # the address does not resolve
-                raise GraphError(f"bad Neo4j URI {uri!r}: {e}") from e
+                raise InputError(f"bad Neo4j URI {uri!r}: {e}") from e
             raise
 
     @contextmanager
     def _session(self, mode: str = READ_ACCESS) -> Iterator[Session]:
-        """A session on the store's database; connection problems become GraphErrors."""
+        """A session on the store's database; connection problems become StoreErrors."""
         where = f"Neo4j at {self.url}"
         try:
             with self.driver.session(database=self.database, default_access_mode=mode,
                                      bookmark_manager=self.bookmarks) as s:
                 yield s
         except (ServiceUnavailable, SessionExpired) as e:
-            raise GraphError(f"cannot reach {where}: {e}") from e
+            raise StoreError(f"cannot reach {where}: {e}") from e
         except AuthError as e:
-            raise GraphError(f"{where} refused the user name or password: {e.message}") from e
+            raise StoreError(f"{where} refused the user name or password: {e.message}") from e
         except ClientError as e:
             if e.code != "Neo.ClientError.Database.DatabaseNotFound":
                 raise
-            raise GraphError(f"{where} has no database '{self.database}': {e.message}") from e
+            raise StoreError(f"{where} has no database '{self.database}': {e.message}") from e
 
     def _read(self, work: Callable[[ManagedTransaction], T]) -> T:
         """Run `work` in a managed read transaction (the driver retries what is transient)."""
@@ -436,7 +437,7 @@ class Neo4jGraph(WorldGraph):
         try:
             return run()
         except ConstraintError as e:
-            raise GraphError(f"{self.url}: the change clashed twice with other writers on a unique "
+            raise StoreError(f"{self.url}: the change clashed twice with other writers on a unique "
                              f"key ({e.message}); try again") from e
 
     def _singletons(self) -> None:

@@ -10,10 +10,11 @@ from collections.abc import Callable, Collection, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from domains.formula import GroundAtom
-from domains.verify import Mark
-from graph.base import GraphError, T, Tx, WorldGraph
-from graph.model import Change, Delta, Entity, Fact, Unknown, by_atom, summary_json
+from kgplan.domains.formula import GroundAtom
+from kgplan.domains.verify import Mark
+from kgplan.errors import StoreError
+from kgplan.graph.base import T, Tx, WorldGraph
+from kgplan.graph.model import Change, Delta, Entity, Fact, Unknown, by_atom, summary_json
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
@@ -172,7 +173,7 @@ class SqliteGraph(WorldGraph):
         self.path = Path(path)
         self.url = f"sqlite:{self.path}"
         if not self.path.parent.is_dir():
-            raise GraphError(f"cannot create {self.path}: folder {self.path.parent} does not exist")
+            raise StoreError(f"cannot create {self.path}: folder {self.path.parent} does not exist")
         self._writing = threading.RLock()  # one write transaction at a time on `db`
         self._local = threading.local()  # each thread's reader
         self._readers: dict[int | None, sqlite3.Connection] = {}  # by thread id, to close them
@@ -186,7 +187,7 @@ class SqliteGraph(WorldGraph):
                 if column.split()[0] not in {r[1] for r in self.db.execute(f"PRAGMA table_info({table})")}:
                     self.db.execute(f"ALTER TABLE {table} ADD COLUMN {column}")
         except sqlite3.DatabaseError as e:
-            raise GraphError(f"cannot open {self.path} as a kgplan store: {e}") from e
+            raise StoreError(f"cannot open {self.path} as a kgplan store: {e}") from e
 
     def _connect(self) -> sqlite3.Connection:
         db = sqlite3.connect(self.path, isolation_level=None, timeout=60, check_same_thread=False)

@@ -1,0 +1,368 @@
+"""The Agent: every operation a user has on the world graph, in one object.
+
+The CLI, the demo, the HTTP API and the MCP server all call it; none of them holds agent logic.
+One Agent serves several threads (the API's worker pool): operations that change the graph take one lock
+(they are serialised, and each change is verified in its store transaction); reads take none, so they never
+wait behind a plan or an LLM call.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from enum import StrEnum
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from kgplan.domains.invariants import Mined, MutexGroup, Synthesis
+from kgplan.domains.model import Domain, Problem, resolve_domain
+from kgplan.domains.verify import ChangeRefused, Issue
+from kgplan.errors import InputError, LLMError, NotFound
+from kgplan.graph.base import WorldGraph
+from kgplan.graph.model import Change, ChangeSlice, Delta, Entity, Fact, Unknown
+from kgplan.graph.store import open_graph
+from kgplan.planners.solve import ENGINES
+
+if TYPE_CHECKING:
+
+    from kgplan.language.llm import LLM, LLMConfig
+    from kgplan.language.pddl_edit import EditOutcome
+    from kgplan.language.update import Outcome, Retrieval
+    from kgplan.planners.execute import Execution
+    from kgplan.planners.pipeline import PlanReport
+
+Progress = Callable[[str], None]
+Planner = StrEnum("Planner", {name: name for name in ENGINES})  # the planners one can choose
+
+
+def quiet(_: str) -> None:
+    """The default progress callback: say nothing."""
+
+
+@dataclass
+class Neighbourhood:
+    """An entity with the entities and facts within some fact hops of it."""
+
+    entity: Entity
+    entities: list[Entity]
+    facts: list[Fact]
+
+
+def load_observations(path: Path) -> list[Delta]:
+    """Read sensor observations: one JSON object or a list, each {add, remove, new_entities,
+    removed_entities, text}."""
+    data = json.loads(path.read_text())
+    deltas = []
+    for i, item in enumerate(data if isinstance(data, list) else [data]):
+        if not isinstance(item, dict):
+            raise InputError(f"{path}: observation {i} must be a JSON object")
+        item = {**item, "source": "sensor"}
+        for k in ("add", "remove"):
+            item[k] = [Fact.parse(x) if isinstance(x, str) else x for x in item.get(k, [])]
+        deltas.append(Delta.model_validate(item))
+    return deltas
+
+
+class Agent:
+    """A world graph with its domain, an optional LLM for language, and the user's operations on them.
+
+    `store` is a store URL (see `graph.store.open_graph`) or an open graph; given a `domain` (a bundled
+    name or a path), an uninitialised store is initialised with it. `llm` is an LLM client or its settings; without
+    one, the settings come from the environment when a language operation first needs them.
+    """
+
+    def __init__(self, store: str | WorldGraph | None = None, domain: str | Path | None = None,
+                 llm: LLM | LLMConfig | None = None) -> None:
+        self.graph: WorldGraph = store if isinstance(store, WorldGraph) else open_graph(store)
+        self.writes = threading.RLock()  # held by every operation that may change the graph
+        self._llm = llm
+        # the entity list (seconds to read at 100k entities) and the newest change it was read after
+        self._entities: tuple[tuple[int, str] | None, list[Entity]] | None = None
+        if domain is not None and not self.initialised:
+            with self.writes:
+                self.graph.init(resolve_domain(domain))
+
+    def close(self) -> None:
+        self.graph.close()
+
+    def __enter__(self) -> Agent:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @property
+    def initialised(self) -> bool:
+        """Whether the store is bound to a domain."""
+        return self.graph.get_meta("domain_pddl") is not None
+
+    @property
+    def domain(self) -> Domain:
+        return self.graph.domain
+
+    @property
+    def llm(self) -> LLM:
+        """The language model, built from the environment on first use."""
+        from kgplan.language.llm import LLM, LLMConfig, OpenAIClient
+
+        if not isinstance(self._llm, LLM):
+            self._llm = OpenAIClient(self._llm if isinstance(self._llm, LLMConfig) else LLMConfig.from_env())
+        return self._llm
+
+    def settings(self) -> dict[str, Any]:
+        """The store, domain and LLM in use (no secrets)."""
+        from kgplan.language.llm import LLMConfig
+
+        llm = self._llm or LLMConfig.from_env()
+        config = llm if isinstance(llm, LLMConfig) else getattr(llm, "config", None)
+        model = config.model if config else getattr(llm, "model", type(llm).__name__)
+        domain = self.domain.name if self.initialised else None
+        return {"store": self.graph.url, "domain": domain,
+                "llm": {"model": model, "base_url": config.base_url if config else None}}
+
+    # ---- setting up ---------------------------------------------------------------------------
+    def init(self, domain: str | Path, problem: Path | None = None, force: bool = False) -> Synthesis:
+        """Bind the store to a domain, optionally loading a PDDL problem (all or nothing); which
+        invariants were derived for its initial state and which dropped."""
+        dom = resolve_domain(domain)
+        prob = Problem.parse(problem.read_text(), str(problem)) if problem else None
+        with self.writes:
+            return self.graph.init(dom, force=force, problem=prob)
+
+    # ---- reading ------------------------------------------------------------------------------
+    def entities(self, type: str | None = None, search: str | None = None) -> list[Entity]:
+        """Entities, optionally of a type (subtypes included) and/or whose name, type or attributes
+        contain `search` (case-insensitive)."""
+        newest = self.graph.changes(1)  # any change, by any process, makes the cached list stale
+        version = (newest[0].id, newest[0].time.isoformat()) if newest else None
+        cached = self._entities
+        if cached is None or cached[0] != version:
+            cached = self._entities = (version, self.graph.entities())
+        ents = cached[1]
+        dom = self.domain if type else None
+        if dom is not None:
+            if type not in dom.types and type != "object":
+                raise InputError(f"unknown type {type!r}")
+            ents = [e for e in ents if dom.is_subtype(e.type, type)]
+        if search:
+            s = search.lower()
+            ents = [e for e in ents if s in e.name.lower() or s in e.type.lower()
+                    or any(s in v.lower() for v in e.attrs.values())]
+        return ents
+
+    def show(self, name: str, depth: int = 1) -> Neighbourhood:
+        """An entity and its neighbourhood within `depth` fact hops."""
+        if depth < 0:
+            raise InputError("depth must be 0 or more")
+        ents, facts = self.graph.neighborhood([name], depth)
+        found = [e for e in ents if e.name == name]
+        if not found:
+            raise NotFound(f"no entity named {name!r}")
+        return Neighbourhood(found[0], ents, facts)
+
+    def facts(self, predicate: str | None = None, entity: str | None = None, search: str | None = None) -> list[Fact]:
+        """Facts, optionally of one predicate, mentioning one entity, or whose text contains `search`."""
+        if predicate and predicate not in self.domain.predicates:
+            raise InputError(f"unknown predicate {predicate!r}")
+        facts = self.graph.facts(predicate, entity)
+        if search:
+            s = search.lower()
+            facts = [f for f in facts if s in str(f).lower()]
+        return facts
+
+    def unknowns(self, names: Iterable[str] | None = None) -> list[Unknown]:
+        """What the graph marks unknown (placeholders, facts of a predicate not known for an entity),
+        about every entity or those named."""
+        return self.graph.unknowns(None if names is None else list(names))
+
+    def history(self, limit: int | None = 50, before: int | None = None) -> list[ChangeSlice]:
+        """The newest `limit` changes (all if None) with ids below `before`, newest first, each with its
+        provenance and the first few items of each list of its delta (`sizes` gives the totals)."""
+        return self.graph.changes(limit, before)
+
+    def diff(self, change_id: int, offset: int = 0, limit: int | None = 1000) -> ChangeSlice:
+        """One change with items [offset, offset + limit) of each list of its delta."""
+        if (c := self.graph.change_slice(change_id, offset, limit)) is None:
+            raise NotFound(f"no change with id {change_id}")
+        return c
+
+    def count(self) -> tuple[int, int]:
+        return self.graph.count()
+
+    def export_pddl(self) -> str:
+        return self.graph.to_problem()
+
+    # ---- rules ---------------------------------------------------------------------------------
+    def invariants(self) -> list[MutexGroup]:
+        """The invariants verification enforces (derived, declared or mined)."""
+        return list(self.domain.invariants)
+
+    def suggest_invariants(self) -> Mined:
+        """Invariants the graph satisfies for predicates no action changes, not yet enforced."""
+        return self.graph.suggest_invariants()
+
+    def accept_invariants(self, groups: Iterable[MutexGroup]) -> None:
+        """Enforce mined invariants from now on (ChangeRefused if the graph violates one)."""
+        with self.writes:
+            self.graph.accept_invariants(groups)
+
+    def check(self) -> list[Issue]:
+        """Every typing and invariant violation in the whole graph (an independent check)."""
+        from kgplan.graph.check import check_graph
+
+        return check_graph(self.graph)
+
+    # ---- changing -----------------------------------------------------------------------------
+    def change(self, add: Iterable[str | Fact] = (), remove: Iterable[str | Fact] = (), note: str = "",
+               new_entities: Iterable[Entity] = (), dry_run: bool = False,
+               removed_entities: Iterable[str] = (), unknown: Iterable[Unknown] = (),
+               known: Iterable[Unknown] = ()) -> Change:
+        """Verify and apply a user's correction (all or nothing); `dry_run` verifies only. `unknown` marks
+        what becomes unknown, `known` clears marks (see graph.model.Unknown).
+
+        Raises ChangeRefused with the issues (graph unchanged), PDDLError for a malformed fact.
+        """
+        delta = Delta(add=[_fact(f) for f in add], remove=[_fact(f) for f in remove],
+                      new_entities=list(new_entities), removed_entities=list(removed_entities),
+                      unknown=list(unknown), known=list(known), source="user", text=note)
+        if delta.is_empty():
+            raise InputError("the change is empty: give facts to add or remove (or marks to set or clear)")
+        with self.writes:
+            if not dry_run:
+                return self.graph.apply(delta)
+            if issues := self.graph.check(delta):
+                raise ChangeRefused(issues)
+            return Change(id=0, delta=delta)
+
+    def observe(self, deltas: Iterable[Delta]) -> list[Change]:
+        """Apply sensor observations, each verified and applied as one change (stops at a refused one)."""
+        with self.writes:
+            return [self.graph.apply(d) for d in deltas]
+
+    def undo(self, change_id: int) -> Change:
+        """Apply the inverse of a change as a new change."""
+        with self.writes:
+            if self.graph.in_transaction(lambda tx: tx.change(change_id)) is None:
+                raise NotFound(f"no change with id {change_id}")
+            return self.graph.undo(change_id)
+
+    # ---- language -----------------------------------------------------------------------------
+    def _retrieve(self, text: str, whole: bool = False, depth: int = 1) -> Retrieval:
+        from kgplan.language.update import full_graph, select_entities
+
+        if not self.count()[0]:
+            raise InputError("the graph has no entities yet: nothing to talk about")
+        return full_graph(self.graph) if whole else select_entities(self.llm, self.graph, text, depth)
+
+    def tell(self, text: str, *, dry_run: bool = False, whole: bool = False, depth: int = 1, rounds: int = 3,
+             progress: Progress = quiet) -> Outcome:
+        """Turn a sentence into a verified change through the LLM (verified only, with `dry_run`).
+
+        The outcome says what happened: its `change` (or, in a dry run, its `delta`), the issues of each
+        refused reply, and `error` when no valid change came out (the graph is then unchanged).
+        """
+        from kgplan.language.update import Outcome, update
+
+        if not text.strip():
+            raise InputError("say what changed")
+        with self.writes:
+            progress("retrieving the entities the sentence is about")
+            out = Outcome(text)
+            retrieval = self._retrieve(text, whole, depth)
+            progress(f"asking the LLM for the change ({len(retrieval.entities)} entities, "
+                     f"{len(retrieval.facts)} facts shown)")
+            return update(self.llm, self.graph, text, retrieval, max_rounds=rounds, dry_run=dry_run, out=out)
+
+    def read_observation(self, text: str, action: str | None = None, rounds: int = 3) -> EditOutcome:
+        """LLM mode of exploration (PDDL-edit): the LLM edits the problem to hold what a prose observation
+        (made after `action`) tells; applied as one verified change, refused edits re-prompted with the issues."""
+        from kgplan.language.pddl_edit import observe
+
+        with self.writes:
+            return observe(self.llm, self.graph, action, text, rounds)
+
+    def goal_for(self, task: str, progress: Progress = quiet) -> str:
+        """The PDDL goal the LLM writes for a task in English (checked against the domain and the graph)."""
+        from kgplan.language.update import write_goal
+
+        progress("retrieving the entities the task is about")
+        retrieval = self._retrieve(task)
+        progress("asking the LLM for the goal")
+        formula, o = write_goal(self.llm, self.graph, task, retrieval)
+        if formula is None or o.goal is None:
+            raise LLMError(o.error or "no goal")
+        return o.goal
+
+    def classify(self, text: str) -> str:
+        """"task" or "state_change": what a sentence asks for."""
+        from kgplan.language.update import classify
+
+        return classify(self.llm, text)
+
+    # ---- planning -----------------------------------------------------------------------------
+    def plan(self, task: str | None = None, goal: str | None = None, *, planner: str = Planner.fd,
+             timeout: float = 60.0, prune: bool = True, memory_mb: int = 4096,
+             progress: Progress = quiet) -> PlanReport:
+        """Plan for a task in English (the LLM writes the goal) or a PDDL goal; the plan is kept for `run`."""
+        from kgplan.planners.pipeline import plan
+
+        if (task is None) == (goal is None):
+            raise InputError("give either a task in English or a PDDL goal")
+        goal = goal if task is None else self.goal_for(task, progress)
+        progress(f"planning for {goal} with {planner}")
+        return plan(self.graph, goal, planner=planner, timeout=timeout, prune=prune, memory_mb=memory_mb,
+                    progress=progress)
+
+    def belief(self, item: str) -> dict[str, float]:
+        """The stored belief over where an item is (empty if none)."""
+        from kgplan.planners.mcts.belief import read_belief
+
+        if not self.graph.entities([item]):
+            raise NotFound(f"no entity {item!r}")
+        return read_belief(self.graph, item) or {}
+
+    def search(self, goal: str, simulations: int = 100, seconds: float | None = None) -> PlanReport:
+        """One MCTS decision (planners/mcts.py) for a PDDL goal whose items' places are unknown: the belief
+        (an embedding prior, updated from the graph, stored with it) is sampled per simulation; the
+        result is a one-step plan for `run`; observe, then search or plan again."""
+        from kgplan.language.retrieval import similarity
+        from kgplan.planners import mcts
+        from kgplan.planners.mcts.belief import embedding_prior
+        from kgplan.planners.pipeline import PlanReport, parse_goal, remember
+
+        with self.writes:
+            f = parse_goal(goal, self.graph, {e.name: e.type for e in self.graph.entities()})
+            prior = mcts.BeliefMassPrior(self.domain)
+            searcher = mcts.searcher(self.graph, f, prior, prior, mcts.Settings(estimator="dr"))
+            d = mcts.decide(self.graph, searcher, mcts.Budget(simulations, seconds), embedding_prior(similarity))
+            report = PlanReport(goal, "solved" if d.step else "unsolvable", "mcts", [str(d.step)] if d.step else [],
+                                d.seconds, message=f"MCTS: first step of a contingent plan, {d.simulations} "
+                                                   f"simulations, value {d.value:.2f}; observe, then plan again")
+            return remember(self.graph, report)
+
+    def effects(self, plan: Iterable[str]) -> list[tuple[list[Fact], list[Fact]]]:
+        """What each step of a plan adds and removes, simulated from the graph's current state."""
+        from kgplan.planners.state import State, Step
+
+        state = State(self.domain, *self.graph.snapshot())
+        out = []
+        for step in plan:
+            added, removed = state.apply(Step.parse(step))
+            out.append(([Fact.of(a) for a in sorted(added)], [Fact.of(a) for a in sorted(removed)]))
+        return out
+
+    def run(self, progress: Progress = quiet) -> tuple[str, int, Execution]:
+        """Execute the last plan, one verified change per step: its goal, its length and how far it got."""
+        from kgplan.planners.execute import execute
+        from kgplan.planners.pipeline import last_plan
+
+        with self.writes:
+            goal, steps = last_plan(self.graph)
+            progress(f"executing {len(steps)} steps")
+            return goal, len(steps), execute(self.graph, steps, f"plan for {goal}")
+
+
+def _fact(f: str | Fact) -> Fact:
+    return f if isinstance(f, Fact) else Fact.parse(f)

@@ -1,0 +1,679 @@
+"""The `kgplan` command line: build, inspect and correct the world graph, tell it changes and plan tasks."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections import Counter
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from enum import StrEnum
+from importlib.metadata import EntryPoint, entry_points
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+from pydantic import ValidationError
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+from rich.tree import Tree
+
+from kgplan.agent.agent import Agent, Planner, load_observations
+from kgplan.domains.verify import ChangeRefused
+from kgplan.errors import InputError, KgplanError, LLMError
+from kgplan.graph.model import Change, Fact, Unknown
+from kgplan.graph.store import creating
+
+if TYPE_CHECKING:
+    from kgplan.language.llm import LLMConfig
+    from kgplan.language.update import Outcome
+    from kgplan.planners.pipeline import PlanReport
+
+app = typer.Typer(help=__doc__, no_args_is_help=True, pretty_exceptions_enable=False,
+                  context_settings={"help_option_names": ["-h", "--help"]})
+out = Console()
+err = Console(stderr=True)
+STATE: dict[str, Any] = {"store": None, "llm": {}}
+EXPECTED = (KgplanError, FileNotFoundError, ValidationError, json.JSONDecodeError)  # what a user can act on
+
+
+@app.callback()
+def main(
+    store: Annotated[str | None, typer.Option(
+        "--store", "-s", envvar="KGPLAN_STORE",
+        help="Where the world graph lives: sqlite:PATH (default sqlite:kgplan.db) or "
+             "neo4j://HOST:PORT / bolt://HOST:PORT (credentials from NEO4J_USER, NEO4J_PASSWORD, "
+             "database from KGPLAN_NEO4J_DATABASE).")] = None,
+    llm_url: Annotated[str | None, typer.Option(
+        "--llm-url", envvar="KGPLAN_LLM_BASE_URL", show_envvar=True,
+        help="OpenAI-compatible endpoint for tell/plan/chat, e.g. http://127.0.0.1:8080/v1 (default: OpenAI); "
+             "the key comes from OPENAI_API_KEY.")] = None,
+    llm_model: Annotated[str | None, typer.Option(
+        "--llm-model", envvar="KGPLAN_LLM_MODEL", help="Model name at that endpoint (default gpt-4o-mini).")] = None,
+) -> None:
+    """kgplan: a planning agent whose memory is a verified world-state graph.
+
+    Start with `kgplan init --domain household --problem world.pddl`, then inspect it with
+    `show` and `facts`, correct it with `add`/`remove`/`observe`, and look back with `history`.
+    """
+    STATE["store"] = store
+    STATE["llm"] = {k: v for k, v in (("base_url", llm_url), ("model", llm_model)) if v}
+
+
+def report(e: Exception) -> bool:
+    """Print an expected error (refused change, bad input, unreachable store or LLM); False if unexpected."""
+    if isinstance(e, ChangeRefused):
+        err.print("[red]Change refused[/red] (the graph is unchanged):")
+        for issue in e.issues:
+            err.print(f"  [yellow]-[/yellow] {escape(f'[{issue.kind}]')} {escape(issue.message)}", highlight=False)
+    elif isinstance(e, EXPECTED):
+        err.print(f"[red]error:[/red] {escape(str(e))}", highlight=False)
+    else:
+        return False
+    return True
+
+
+def run_guarded(fn: Callable[[], None]) -> None:
+    """Run a command, turning expected errors into a red message and exit code 1."""
+    try:
+        fn()
+    except Exception as e:
+        if not report(e):
+            raise
+        raise typer.Exit(1) from None
+
+
+def _llm() -> LLMConfig | None:
+    """The LLM settings given before the command (None: from the environment when needed)."""
+    if not STATE["llm"]:
+        return None
+    from kgplan.language.llm import LLMConfig
+
+    return LLMConfig.from_env(**STATE["llm"])
+
+
+@contextmanager
+def agent() -> Iterator[Agent]:
+    """The Agent on the store and LLM settings given before the command."""
+    with Agent(STATE["store"], llm=_llm()) as a:
+        yield a
+
+
+def print_change(c: Change, title: str = "Applied change") -> None:
+    d = c.delta
+    out.print(f"[green]{title} #{c.id}[/green] ({d.source}{': ' + d.text if d.text else ''})",
+              highlight=False)
+    for e in d.new_entities:
+        out.print(f"  [cyan]new[/cyan] {e.name} - {e.type}", highlight=False)
+    for e in d.removed_entities:
+        out.print(f"  [red]gone[/red] {e if isinstance(e, str) else f'{e.name} - {e.type}'}", highlight=False)
+    for f in d.remove:
+        out.print(f"  [red]-[/red] {f}", highlight=False)
+    for f in d.add:
+        out.print(f"  [green]+[/green] {f}", highlight=False)
+    for u in d.unknown:
+        out.print(f"  [yellow]unknown[/yellow] {u}", highlight=False)
+    for u in d.known:
+        out.print(f"  [green]known[/green] {u if u.predicate else f'{u.entity} (no longer a placeholder)'}",
+                  highlight=False)
+
+
+@app.command()
+def init(
+    domain: Annotated[str, typer.Option(help="A bundled domain name (e.g. household) or a path "
+                                             "to a domain.pddl or its folder.")] = "household",
+    problem: Annotated[Path | None, typer.Option(help="A PDDL problem whose :objects and :init "
+                                                      "become the initial graph.")] = None,
+    force: Annotated[bool, typer.Option(help="Wipe an existing store first.")] = False,
+) -> None:
+    """Create the world graph for a domain, optionally loading a PDDL problem.
+
+    The domain's invariants are derived once, here, for the problem's initial state (the empty
+    state without one; a problem loaded later into the empty graph derives them again), and
+    stored; groups the initial state violates are dropped and listed. All or nothing: if
+    anything fails, the store is left as it was (a new sqlite file is removed).
+    """
+
+    def go() -> None:
+        with creating(STATE["store"]) as g:
+            a = Agent(g)
+            synthesis = a.init(domain, problem, force)
+            dom = a.domain
+            out.print(f"Initialised {g.url} with domain [bold]{dom.name}[/bold] "
+                      f"({len(dom.predicates)} predicates, {len(dom.actions)} actions, "
+                      f"{len(dom.invariants)} invariants: see `kgplan invariants`)")
+            for d in synthesis.dropped:
+                out.print(f"  [yellow]not an invariant here:[/yellow] {d.describe()}", highlight=False)
+            if not synthesis.complete:
+                out.print("  [yellow]the invariant search ran out of time: some may be missing[/yellow]")
+            if problem:
+                n_ent, n_fact = a.count()
+                out.print(f"Loaded {problem}: {n_ent} entities, {n_fact} facts")
+
+    run_guarded(go)
+
+
+@app.command()
+def invariants(
+    suggest: Annotated[bool, typer.Option(help="Propose invariants the graph satisfies for predicates "
+                                               "no action changes (mined from the current graph).")] = False,
+    accept: Annotated[str | None, typer.Option(help="Store proposed invariants: 'all' or their numbers "
+                                                    "from --suggest, e.g. 1,3.")] = None,
+) -> None:
+    """Show the invariants verification enforces: derived from the actions, declared in
+    domain.toml, or mined from the graph and accepted."""
+
+    def go() -> None:
+        with agent() as a:
+            if not suggest and accept is None:
+                for inv in a.invariants():
+                    out.print(f"  {inv.origin:8} {inv.describe()}", markup=False, highlight=False)
+                return
+            mined = a.suggest_invariants()
+            if accept is None:
+                for i, inv in enumerate(mined.suggested, 1):
+                    out.print(f"  {i}. {inv.describe()}", highlight=False)
+                for note in mined.notes:
+                    out.print(f"  [dim]{note}[/dim]", highlight=False)
+                if not mined.suggested:
+                    out.print("No invariants to suggest.")
+                return
+            chosen = pick(mined.suggested, accept)
+            a.accept_invariants(chosen)
+            for inv in chosen:
+                out.print(f"[green]accepted[/green] {inv.describe()}", highlight=False)
+
+    run_guarded(go)
+
+
+def pick(items: list, spec: str) -> list:
+    """The items named by 'all' or comma-separated 1-based numbers."""
+    if spec.strip() == "all":
+        return items
+    try:
+        numbers = [int(n) for n in spec.split(",")]
+    except ValueError:
+        raise InputError(f"--accept takes 'all' or numbers like 1,3, not {spec!r}") from None
+    if bad := [n for n in numbers if not 1 <= n <= len(items)]:
+        raise InputError(f"no suggestion {bad[0]}: there are {len(items)} (see --suggest)")
+    return [items[n - 1] for n in numbers]
+
+
+@app.command()
+def show(entity: Annotated[str | None, typer.Argument(help="Entity to show; omit for a summary.")] = None,
+         depth: Annotated[int, typer.Option(help="Fact hops around the entity.")] = 1,
+         unknown: Annotated[bool, typer.Option(
+             "--unknown", help="List what the graph marks unknown (about ENTITY, if given).")] = False,
+         belief: Annotated[str | None, typer.Option("--belief", help="Show where an item whose place is unknown "
+                                                    "probably is (the MCTS belief stored with the graph).")]
+         = None) -> None:
+    """Show the facts around an entity as a tree, or a summary of the whole graph.
+
+    Unknowns are marked: placeholders (an entity seen but not identified, e.g. a room seen through an exit)
+    and facts not known for an entity (e.g. where an item is: "(on apple ?)").
+    """
+
+    def go() -> None:
+        with agent() as a:
+            dom = a.domain
+            if belief is not None:
+                t = Table("place", "probability", title=f"Belief: where {belief} is")
+                for place, q in sorted(a.belief(belief).items(), key=lambda x: -x[1]):
+                    t.add_row(place, f"{q:.3f}")
+                out.print(t if t.row_count else f"no belief stored about {belief} (its place is known, or no "
+                          "search has needed it yet)")
+                return
+            if unknown:
+                marks = a.unknowns(None if entity is None else [entity])
+                types = {e.name: e.type for e in a.graph.entities({u.entity for u in marks})}
+                t = Table("entity", "type", "unknown", "meaning", title=f"Unknowns ({len(marks)})")
+                for u in marks:
+                    t.add_row(u.entity, types.get(u.entity, "?"), "placeholder" if u.predicate is None else str(u),
+                              "not yet identified" if u.predicate is None else dom.gloss(u.predicate))
+                out.print(t)
+                return
+            if entity is None:
+                ents, facts, last = a.entities(), a.facts(), a.history(1)
+                out.print(f"{a.graph.url}: domain {dom.name}, {len(ents)} entities, {len(facts)} facts, "
+                          f"{len(a.unknowns())} unknowns, {last[0].id if last else 0} changes")
+                t = Table("type", "entities", title="Entities by type")
+                for k, v in sorted(Counter(e.type for e in ents).items()):
+                    t.add_row(k, str(v))
+                p = Table("predicate", "facts", "meaning", title="Facts by predicate")
+                for k, v in sorted(Counter(f.predicate for f in facts).items()):
+                    p.add_row(k, str(v), dom.gloss(k))
+                out.print(t, p)
+                return
+            n = a.show(entity, depth)
+            types = {e.name: e.type for e in n.entities}
+            marks = a.unknowns([entity])
+            placeholder = " [yellow](placeholder: not yet identified)[/yellow]" if any(
+                u.predicate is None for u in marks) else ""
+            tree = Tree(f"[bold]{entity}[/bold] - {n.entity.type}{placeholder}")
+            for u in marks:
+                if u.predicate is not None:
+                    tree.add(f"[yellow]unknown: {u}[/yellow]  [dim]{dom.gloss(u.predicate)}[/dim]")
+            for k, v in n.entity.attrs.items():
+                tree.add(f"[dim]{k}: {v}[/dim]")
+            by_pred: dict[str, list[Fact]] = {}
+            for f in n.facts:
+                by_pred.setdefault(f.predicate, []).append(f)
+            for pred, fs in sorted(by_pred.items()):
+                branch = tree.add(f"[cyan]{pred}[/cyan]  [dim]{dom.gloss(pred)}[/dim]")
+                for f in fs:
+                    args = ", ".join(f"{a} ({types.get(a, '?')})" if a != entity else f"[bold]{a}[/bold]"
+                                     for a in f.args)
+                    branch.add(args or "(true)")
+            out.print(tree)
+
+    run_guarded(go)
+
+
+@app.command()
+def facts(predicate: Annotated[str | None, typer.Option(help="Only this predicate.")] = None,
+          entity: Annotated[str | None, typer.Option(help="Only facts mentioning this entity.")] = None
+          ) -> None:
+    """List facts as PDDL atoms, one per line."""
+
+    def go() -> None:
+        with agent() as a:
+            for f in a.facts(predicate, entity):
+                out.print(str(f), highlight=False, soft_wrap=True)
+
+    run_guarded(go)
+
+
+def _edit(adds: list[str], removes: list[str], text: str, entities: list[str] | None = None,
+          unknown: list[str] | None = None, known: list[str] | None = None) -> None:
+    if not (adds or removes or entities or unknown or known):
+        raise typer.BadParameter("nothing to change: give facts or marks (--unknown, --known; remove: --entity)")
+
+    def go() -> None:
+        with agent() as a:
+            print_change(a.change(adds, removes, text, removed_entities=entities or (),
+                                  unknown=[_mark(m) for m in unknown or ()], known=[_mark(m) for m in known or ()]))
+
+    run_guarded(go)
+
+
+def _mark(text: str) -> Unknown:
+    """An unknown mark written "ENTITY PREDICATE" (its facts of PREDICATE are unknown) or "ENTITY" (a placeholder)."""
+    words = text.split()
+    if not 1 <= len(words) <= 2:
+        raise InputError(f'an unknown mark is "ENTITY PREDICATE" or "ENTITY", not {text!r}')
+    return Unknown(entity=words[0], predicate=words[1] if len(words) == 2 else None)
+
+
+UnknownOpt = Annotated[list[str] | None, typer.Option(
+    "--unknown", help='Mark unknown: "ENTITY PREDICATE" (e.g. "apple on": where it is) or "ENTITY" (a placeholder, '
+                      "not yet identified); repeatable.")]
+KnownOpt = Annotated[list[str] | None, typer.Option(
+    "--known", help='Clear an unknown mark, written as for --unknown; repeatable (see `show --unknown`).')]
+
+
+@app.command()
+def add(facts: Annotated[list[str] | None, typer.Argument(help='Facts such as "(light_on kitchen_light)".')] = None,
+        unknown: UnknownOpt = None, known: KnownOpt = None,
+        note: Annotated[str, typer.Option(help="Why (kept in the history).")] = "") -> None:
+    """Add facts to the graph, and set or clear unknown marks (verified; all or nothing)."""
+    _edit(facts or [], [], note, unknown=unknown, known=known)
+
+
+@app.command()
+def remove(facts: Annotated[list[str] | None, typer.Argument(
+               help='Facts such as "(light_on kitchen_light)".')] = None,
+           entity: Annotated[list[str] | None, typer.Option(
+               help="Also remove this entity with all its facts (repeatable).")] = None,
+           unknown: UnknownOpt = None, known: KnownOpt = None,
+           note: Annotated[str, typer.Option(help="Why (kept in the history).")] = "") -> None:
+    """Remove facts and/or entities from the graph, and set or clear unknown marks (verified; all or nothing;
+    `undo` restores). E.g. `kgplan remove "(on apple table)" --unknown "apple on"`: where the apple is, is unknown."""
+    _edit([], facts or [], note, entity, unknown, known)
+
+
+@app.command()
+def observe(file: Annotated[Path, typer.Argument(help="JSON: {\"add\": [\"(fact ...)\"], \"remove\": "
+                                                     "[...], \"new_entities\": [{\"name\", \"type\"}], "
+                                                     "\"removed_entities\": [\"name\"], "
+                                                     "\"text\": \"...\"}, or a list of those.")]) -> None:
+    """Apply sensor observations; each is verified and applied as one change."""
+
+    def go() -> None:
+        deltas = load_observations(file)
+        with agent() as a:
+            for c in a.observe(deltas):
+                print_change(c)
+
+    run_guarded(go)
+
+
+@app.command()
+def check() -> None:
+    """Check the whole graph: every typing and invariant violation (exit status 1 if any)."""
+
+    def go() -> None:
+        with agent() as a:
+            issues = a.check()
+        for i in issues:
+            out.print(f"  - [{i.kind}] {i.message}", markup=False, highlight=False, soft_wrap=True)
+        if issues:
+            err.print(f"[red]{len(issues)} issue(s)[/red]")
+            raise typer.Exit(1)
+        out.print("no issues")
+
+    run_guarded(go)
+
+
+@app.command()
+def history(limit: Annotated[int, typer.Option(help="Show the newest N changes.")] = 20) -> None:
+    """Show the change history with provenance."""
+
+    def go() -> None:
+        with agent() as a:
+            t = Table("id", "time (UTC)", "source", "text", "+", "-", "new", "undo of")
+            for c in reversed(a.history(limit)):
+                d, n = c.delta, c.sizes
+                t.add_row(str(c.id), c.time.strftime("%Y-%m-%d %H:%M:%S"), d.source, d.text[:60],
+                          str(n["add"]), str(n["remove"]), str(n["new_entities"]), str(c.undo_of or ""))
+            out.print(t)
+
+    run_guarded(go)
+
+
+@app.command()
+def undo(change_id: Annotated[int, typer.Argument(help="The id shown by `kgplan history`.")]) -> None:
+    """Undo a change by applying its inverse as a new change."""
+
+    def go() -> None:
+        with agent() as a:
+            print_change(a.undo(change_id), "Undo applied as change")
+
+    run_guarded(go)
+
+
+@app.command()
+def export(pddl: Annotated[bool, typer.Option("--pddl", help="Print a PDDL problem (:objects "
+                                                            "and :init).")] = False) -> None:
+    """Export the graph; `--pddl` prints it as a complete PDDL problem on stdout."""
+
+    def go() -> None:
+        if not pddl:
+            raise InputError("choose an export format: --pddl")
+        with agent() as a:
+            sys.stdout.write(a.export_pddl())
+
+    run_guarded(go)
+
+
+@app.command()
+def demo(store: Annotated[str, typer.Option(help="Store for the demo (wiped first).")]
+         = "sqlite:kgplan-demo.db") -> None:
+    """The main job: build the household world, apply sensor observations, plan a task and execute it."""
+    from kgplan.interfaces.demo import run_demo
+
+    STATE["store"] = store
+    run_guarded(lambda: run_demo(store, out, print_change))
+
+
+def print_outcome(o: Outcome) -> None:
+    """What `tell` did with a sentence: the refused replies, then the change (or the dry run's)."""
+    for i, issues in enumerate(o.rounds, 1):
+        err.print(f"[yellow]reply {i} refused:[/yellow] " + escape("; ".join(issues)), highlight=False)
+    if o.change:
+        print_change(o.change)
+    elif o.delta and not o.error:
+        out.print("[cyan]dry run[/cyan], verified but not applied:")
+        print_change(Change(id=0, delta=o.delta), "Proposed change")
+    out.print(f"[dim]{len(o.calls)} LLM call(s), {o.prompt_tokens} prompt tokens[/dim]")
+    if o.error:
+        raise LLMError(o.error)
+
+
+def print_plan(r: PlanReport, explain: bool = False) -> None:
+    colour = "green" if r.solved else "red"
+    state = "the full state" if r.used_full_state else f"{r.facts_pruned} of {r.facts_full} facts"
+    if r.widenings:
+        state += f" after {r.widenings} pruned state(s) given up"
+    out.print(f"[{colour}]{r.status}[/{colour}] by {r.planner} in {r.seconds:.2f} s on {state} "
+              f"(pruning {r.prune_seconds * 1000:.0f} ms)", highlight=False)
+    for i, step in enumerate(r.plan, 1):
+        out.print(f"  {i:3d}. {step}", highlight=False)
+    if r.cost is not None:
+        out.print(f"cost {r.cost:g} (total-cost)", highlight=False)
+    if r.message:
+        out.print(f"[dim]{r.message}[/dim]", highlight=False)
+    if explain and r.problem_pddl:
+        which = "the full state" if r.used_full_state else f"the pruned state ({r.facts_pruned} facts)"
+        out.rule(f"the problem the planner answered: on {which}")
+        out.print(r.problem_pddl, highlight=False, markup=False)
+
+
+@app.command()
+def tell(
+    text: Annotated[str, typer.Argument(help='A state change in English, e.g. "Sandra turned off the laundry '
+                                             'room light".')],
+    dry_run: Annotated[bool, typer.Option(help="Show the verified change without applying it.")] = False,
+    whole: Annotated[bool, typer.Option("--full-graph", help="Show the LLM the whole graph (no retrieval).")] = False,
+    depth: Annotated[int, typer.Option(help="Fact hops around the entities the LLM selects.")] = 1,
+    rounds: Annotated[int, typer.Option(help="Replies allowed before giving up.")] = 3,
+) -> None:
+    """Tell the agent what changed: the LLM proposes a change, verification checks it, issues go back to the LLM.
+
+    The LLM is any OpenAI-compatible endpoint: KGPLAN_LLM_BASE_URL, KGPLAN_LLM_MODEL, OPENAI_API_KEY.
+    """
+
+    def go() -> None:
+        with agent() as a:
+            print_outcome(a.tell(text, whole=whole, depth=depth, rounds=rounds, dry_run=dry_run))
+
+    run_guarded(go)
+
+
+@app.command()
+def plan(
+    task: Annotated[str | None, typer.Argument(help='A task in English, e.g. "Can you silence all the phones?" '
+                                                    "(the LLM writes the goal).")] = None,
+    goal: Annotated[str | None, typer.Option("--goal", "-g", help='A PDDL goal instead, e.g. "(and (not '
+                                             '(switched_on kitchen_light)))"; and/or/not/imply/forall/exists.')]
+    = None,
+    planner: Annotated[Planner, typer.Option(help=(
+        "fd (Fast Downward LAMA-first), fd-opt or symk-opt (optimal), lapkt (LAPKT SIW then BFS(f), as in L3M+P)."))]
+    = Planner.fd,
+    timeout: Annotated[float, typer.Option(help="Seconds per planner call.")] = 60.0,
+    memory: Annotated[int, typer.Option(help="Memory cap for the planner in MB.")] = 4096,
+    prune: Annotated[bool, typer.Option(help="Plan on the relevance-pruned state first.")] = True,
+    explain: Annotated[bool, typer.Option(help="Also print the problem file the planner answered on, saying "
+                                               "whether that was the pruned or the full state.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object instead.")] = False,
+    search: Annotated[str | None, typer.Option(help="mcts: search over the belief about unknown places "
+                                               "instead (a one-step plan; observe, then plan again).")] = None,
+    simulations: Annotated[int, typer.Option(help="MCTS simulations (with --search mcts).")] = 100,
+) -> None:
+    """Plan for a task (English, through the LLM) or a PDDL goal; `kgplan run` then executes the plan."""
+
+    def go() -> None:
+        if task is None and goal is None:
+            raise InputError("give a task in English or a PDDL goal with --goal")
+        with agent() as a:
+            text = goal if task is None else a.goal_for(task)
+            if task is not None and not as_json:
+                out.print(f"goal: {text}", highlight=False)
+            if search not in (None, "mcts"):
+                raise InputError(f"unknown search {search!r}: the only one is mcts")
+            r = (a.search(text, simulations) if search else
+                 a.plan(goal=text, planner=planner.value, timeout=timeout, prune=prune, memory_mb=memory))
+        if as_json:
+            sys.stdout.write(json.dumps(r.to_json()) + "\n")
+        else:
+            print_plan(r, explain)
+        if not r.solved:
+            raise typer.Exit(2)
+
+    run_guarded(go)
+
+
+@app.command()
+def chat() -> None:
+    """Talk to the agent: say what changed or what to do; the LLM tells the two apart.
+
+    /run executes the last plan, /history shows the changes, /quit (or an empty line) ends.
+    """
+
+    def go() -> None:
+        with agent() as a:
+            while (line := typer.prompt("you", default="", show_default=False).strip()) not in ("", "/quit"):
+                try:
+                    if line in ("/run", "/history"):
+                        (run_plan if line == "/run" else history)()
+                    elif line.startswith("/"):
+                        err.print("commands: /run /history /quit")
+                    elif a.classify(line) == "task":
+                        goal_text = a.goal_for(line)
+                        out.print(f"goal: {goal_text}", highlight=False)
+                        print_plan(a.plan(goal=goal_text))
+                    else:
+                        print_outcome(a.tell(line))
+                except typer.Exit:
+                    pass  # the command has said why
+                except Exception as e:
+                    if not report(e):
+                        raise
+
+    run_guarded(go)
+
+
+@app.command(name="run")
+def run_plan() -> None:
+    """Execute the last plan on the graph, one verified change per action (provenance `plan`)."""
+
+    def go() -> None:
+        with agent() as a:
+            _, n, result = a.run()
+        out.print(f"Executed {len(result.changes)} of {n} steps as changes "
+                  f"{', '.join(f'#{c}' for c in result.changes) or '(none)'}")
+        if result.failure:
+            err.print(f"[red]stopped:[/red] {escape(result.failure)}; replan with `kgplan plan --goal ...`",
+                      highlight=False)
+            raise typer.Exit(1)
+
+    run_guarded(go)
+
+
+@app.command()
+def serve(
+    host: Annotated[str, typer.Option(help="Address to listen on; anything but loopback should set "
+                                           "KGPLAN_API_TOKEN.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="Port.")] = 8000,
+    domain: Annotated[str | None, typer.Option(help="Initialise an empty store with this domain first (a bundled "
+                                                    "name or a path); a store already set up is kept.")] = None,
+    problem: Annotated[Path | None, typer.Option(help="With --domain: the PDDL problem an empty store is loaded "
+                                                      "with.")] = None,
+    token: Annotated[str | None, typer.Option(envvar="KGPLAN_API_TOKEN", show_envvar=True, show_default=False,
+                                              help="A token every write must send as `Authorization: Bearer`.")]
+    = None,
+) -> None:
+    """Serve the HTTP API (OpenAPI at /docs) and the web page at / to inspect and correct the graph."""
+    from kgplan.interfaces.api import serve as run_server
+
+    def go() -> None:
+        if not token and host not in ("127.0.0.1", "localhost", "::1"):
+            err.print(f"[yellow]warning:[/yellow] listening on {host} without KGPLAN_API_TOKEN: anyone who "
+                      "reaches it can change the graph")
+        with agent() as a:
+            if domain and not a.initialised:
+                a.init(domain, problem)
+            a.domain  # noqa: B018  (fail now, with a clear message, if the store is not initialised)
+            out.print(f"kgplan on {a.graph.url}: http://{host}:{port}/ (API docs at /docs)")
+            run_server(a, host, port, token)
+
+    run_guarded(go)
+
+
+@app.command()
+def mcp() -> None:
+    """Serve the agent to an LLM assistant over MCP on stdio (tools: tell, plan, run, show, search, history,
+    undo)."""
+    from kgplan.interfaces.mcp import serve as run_server
+
+    def go() -> None:
+        with agent() as a:
+            run_server(a)
+
+    run_guarded(go)
+
+
+ExploreMode = StrEnum("ExploreMode", ["sensor", "llm"])
+ExploreLLM = StrEnum("ExploreLLM", ["openai", "oracle"])
+
+
+@app.command()
+def explore(
+    game: Annotated[str, typer.Option(help="TextWorld-Express game: coin, cooking-easy or cooking-hard; or a TextWorld "
+                                           "game made offline by tw-make: textworld-coin or textworld-cooking.")
+                    ] = "coin",
+    seed: Annotated[int, typer.Option(help="Game seed (0-9 for development, 10-59 are the reported ones).")] = 0,
+    planner: Annotated[Planner | None, typer.Option(
+        help="Planner for the goal and the sub-goals (default: the domain's, see its domain.toml).")] = None,
+    mode: Annotated[ExploreMode, typer.Option(
+        help="sensor: read the game's structured outputs; llm: the LLM edits the problem from the prose.")
+    ] = ExploreMode.sensor,
+    llm: Annotated[ExploreLLM, typer.Option(
+        help="LLM mode's model: openai (the endpoint of --llm-url / KGPLAN_LLM_*) or oracle (a check device "
+             "answering the true edits, read by the sensor).")] = ExploreLLM.openai,
+) -> None:
+    """Play a partially observed game: plan for the goal or the domain's sub-goals, act, observe, replan.
+
+    Each step shows the observation, the verified graph change, the goal tried, the plan and the action.
+    The graph is a fresh one per game (the --store option is not used). The TextWorld-Express games need
+    textworld-express and Java 17, the TextWorld ones textworld.
+    """
+    from kgplan.agent.explore import SENSORS
+    from kgplan.agent.explore import explore as play
+    from kgplan.games.oracle import SensorOracleLLM
+    from kgplan.games.textworld import TextWorld, TextWorldUnavailable
+    from kgplan.games.twx import TextWorldExpress, TWXUnavailable
+
+    if game not in SENSORS:
+        err.print(f"[red]error:[/red] no sensor for game {game!r}: choose {', '.join(SENSORS)}")
+        raise typer.Exit(2)
+    try:
+        env = TextWorld(game.removeprefix("textworld-")) if game.startswith("textworld-") else TextWorldExpress(game)
+    except (TWXUnavailable, TextWorldUnavailable) as e:
+        err.print(f"[red]error:[/red] {e}")
+        raise typer.Exit(2) from None
+    model = None
+    if mode == ExploreMode.llm and llm == ExploreLLM.oracle:
+        model = SensorOracleLLM(SENSORS[game][1])
+        env = model.watch(env)
+    elif mode == ExploreMode.llm:
+        from kgplan.language.llm import LLMConfig, OpenAIClient
+
+        model = OpenAIClient(_llm() or LLMConfig.from_env())
+    try:
+        ep = play(env, game, seed, planner=planner and planner.value, llm=model,
+                  show=lambda line: out.print(line, highlight=False, markup=False))
+    finally:
+        env.close()
+    raise typer.Exit(0 if ep.success else 1)
+
+
+def benchmarks() -> dict[str, EntryPoint]:
+    """The benchmarks installed: entry points of the group `kgplan.benchmarks` (pyproject.toml), each a
+    `main(argv) -> exit status`."""
+    return {e.name: e for e in entry_points(group="kgplan.benchmarks")}
+
+
+@app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True, "help_option_names": []})
+def bench(ctx: typer.Context, name: Annotated[str | None, typer.Argument(
+        help="The benchmark; `kgplan bench NAME --help` lists its options.")] = None) -> None:
+    """Run a benchmark (its own options follow; see `kgplan bench NAME --help`)."""
+    found = benchmarks()
+    if name in (None, "-h", "--help"):
+        out.print(ctx.get_help())
+        out.print(f"benchmarks: {', '.join(sorted(found))}")
+        return
+    if name not in found:
+        err.print(f"[red]error:[/red] no benchmark {name!r}: choose {', '.join(sorted(found))}")
+        raise typer.Exit(1)
+    raise typer.Exit(found[name].load()(ctx.args))

@@ -1,0 +1,215 @@
+"""The JSON shapes of the agent's operations and the operations that produce them, shared by the HTTP API
+and the MCP server."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from pydantic import BaseModel, Field, ValidationError
+
+from kgplan.agent.agent import Agent, Planner, Progress
+from kgplan.errors import InputError, KgplanError
+from kgplan.graph.model import Change, ChangeSlice, Entity, Fact, Unknown
+
+EXPECTED = (KgplanError, ValidationError)  # a user's mistake, a failing store or LLM: not a bug
+
+
+class TellFailed(KgplanError):
+    """No valid change came out of a sentence; the graph is unchanged."""
+
+    def __init__(self, message: str, rounds: list[list[str]]) -> None:
+        super().__init__(message)
+        self.rounds = rounds
+
+
+# ---- what goes in --------------------------------------------------------------------------------
+class TellIn(BaseModel):
+    text: str = Field(min_length=1, description="A state change in English")
+    dry_run: bool = False
+    full_graph: bool = Field(False, description="Show the LLM the whole graph (no retrieval)")
+    depth: int = Field(1, ge=0, le=5)
+    rounds: int = Field(3, ge=1, le=10)
+
+
+class PlanIn(BaseModel):
+    goal: str | None = Field(None, description="A PDDL goal, e.g. (not (switched_on kitchen_light))")
+    task: str | None = Field(None, description="A task in English (the LLM writes the goal)")
+    planner: Planner = Planner.fd
+    timeout: float = Field(60.0, gt=0, le=600)
+    prune: bool = True
+
+
+class FactOut(BaseModel):
+    predicate: str
+    args: list[str]
+    text: str
+
+
+class GraphFactOut(FactOut):
+    """A fact of the graph, with whether it touches what the graph does not know."""
+
+    unknown: bool = Field(description="It names a placeholder, or its predicate is marked unknown for one of its "
+                                      "arguments (more facts of it may hold than the graph knows)")
+
+
+class EntityOut(Entity):
+    """An entity with its unknown marks (see /api/unknowns)."""
+
+    placeholder: bool = Field(description="Seen but not yet identified (e.g. a room seen through an exit)")
+    unknown: list[str] = Field(description="Predicates whose facts about it are not known, e.g. `on`: where it is")
+
+
+class ChangeOut(BaseModel):
+    id: int
+    time: datetime
+    source: str
+    text: str
+    model: str | None
+    tokens: dict[str, int]
+    add: list[FactOut]
+    remove: list[FactOut]
+    new_entities: list[Entity]
+    removed_entities: list[str]
+    undo_of: int | None
+    unknown: list[Unknown] = Field(description="What it marked unknown")
+    known: list[Unknown] = Field(description="What it marked no longer unknown")
+    sizes: dict[str, int] = Field(description="The full length of each list (add, remove, new_entities, "
+                                              "removed_entities); the lists above may be a part of them")
+    offset: int = Field(0, description="Where in each full list the lists above start")
+
+
+class EntitiesOut(BaseModel):
+    total: int
+    entities: list[EntityOut]
+
+
+class FactsOut(BaseModel):
+    total: int
+    facts: list[GraphFactOut]
+
+
+class NeighbourhoodOut(BaseModel):
+    entity: EntityOut
+    depth: int
+    entities: list[EntityOut]
+    facts: list[GraphFactOut]
+
+
+class StepOut(BaseModel):
+    action: str
+    add: list[FactOut]
+    remove: list[FactOut]
+
+
+class PlanOut(BaseModel):
+    goal: str
+    status: str
+    planner: str
+    plan: list[str]
+    steps: list[StepOut]
+    seconds: float
+    used_full_state: bool
+    message: str
+    report: dict[str, Any] = Field(description="Every measurement of the planning run")
+
+
+class TellOut(BaseModel):
+    change: ChangeOut | None = Field(description="The applied change (None in a dry run)")
+    proposed: ChangeOut | None = Field(description="The verified change of a dry run")
+    rounds: list[list[str]] = Field(description="The issues of each refused reply")
+    llm_calls: int
+    prompt_tokens: int
+
+
+class RunOut(BaseModel):
+    goal: str
+    steps: int
+    changes: list[int]
+    done: bool
+    failure: str | None
+
+
+def fact_out(f: Fact) -> FactOut:
+    return FactOut(predicate=f.predicate, args=list(f.args), text=str(f))
+
+
+def change_out(c: Change | ChangeSlice) -> ChangeOut:
+    """A change, or the part of one that a slice holds."""
+    if isinstance(c, Change):
+        c = ChangeSlice.cut(c.id, c.time, c.undo_of, c.delta, limit=None)
+    d = c.delta
+    return ChangeOut(id=c.id, time=c.time, source=d.source, text=d.text, model=d.model, tokens=d.tokens,
+                     add=[fact_out(f) for f in d.add], remove=[fact_out(f) for f in d.remove],
+                     new_entities=d.new_entities, removed_entities=d.removed_names(), undo_of=c.undo_of,
+                     unknown=d.unknown, known=d.known, sizes=c.sizes, offset=c.offset)
+
+
+class Marks:
+    """The unknown marks of some entities, read once (one `unknowns` read per answer, not one per row)."""
+
+    def __init__(self, agent: Agent, names: set[str]) -> None:
+        self.of: dict[str, set[str | None]] = {}
+        for u in agent.unknowns(names) if names else ():
+            self.of.setdefault(u.entity, set()).add(u.predicate)
+
+    def entity(self, e: Entity) -> EntityOut:
+        marks = self.of.get(e.name, ())
+        return EntityOut(name=e.name, type=e.type, attrs=e.attrs, placeholder=None in marks,
+                         unknown=sorted(p for p in marks if p))
+
+    def fact(self, f: Fact) -> GraphFactOut:
+        marked = any(None in self.of.get(a, ()) or f.predicate in self.of.get(a, ()) for a in f.args)
+        return GraphFactOut(predicate=f.predicate, args=list(f.args), text=str(f), unknown=marked)
+
+
+def entities_out(agent: Agent, ents: list[Entity], limit: int) -> EntitiesOut:
+    shown = ents[:limit]
+    marks = Marks(agent, {e.name for e in shown})
+    return EntitiesOut(total=len(ents), entities=[marks.entity(e) for e in shown])
+
+
+def facts_out(agent: Agent, facts: list[Fact], limit: int) -> FactsOut:
+    shown = facts[:limit]
+    marks = Marks(agent, {a for f in shown for a in f.args})
+    return FactsOut(total=len(facts), facts=[marks.fact(f) for f in shown])
+
+
+def do_show(agent: Agent, name: str, depth: int) -> NeighbourhoodOut:
+    n = agent.show(name, depth)
+    marks = Marks(agent, {e.name for e in n.entities} | {name})
+    return NeighbourhoodOut(entity=marks.entity(n.entity), depth=depth, entities=[marks.entity(e) for e in n.entities],
+                            facts=[marks.fact(f) for f in n.facts])
+
+
+def do_history(agent: Agent, limit: int, before: int | None = None) -> list[ChangeOut]:
+    """The newest changes first (ids below `before`), each with the first few items of what it changed."""
+    return [change_out(c) for c in agent.history(limit, before)]
+
+
+def do_tell(agent: Agent, body: TellIn, progress: Progress) -> TellOut:
+    o = agent.tell(body.text, dry_run=body.dry_run, whole=body.full_graph, depth=body.depth, rounds=body.rounds,
+                   progress=progress)
+    if o.error:
+        raise TellFailed(o.error, o.rounds)
+    return TellOut(change=change_out(o.change) if o.change else None,
+                   proposed=change_out(Change(id=0, delta=o.delta)) if o.delta and not o.change else None,
+                   rounds=o.rounds, llm_calls=len(o.calls), prompt_tokens=o.prompt_tokens)
+
+
+def do_plan(agent: Agent, body: PlanIn, progress: Progress) -> PlanOut:
+    if (body.goal is None) == (body.task is None):
+        raise InputError('give either "goal" (PDDL) or "task" (English)')
+    r = agent.plan(body.task, body.goal if body.task is None else None, planner=body.planner.value,
+                   timeout=body.timeout, prune=body.prune, progress=progress)
+    steps = [StepOut(action=s, add=[fact_out(f) for f in a], remove=[fact_out(f) for f in d])
+             for s, (a, d) in zip(r.plan, agent.effects(r.plan), strict=True)]
+    return PlanOut(goal=r.goal, status=r.status, planner=r.planner, plan=r.plan, steps=steps, seconds=r.seconds,
+                   used_full_state=r.used_full_state, message=r.message, report=r.to_json())
+
+
+def do_run(agent: Agent, progress: Progress) -> RunOut:
+    goal, n, e = agent.run(progress)
+    return RunOut(goal=goal, steps=n, changes=e.changes, done=e.done, failure=str(e.failure) if e.failure else None)
+
+

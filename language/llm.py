@@ -1,0 +1,347 @@
+"""LLM clients with structured (pydantic-validated) replies and per-call usage records.
+
+`OpenAIClient` talks to any OpenAI-compatible chat endpoint (OpenAI, vLLM, Ollama, llama.cpp server);
+`ScriptedLLM` replays replies a test or an oracle specifies. Both implement `LLM.complete(messages, schema)`,
+which returns the reply validated against the pydantic model `schema` and its `CallRecord`, or raises `LLMError`.
+
+Reply schemas are plain pydantic models; restrict names to known ones with `choice` (a `Literal`, i.e. a
+JSON-schema `enum`), e.g. ``enum_model("Fact", predicate=["at", "holding"], args=(list[choice(objects)], ...))``.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import re
+import time
+from abc import ABC, abstractmethod
+from collections import deque
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any, Literal, TypeVar
+
+import openai
+from pydantic import BaseModel, ValidationError, create_model
+
+from kgplan.errors import InputError, LLMError
+
+M = TypeVar("M", bound=BaseModel)
+Mode = Literal["json_schema", "json_object", "text"]
+MODES: tuple[Mode, ...] = ("json_schema", "json_object", "text")
+FORMAT_WORDS = ("response_format", "json_schema", "json_object")  # in an error that rejects the reply format
+
+
+@dataclass(frozen=True)
+class CallRecord:
+    """One `complete` call: tokens from the API's `usage` (0 when not reported), wall time over all attempts
+    (HTTP requests, the client's retries included)."""
+
+    model: str
+    mode: Mode
+    prompt_tokens: int
+    completion_tokens: int
+    latency_s: float
+    attempts: int
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class Usage:
+    """Totals over a client's calls."""
+
+    calls: int
+    failed: int
+    prompt_tokens: int
+    completion_tokens: int
+    latency_s: float
+
+
+@dataclass(frozen=True)
+class LLMConfig:
+    """Endpoint and call policy; `from_env` reads it, callers override fields with `dataclasses.replace`.
+
+    `response_format` is the first reply format tried; the client falls back json_schema -> json_object -> text
+    when the endpoint rejects one (HTTP 400, 422 or 500 naming the format). `max_attempts` bounds the requests
+    per reply format: the openai client retries connection errors, timeouts, 408/409/429 and 5xx itself
+    (exponential backoff with jitter, honouring Retry-After), `timeout_s` is per request. `max_tokens` bounds a
+    reply (unset: the endpoint's own bound, which for a llama.cpp server is the whole context window).
+    """
+
+    model: str = "gpt-4o-mini"
+    base_url: str | None = None
+    api_key: str | None = None
+    response_format: Mode = "json_schema"
+    temperature: float | None = None
+    timeout_s: float = 60.0
+    max_attempts: int = 4
+    max_tokens: int | None = None
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None, **overrides: Any) -> LLMConfig:
+        """`KGPLAN_LLM_BASE_URL`, `KGPLAN_LLM_MODEL`, `OPENAI_API_KEY`, `KGPLAN_LLM_RESPONSE_FORMAT`,
+        `KGPLAN_LLM_TIMEOUT` (seconds per request: raise it for a slow local model), `KGPLAN_LLM_MAX_TOKENS`."""
+        env = os.environ if env is None else env
+        config = cls(
+            model=env.get("KGPLAN_LLM_MODEL") or cls.model,
+            base_url=env.get("KGPLAN_LLM_BASE_URL") or None,
+            api_key=env.get("OPENAI_API_KEY") or None,
+            timeout_s=float(env.get("KGPLAN_LLM_TIMEOUT") or cls.timeout_s),
+        )
+        limit = env.get("KGPLAN_LLM_MAX_TOKENS")
+        if limit:
+            if not limit.isdigit() or int(limit) == 0:
+                raise InputError(f"KGPLAN_LLM_MAX_TOKENS={limit!r}: expected a positive whole number")
+            config = replace(config, max_tokens=int(limit))
+        fmt = env.get("KGPLAN_LLM_RESPONSE_FORMAT")
+        if fmt:
+            if fmt not in MODES:
+                raise InputError(f"KGPLAN_LLM_RESPONSE_FORMAT={fmt!r}: expected one of {', '.join(MODES)}")
+            config = replace(config, response_format=fmt)
+        return replace(config, **overrides)
+
+
+def choice(values: Iterable[str]) -> Any:
+    """The type accepting exactly these strings: `Literal[...]`, whose JSON schema is an `enum`."""
+    values = tuple(dict.fromkeys(values))
+    if not values:
+        raise ValueError("choice() needs at least one value")
+    return Literal[values]
+
+
+def enum_model(name: str, /, **fields: Any) -> type[BaseModel]:
+    """`pydantic.create_model(name, **fields)`, where a field given as a list of strings is a required `choice`.
+
+    Other field values go to `create_model` unchanged: a type, or `(type, default)`.
+    """
+    spec = {k: (choice(v), ...) if isinstance(v, list) else v for k, v in fields.items()}
+    return create_model(name, **spec)
+
+
+def strict_schema(model: type[BaseModel]) -> dict[str, Any]:
+    """The model's JSON schema made valid for OpenAI strict mode.
+
+    Every object lists all its properties as required and has `additionalProperties: false`; defaults
+    and titles are dropped (the model still applies defaults; titles only cost prompt tokens); `const`
+    becomes a one-value `enum`; a `$ref` with sibling keywords (e.g. a description) is inlined.
+    Free-form dicts (`dict[str, X]`) cannot be made strict.
+    """
+    root = model.model_json_schema()
+    defs = root.get("$defs", {})
+
+    def fix(node: Any) -> Any:
+        if isinstance(node, list):
+            return [fix(item) for item in node]
+        if not isinstance(node, dict):
+            return node
+        if "$ref" in node and len(node) > 1:
+            node = dict(node)
+            node = {**defs[node.pop("$ref").rsplit("/", 1)[-1]], **node}
+        out = {
+            key: {name: fix(sub) for name, sub in value.items()} if key in ("properties", "$defs") else fix(value)
+            for key, value in node.items()
+            if key not in ("default", "title")
+        }
+        if "const" in out:
+            out["enum"] = [out.pop("const")]
+        if "properties" in out:
+            out["required"] = list(out["properties"])
+            out["additionalProperties"] = False
+        return out
+
+    return fix(root)
+
+
+def schema_name(model: type[BaseModel]) -> str:
+    """The model's name as the API accepts it (letters, digits, `_`, `-`; at most 64)."""
+    return re.sub(r"[^A-Za-z0-9_-]", "_", model.__name__)[:64]
+
+
+def extract_json(text: str) -> Any:
+    """The reply's JSON value: the whole text, else the first decodable `{...}` in it (code fences, prose)."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        pass
+    decoder = json.JSONDecoder()
+    for i, ch in enumerate(text):
+        if ch == "{":
+            try:
+                return decoder.raw_decode(text, i)[0]
+            except json.JSONDecodeError:
+                continue
+    raise ValueError("no JSON object found")
+
+
+def parse_reply(text: str, schema: type[M]) -> M:
+    """Validate a text reply against `schema`; `LLMError` says what is wrong and shows the (truncated) text."""
+    try:
+        return schema.model_validate(extract_json(text))
+    except ValueError as e:  # ValidationError is a ValueError
+        reason = str(e) if isinstance(e, ValidationError) else f"not JSON ({e})"
+        raise LLMError(f"reply does not fit {schema.__name__}: {reason}", raw=text) from e
+
+
+class LLM(ABC):
+    """A chat model answering with replies validated against a pydantic schema; keeps a record per call."""
+
+    def __init__(self) -> None:
+        self.records: list[CallRecord] = []
+
+    @abstractmethod
+    def complete(self, messages: list[dict], schema: type[M]) -> tuple[M, CallRecord]:
+        """Send `messages` (OpenAI chat format), return the reply as a `schema` instance; raise `LLMError`."""
+
+    @property
+    def usage(self) -> Usage:
+        return Usage(
+            calls=len(self.records),
+            failed=sum(r.error is not None for r in self.records),
+            prompt_tokens=sum(r.prompt_tokens for r in self.records),
+            completion_tokens=sum(r.completion_tokens for r in self.records),
+            latency_s=sum(r.latency_s for r in self.records),
+        )
+
+
+class OpenAIClient(LLM):
+    """An OpenAI-compatible chat endpoint: the openai client's own retries, and the reply-format fallback."""
+
+    def __init__(self, config: LLMConfig | None = None) -> None:
+        super().__init__()
+        self.config = config or LLMConfig.from_env()
+        self.mode: Mode = self.config.response_format  # lowered for good when the endpoint rejects a format
+        self._client = openai.OpenAI(
+            base_url=self.config.base_url,
+            api_key=self.config.api_key or "none",  # local servers need no key, the client insists on one
+            timeout=self.config.timeout_s,
+            max_retries=self.config.max_attempts - 1,
+        )
+
+    def complete(self, messages: list[dict], schema: type[M]) -> tuple[M, CallRecord]:
+        start, attempts = time.perf_counter(), 0
+
+        def fail(message: str, raw: str | None = None, usage: Any = None) -> LLMError:
+            error = LLMError(f"{self.config.model}: {message}", raw)
+            self._record(start, attempts, usage, str(error))
+            return error
+
+        while True:
+            try:
+                raw_response = self._client.chat.completions.with_raw_response.create(**self._request(messages, schema))
+                attempts += raw_response.retries_taken + 1
+                response = raw_response.parse()
+                break
+            except openai.OpenAIError as e:  # the client has retried what is worth retrying
+                attempts += self._client.max_retries + 1 if _retried(e) else 1
+                if self._format_rejected(e):  # not a retry: the same request in another format
+                    self.mode = MODES[MODES.index(self.mode) + 1]
+                    continue
+                if isinstance(e, openai.BadRequestError):
+                    raise fail(f"request rejected: {e}") from e
+                raise fail(f"request failed after {attempts} attempts: {type(e).__name__}: {e}") from e
+
+        message = response.choices[0].message if response.choices else None
+        text = (message.content if message else None) or ""
+        try:
+            reply = parse_reply(text, schema)
+        except LLMError as e:
+            refusal = getattr(message, "refusal", None)
+            reason = e.reason + (f"; refusal: {refusal}" if refusal else "")
+            if response.choices and response.choices[0].finish_reason == "length":
+                reason += "; the reply was cut at its length limit (max_tokens)"
+            raise fail(reason, raw=e.raw, usage=response.usage) from e
+        return reply, self._record(start, attempts, response.usage)
+
+    def _format_rejected(self, e: openai.OpenAIError) -> bool:
+        """An error status that names the reply format: 400 from vLLM, 422 or 500 from llama-cpp-python."""
+        return (self.mode != "text" and isinstance(e, openai.APIStatusError) and e.status_code in (400, 422, 500)
+                and any(w in str(e).lower() for w in FORMAT_WORDS))
+
+    def _request(self, messages: list[dict], schema: type[BaseModel]) -> dict[str, Any]:
+        body: dict[str, Any] = {"model": self.config.model, "messages": messages}
+        if self.config.temperature is not None:
+            body["temperature"] = self.config.temperature
+        if self.config.max_tokens is not None:
+            body["max_tokens"] = self.config.max_tokens
+        if self.mode == "json_schema":
+            body["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {"name": schema_name(schema), "schema": strict_schema(schema), "strict": True},
+            }
+            return body
+        if self.mode == "json_object":  # llama.cpp servers turn the (non-standard) schema into a grammar
+            body["response_format"] = {"type": "json_object", "schema": strict_schema(schema)}
+        body["messages"] = with_instruction(
+            messages,
+            "Reply with a single JSON object and nothing else. It must conform to this JSON schema:\n"
+            + json.dumps(strict_schema(schema)),
+        )
+        return body
+
+    def _record(self, start: float, attempts: int, usage: Any, error: str | None = None) -> CallRecord:
+        record = CallRecord(
+            model=self.config.model,
+            mode=self.mode,
+            prompt_tokens=getattr(usage, "prompt_tokens", None) or 0,
+            completion_tokens=getattr(usage, "completion_tokens", None) or 0,
+            latency_s=time.perf_counter() - start,
+            attempts=attempts,
+            error=error,
+        )
+        self.records.append(record)
+        return record
+
+
+def _retried(e: openai.OpenAIError) -> bool:
+    """Whether the openai client retried this error before raising it (connection errors, timeouts, 408/409/429,
+    5xx)."""
+    return isinstance(e, openai.APIConnectionError) or (
+        isinstance(e, openai.APIStatusError) and (e.status_code in (408, 409, 429) or e.status_code >= 500))
+
+
+def with_instruction(messages: list[dict], instruction: str) -> list[dict]:
+    """The messages with `instruction` appended to the leading system message (or added as one)."""
+    if messages and messages[0].get("role") == "system" and isinstance(messages[0].get("content"), str):
+        first = {**messages[0], "content": f"{messages[0]['content']}\n\n{instruction}"}
+        return [first, *messages[1:]]
+    return [{"role": "system", "content": instruction}, *messages]
+
+
+Reply = str | BaseModel | LLMError | Callable[[list[dict]], "str | BaseModel"]
+
+
+class ScriptedLLM(LLM):
+    """Replies given in advance, in order: text, pydantic objects, callables of the messages, or an `LLMError`
+    to raise (an endpoint that failed).
+
+    Every prompt is kept in `prompts`; each reply is validated against the call's schema like a real one.
+    """
+
+    def __init__(self, replies: Sequence[Reply] = (), model: str = "scripted") -> None:
+        super().__init__()
+        self.replies: deque[Reply] = deque(replies)
+        self.prompts: list[list[dict]] = []
+        self.model = model
+
+    def complete(self, messages: list[dict], schema: type[M]) -> tuple[M, CallRecord]:
+        start = time.perf_counter()
+        self.prompts.append(copy.deepcopy(messages))
+        try:
+            if not self.replies:
+                raise LLMError(f"ScriptedLLM: no reply left for call {len(self.prompts)} ({schema.__name__})")
+            reply = self.replies.popleft()
+            if isinstance(reply, LLMError):
+                raise reply
+            if callable(reply):
+                reply = reply(messages)
+            text = reply.model_dump_json() if isinstance(reply, BaseModel) else reply
+            result = parse_reply(text, schema)
+        except LLMError as e:
+            self._record(start, str(e))
+            raise
+        return result, self._record(start)
+
+    def _record(self, start: float, error: str | None = None) -> CallRecord:
+        record = CallRecord(self.model, "json_schema", 0, 0, time.perf_counter() - start, 1, error)
+        self.records.append(record)
+        return record

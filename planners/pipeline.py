@@ -1,0 +1,183 @@
+"""Planning from the world graph (L3M+P Algorithm 4 with the goal given in PDDL).
+
+Goal -> checked against the domain and the graph's objects -> relevance-pruned state (the
+objects of a relaxed plan) -> planner -> plan checked on the full state. A pruned state on which
+the goal is not even relaxed-reachable is widened without calling the planner; one that yields
+no valid plan is widened too (`Relevance.prunings`), and the full state is tried last.
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field, fields
+
+from kgplan.domains.formula import Formula, parse_formula
+from kgplan.domains.sexpr import PDDLError, read
+from kgplan.domains.verify import check_goal
+from kgplan.errors import InputError, NotFound
+from kgplan.graph.base import WorldGraph
+from kgplan.planners.problem import Task
+from kgplan.planners.relevance import Relevance
+from kgplan.planners.solve import OPTIMAL, PlanResult, prepare, solve
+from kgplan.planners.state import State, Step, simulate
+
+LAST_PLAN = "last_plan"
+
+
+@dataclass
+class PlanReport:
+    """The outcome of planning for one goal, with the measurements `kgplan plan --json` prints."""
+
+    goal: str
+    status: str
+    planner: str
+    plan: list[str] = field(default_factory=list)
+    seconds: float = 0.0  # planner time, all attempts
+    planner_cpu_seconds: float = 0.0  # CPU time of the planner processes, all attempts
+    planner_peak_mb: float = 0.0  # the largest resident memory of a planner child
+    prune_seconds: float = 0.0
+    facts_full: int = 0
+    facts_pruned: int = 0
+    used_full_state: bool = False
+    widenings: int = 0  # pruned states given up (goal not relaxed-reachable on it, or no valid plan)
+    fallback: bool = False  # pruning was tried and the full state had to answer
+    message: str = ""
+    cost: float | None = None  # the plan's (total-cost) under :action-costs
+    task: Task | None = field(default=None, repr=False)  # the attempt that produced the answer
+
+    @property
+    def solved(self) -> bool:
+        return self.status == "solved"
+
+    @property
+    def problem_pddl(self) -> str:
+        """The problem of the attempt that produced the answer (rendered only when asked for)."""
+        return self.task.to_pddl() if self.task else ""
+
+    def to_json(self) -> dict:
+        return {f.name: getattr(self, f.name) for f in fields(self) if f.name != "task"}
+
+
+def parse_goal(text: str, graph: WorldGraph, objects: dict[str, str]) -> Formula:
+    """Parse a PDDL goal and check it against the domain and the graph's objects."""
+    exprs = read(text, "goal")
+    if len(exprs) != 1:
+        raise PDDLError("a goal is one formula, e.g. (and (not (light_on kitchen_light)))", 1, 1, "goal")
+    goal = parse_formula(exprs[0], "goal")
+    if issues := check_goal(graph.domain, goal, objects):
+        raise InputError("goal refused:\n" + "\n".join(f"  - {i}" for i in issues))
+    return goal
+
+
+def plan(graph: WorldGraph, goal_text: str, *, planner: str = "fd", timeout: float = 60.0,
+         prune: bool = True, memory_mb: int = 4096, progress: Callable[[str], None] = lambda _: None) -> PlanReport:
+    """Plan for a PDDL goal on the graph's current state; the plan is remembered for `run`. `progress` is
+    told each phase: the state read, each pruned state (its level, widening) and each planner call."""
+    prepare(planner)  # the planner's process gets ready while the domain and the state are read, and pruned
+    domain = graph.domain
+    prepare(planner, domain)
+    with _gc_paused():
+        objects, atoms, numbers = graph.snapshot()
+        state = State(domain, objects, atoms, numbers)
+    progress(f"read the state: {len(objects)} objects, {len(state.facts)} facts")
+    goal = parse_goal(goal_text, graph, objects)
+    report = PlanReport(goal=goal_text, status="error", planner=planner, facts_full=len(state.facts))
+    if state.holds(goal):
+        report.status, report.message = "solved", "the goal already holds: nothing to do"
+        return remember(graph, report)
+    notes: list[str] = []
+    if prune and planner in OPTIMAL:  # a pruned state may lack the objects of a cheaper plan
+        prune = False
+        notes.append(f"{planner} is optimal: it plans on the full state (pruning does not keep optimality)")
+    if prune:
+        t = time.perf_counter()
+        progress("pruning the state to what the goal needs")
+        for pruned in Relevance(domain).prunings(state, goal):
+            report.prune_seconds += time.perf_counter() - t
+            report.facts_pruned = len(pruned.facts)
+            progress(f"pruned state ({pruned.level}): {len(pruned.facts)} of {len(state.facts)} facts")
+            if not pruned.reachable:
+                notes.append(f"pruned state ({pruned.level}): goal not relaxed-reachable")
+                progress("the goal is not relaxed-reachable on it: widening")
+            elif _attempt(report, state, Task(domain, pruned.objects, pruned.facts, goal, numbers), planner, timeout,
+                          memory_mb, f"pruned ({pruned.level})", notes, progress):
+                break
+            report.widenings += 1
+            if report.status in ("timeout", "memout"):  # a wider pruned task would not be faster
+                break
+            t = time.perf_counter()
+    if not report.solved:
+        report.fallback = prune
+        report.used_full_state = True
+        _attempt(report, state, Task(domain, objects, set(state.facts), goal, numbers), planner, timeout, memory_mb,
+                 "full", notes, progress)
+    report.message = "; ".join(notes)
+    return remember(graph, report)
+
+
+@contextmanager
+def _gc_paused() -> Iterator[None]:
+    """The cyclic garbage collector paused while a large state is read and indexed: it would
+    rescan its hundreds of thousands of new containers (none in a cycle) again and again."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _attempt(report: PlanReport, state: State, task: Task, planner: str, timeout: float, memory_mb: int,
+             name: str, notes: list[str], progress: Callable[[str], None]) -> bool:
+    """Plan on one task, checking the plan on the full state; whether it gave a valid plan."""
+    progress(f"{planner} on the {name} state")
+    result = solve(task, planner, timeout, memory_mb)
+    report.seconds += result.seconds
+    report.planner_cpu_seconds += result.cpu_seconds
+    report.planner_peak_mb = max(report.planner_peak_mb, result.peak_mb)
+    report.status, report.task = result.status, task
+    if result.solved and (failure := _check(state, result, task.goal)) is not None:
+        report.status, result.message = "error", f"invalid on the full state: {failure}"
+    if report.status == "solved":
+        report.plan = [str(s) for s in result.plan]
+        report.cost = state.plan_cost(result.plan)
+        return True
+    notes.append(f"{name} state: {report.status}: {result.message}")
+    progress(f"{name} state: {report.status}")
+    return False
+
+
+def remember(graph: WorldGraph, report: PlanReport) -> PlanReport:
+    """Keep a solved plan in the store for `kgplan run`."""
+    if report.solved:
+        graph.set_meta({LAST_PLAN: json.dumps({"goal": report.goal, "plan": report.plan})})
+    return report
+
+
+def _check(state: State, result: PlanResult, goal: Formula) -> str | None:
+    """Why the plan fails on the full state, or None if it reaches the goal. The state is put
+    back as it was (cheaper than copying a large state)."""
+    before = set(state.facts)
+    try:
+        failure = simulate(state, result.plan, goal)
+    finally:
+        added, removed = list(state.facts - before), list(before - state.facts)
+        for f in added:
+            state.discard(f)
+        for f in removed:
+            state.add(f)
+    return str(failure) if failure else None
+
+
+def last_plan(graph: WorldGraph) -> tuple[str, list[Step]]:
+    """The goal and plan of the last successful `plan` on this store."""
+    raw = graph.get_meta(LAST_PLAN)
+    if raw is None:
+        raise NotFound("no plan yet: run `kgplan plan --goal ...` first")
+    data = json.loads(raw)
+    return data["goal"], [Step.parse(s) for s in data["plan"]]

@@ -1,0 +1,123 @@
+"""The Agent facade, and the CLI papercuts of issue 9 item 17 (through Typer's CliRunner)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from kgplan.agent.agent import Agent
+from kgplan.domains.verify import ChangeRefused
+from kgplan.errors import KgplanError
+from kgplan.interfaces.cli import app
+from kgplan.language.llm import ScriptedLLM
+from tests.conftest import HOUSEHOLD
+
+runner = CliRunner()
+
+
+@pytest.fixture
+def agent(tmp_path: Path) -> Agent:
+    a = Agent(f"sqlite:{tmp_path / 'a.db'}", llm=ScriptedLLM())
+    a.init("household", HOUSEHOLD / "world.pddl")
+    return a
+
+
+def test_change_undo_history_and_dry_run(agent: Agent) -> None:
+    before = agent.facts()
+    with pytest.raises(ChangeRefused):
+        agent.change(add=["(on apple kitchen_table)"])
+    assert agent.facts() == before
+    proposed = agent.change(add=["(switched_on hallway_light)"], note="dry", dry_run=True)
+    assert proposed.id == 0 and agent.facts() == before
+    c = agent.change(add=["(switched_on hallway_light)"], note="I turned it on")
+    assert "(switched_on hallway_light)" in map(str, agent.facts("switched_on"))
+    assert agent.history(1)[0].delta.text == "I turned it on"
+    agent.undo(c.id)
+    assert agent.facts() == before
+    with pytest.raises(KgplanError, match="empty"):
+        agent.change()
+
+
+def test_reads(agent: Agent) -> None:
+    n = agent.show("kitchen", depth=1)
+    assert n.entity.name == "kitchen" and any("kitchen" in f.args for f in n.facts)
+    assert {e.name for e in agent.entities(type="light")} >= {"kitchen_light"}
+    assert all("phone" in e.name or "phone" in e.type for e in agent.entities(search="phone"))
+    with pytest.raises(KgplanError, match="no entity"):
+        agent.show("nowhere")
+    with pytest.raises(KgplanError, match="unknown predicate"):
+        agent.facts("flying")
+    with pytest.raises(KgplanError, match="unknown type"):
+        agent.entities(type="spaceship")
+    assert agent.settings()["domain"] == "household"
+
+
+def test_tell_plan_and_run_through_the_facade(agent: Agent) -> None:
+    light = next(f for f in agent.facts("switched_on"))
+    name = light.args[0]
+    agent._llm = ScriptedLLM([json.dumps({"entities": [name]}),
+                              json.dumps({"add": [], "remove": [{"predicate": "switched_on", "args": [name]}]})])
+    steps: list[str] = []
+    o = agent.tell(f"{light.args[0]} was switched off", progress=steps.append)
+    assert o.change is not None and o.error is None and steps
+    assert light not in agent.facts("switched_on")
+    r = agent.plan(goal=f"(switched_on {light.args[0]})")
+    assert r.solved and r.plan
+    _, n, done = agent.run()
+    assert done.done and len(done.changes) == n and light in agent.facts("switched_on")
+    with pytest.raises(KgplanError, match="either"):
+        agent.plan()
+
+
+def test_domain_given_initialises_an_empty_store(tmp_path: Path) -> None:
+    with Agent(f"sqlite:{tmp_path / 'b.db'}", domain="household") as a:
+        assert a.domain.name == "household" and a.count() == (0, 0)
+
+
+def test_bench_help_is_the_benchmarks_own() -> None:
+    r = runner.invoke(app, ["bench", "planning", "--help"])
+    assert r.exit_code == 0 and "kgplan bench planning" in r.output and "--scaling" in r.output
+    r = runner.invoke(app, ["bench", "--help"])
+    assert r.exit_code == 0 and "graph_ops" in r.output
+    r = runner.invoke(app, ["bench", "nope"])
+    assert r.exit_code == 1 and "choose api, graph_ops" in r.output
+
+
+def test_unknown_planner_lists_the_choices(tmp_path: Path) -> None:
+    r = runner.invoke(app, ["-s", f"sqlite:{tmp_path / 'c.db'}", "plan", "--planner", "foo", "-g", "(x)"])
+    assert r.exit_code == 2
+    assert "fd-opt" in r.output and "symk-opt" in r.output and "Traceback" not in r.output
+
+
+def test_explain_says_which_attempt_answered(agent: Agent) -> None:
+    store = agent.graph.url
+    agent.close()
+    r = runner.invoke(app, ["-s", store, "plan", "-g", "(not (switched_on kitchen_light))", "--explain"])
+    assert r.exit_code == 0, r.output
+    assert "answered: on the pruned state" in r.output and "(:init" in r.output
+    r = runner.invoke(app, ["-s", store, "plan", "-g", "(not (switched_on kitchen_light))", "--explain",
+                            "--no-prune"])
+    assert r.exit_code == 0 and "answered: on the full state" in r.output
+
+
+def test_cli_commands_through_the_agent(tmp_path: Path) -> None:
+    store = ["-s", f"sqlite:{tmp_path / 'cli.db'}"]
+    r = runner.invoke(app, [*store, "init", "--problem", str(HOUSEHOLD / "world.pddl")])
+    assert r.exit_code == 0 and "invariants" in r.output, r.output
+    assert runner.invoke(app, [*store, "check"]).output.strip() == "no issues"
+    r = runner.invoke(app, [*store, "invariants"])
+    assert r.exit_code == 0 and r.output.strip()
+    r = runner.invoke(app, [*store, "show", "kitchen_light"])
+    assert r.exit_code == 0 and "switched_on" in r.output
+    r = runner.invoke(app, [*store, "show", "atlantis"])
+    assert r.exit_code == 1 and "no entity named 'atlantis'" in r.output
+    r = runner.invoke(app, [*store, "remove", "--entity", "kitchen_light", "--note", "taken down"])
+    assert r.exit_code == 0 and "gone" in r.output, r.output
+    assert runner.invoke(app, [*store, "show", "kitchen_light"]).exit_code == 1
+    r = runner.invoke(app, [*store, "undo", "2"])
+    assert r.exit_code == 0 and runner.invoke(app, [*store, "show", "kitchen_light"]).exit_code == 0
+    r = runner.invoke(app, [*store, "add", "(on apple kitchen_table)"])
+    assert r.exit_code == 1 and "Change refused" in r.output

@@ -1,0 +1,294 @@
+"""Partially observed worlds: the Coin Collector sensor, placeholder rooms, and the PDDLEGO loop on
+TextWorld-Express (those tests need textworld-express and Java 17, and are skipped without them)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import re
+import shutil
+
+import pytest
+
+from kgplan.agent.agent import Agent
+from kgplan.agent.explore import start
+from kgplan.benchmarks.twx import seed_range, wilson
+from kgplan.domains.model import resolve_domain
+from kgplan.domains.verify import ChangeRefused
+from kgplan.games.base import Observation
+from kgplan.games.twx import CoinSensor
+from kgplan.graph.model import Fact, Unknown
+
+needs_twx = pytest.mark.skipif(
+    importlib.util.find_spec("textworld_express") is None or shutil.which("java") is None,
+    reason="needs textworld-express (pip install textworld-express) and Java 17 on the PATH")
+
+
+@pytest.fixture
+def coin_world(tmp_path):
+    agent = Agent(f"sqlite:{tmp_path / 'w.db'}")
+    start(agent, resolve_domain("coin_collector"), CoinSensor(), Observation("", []))
+    yield agent
+    agent.close()
+
+
+def sense(agent: Agent, sensor: CoinSensor, action: str | None, admissible: list[str], score: float = 0.0):
+    delta = sensor.delta(set(agent.facts()), {e.name for e in agent.entities()}, action,
+                         Observation("", admissible, score))
+    return agent.observe([delta])[0]
+
+
+def test_placeholder_room_becomes_known(coin_world):
+    sensor = CoinSensor()
+    sense(coin_world, sensor, None, ["move north", "open door to north", "look around"])
+    assert Fact.parse("(unknown room_0_1)") in coin_world.facts()
+    assert Fact.parse("(door_closed room_0_0 room_0_1)") in coin_world.facts()
+    assert coin_world.unknowns() == [Unknown(entity="room_0_1")]  # a placeholder in the graph too
+    assert not coin_world.plan(goal="(exists (?c - item) (carrying ?c))").solved  # no coin known yet
+    sub = coin_world.plan(goal="(exists (?r - room) (and (at ?r) (unknown ?r)))")
+    assert sub.plan == ["(open_door room_0_0 north room_0_1)", "(move room_0_0 north room_0_1)"]
+    sense(coin_world, sensor, "open door to north", ["move north"])
+    sense(coin_world, sensor, "move north", ["move south", "take coin"])
+    facts = set(coin_world.facts())
+    assert {Fact.parse("(visited room_0_1)"), Fact.parse("(at room_0_1)"),
+            Fact.parse("(coin_in coin room_0_1)")} <= facts
+    assert Fact.parse("(unknown room_0_1)") not in facts and Fact.parse("(at room_0_0)") not in facts
+    assert coin_world.unknowns() == []
+    assert coin_world.plan(goal="(exists (?c - item) (carrying ?c))").plan == ["(take coin room_0_1)"]
+    assert coin_world.check() == []
+
+
+def test_refused_observation_leaves_graph_unchanged(coin_world):
+    sense(coin_world, CoinSensor(), None, ["move east"])
+    before = (set(coin_world.facts()), coin_world.entities(), len(coin_world.history()))
+    with pytest.raises(ChangeRefused):  # two places at once breaks the derived exactly-one invariant
+        coin_world.change(add=["(at room_1_0)"], note="a sensor glitch")
+    assert (set(coin_world.facts()), coin_world.entities(), len(coin_world.history())) == before
+
+
+def test_wilson_and_seeds():
+    lo, hi = wilson(50, 50)
+    assert lo == pytest.approx(50 / (50 + 1.96**2)) and hi == 1.0  # all successes: n / (n + z²)
+    lo, hi = wilson(5, 10)
+    assert round(lo, 4) == 0.2366 and round(hi, 4) == 0.7634
+    assert seed_range("10-12,15") == [10, 11, 12, 15]
+
+
+@pytest.fixture(scope="module")
+def coin_env():
+    from kgplan.games.twx import TextWorldExpress
+
+    env = TextWorldExpress("coin")
+    yield env
+    env.close()
+
+
+@needs_twx
+@pytest.mark.parametrize("seed", [2, 3])
+def test_loop_reaches_the_coin(coin_env, seed):
+    from kgplan.agent.explore import explore
+
+    ep = explore(coin_env, "coin", seed)
+    assert ep.success, ep.reason
+    assert ep.invalid == 0 and ep.optimal <= ep.steps <= coin_env.budget
+
+
+@needs_twx
+def test_budget_exhaustion_is_a_failure(coin_env, monkeypatch):
+    from kgplan.agent.explore import explore
+
+    monkeypatch.setattr(coin_env, "budget", 3)
+    ep = explore(coin_env, "coin", 0)  # the coin is 7 steps away at best
+    assert not ep.success and ep.steps == 3 and ep.reason == "budget spent"
+
+
+@needs_twx
+def test_cooking_placeholder_room_is_merged_when_entered(tmp_path):
+    from kgplan.agent.explore import explore
+    from kgplan.games.twx import TextWorldExpress
+
+    env = TextWorldExpress("cooking-easy")
+    try:
+        ep = explore(env, "cooking-easy", 0, store=f"sqlite:{tmp_path / 'c.db'}")
+    finally:
+        env.close()
+    assert ep.success, ep.reason
+    with Agent(f"sqlite:{tmp_path / 'c.db'}") as agent:
+        merged = [e for c in agent.history() for e in c.delta.removed_entities]
+        names = {e.name for e in agent.entities()}
+        assert merged and all(e.name.startswith("unseen_") and e.name not in names for e in merged)
+        assert not any(f.args[0].startswith("unseen_") for f in agent.facts("unknown")), "entered rooms stay unknown"
+        assert agent.check() == []
+        marked = {u for c in agent.history() for u in c.delta.unknown}
+        learnt = {u for c in agent.history() for u in c.delta.known}
+        # placeholder rooms, a closed container's contents and the recipe's items' places were unknown,
+        # and each of the recipe's items' places became known (the meal was made from them)
+        assert {u.predicate for u in marked} == {None, "in", "item_at"}
+        assert {u for u in marked if u.predicate == "item_at"} <= learnt
+        assert {u.entity for u in agent.unknowns()} <= {u.entity for u in marked} - {u.entity for u in learnt}
+
+
+# ---- LLM mode (PDDL-edit) with a scripted LLM, on a small Coin Collector world told in prose ----------------
+
+class TwoRooms:
+    """A kitchen with a closed door east to a pantry that holds the coin (no TextWorld-Express needed)."""
+
+    commands = "actions"  # TextWorld-Express's commands
+
+    def __init__(self, budget: int = 10, door: bool = False) -> None:
+        self.budget, self.door = budget, door
+
+    def optimum(self, seed: int) -> int:
+        return 3 if self.door else 2
+
+    def reset(self, seed: int) -> Observation:
+        self.room, self.closed = "kitchen", self.door
+        return self.look("You are in the kitchen.")
+
+    def look(self, text: str, won: bool = False) -> Observation:
+        if self.room == "kitchen":
+            moves = ["open door to east"] if self.closed else ["move east"]
+            text += " To the East you see a " + ("closed door." if self.closed else "doorway.")
+        else:
+            moves = ["move west", "take coin"]
+            text += " You see a coin. To the West you see the kitchen."
+        return Observation(text, [*moves, "look around"], float(won), won, won)
+
+    def step(self, action: str) -> Observation:
+        if action == "open door to east" and self.room == "kitchen":
+            self.closed = False
+            return self.look("You open the door.")
+        if action == "move east" and self.room == "kitchen":
+            if self.closed:
+                return self.look("The door is closed.")
+            self.room = "pantry"
+            return self.look("You are in the pantry.")
+        if action == "take coin" and self.room == "pantry":
+            return self.look("You take the coin.", won=True)
+        return self.look("You can't do that.")
+
+
+def edits(objects: dict | None = None, init: dict | None = None, unknown: dict | None = None) -> str:
+    return json.dumps({"objects": objects or {}, "init": init or {}, "unknown": unknown or {}})
+
+
+FIRST = edits(objects={"add": ["kitchen - room", "east - direction", "west - direction", "door_e - room"]},
+              init={"add": ["(at kitchen)", "(visited kitchen)", "(connected kitchen east door_e)",
+                            "(connected door_e west kitchen)", "(unknown door_e)"]},
+              unknown={"add": ["door_e"]})
+ENTER = edits(objects={"add": ["coin - item"], "replace": [{"old": "door_e", "new": "pantry"}]},
+              init={"delete": ["(at kitchen)", "(unknown pantry)"],
+                    "add": ["(at pantry)", "(visited pantry)", "(coin_in coin pantry)"]})
+TAKE = edits(init={"replace": [{"old": "(coin_in coin pantry)", "new": "(carrying coin)"}]})
+
+
+def play(tmp_path, replies, env=None):
+    from kgplan.agent.explore import explore
+    from kgplan.language.llm import ScriptedLLM
+
+    llm, lines = ScriptedLLM(replies), []
+    ep = explore(env or TwoRooms(), "coin", 0, store=f"sqlite:{tmp_path / 'w.db'}", llm=llm, show=lines.append)
+    return ep, llm, lines, Agent(f"sqlite:{tmp_path / 'w.db'}")
+
+
+def user(prompt: list[dict]) -> str:
+    return prompt[1]["content"]
+
+
+def test_llm_mode_renames_a_placeholder_when_entered(tmp_path):
+    ep, llm, _, agent = play(tmp_path, [FIRST, ENTER, TAKE])
+    assert ep.success and ep.steps == 2 and ep.llm_calls == 3 and ep.refused_edits == 0
+    first, entered = user(llm.prompts[0]), user(llm.prompts[1])
+    assert "This is the first observation" in first and "You are in the kitchen." in first
+    assert "Unknown now:\nnothing" in first
+    # the second prompt shows the problem the first edits made, the placeholder marked, and the action
+    assert "(unknown door_e)" in entered and "Unknown now:\ndoor_e\n" in entered
+    assert "Action just taken: move east" in entered and "You are in the pantry." in entered
+    with agent:
+        names = {e.name for e in agent.entities()}
+        assert "pantry" in names and "door_e" not in names and agent.unknowns() == []
+        facts = set(agent.facts())
+        assert {Fact.parse("(connected kitchen east pantry)"), Fact.parse("(carrying coin)")} <= facts
+        assert not any(f.predicate == "unknown" for f in facts)
+        renamed = agent.history()[1].delta  # the first edits made the first change
+        assert [e.name for e in renamed.removed_entities] == ["door_e"] and renamed.known == [Unknown(entity="door_e")]
+        assert agent.check() == []
+
+
+def test_llm_mode_falls_back_to_sub_goals_in_order(tmp_path):
+    _, _, lines, agent = play(tmp_path, [FIRST, ENTER, TAKE])
+    agent.close()
+    goals = [line.split(":")[0] for line in lines if line.startswith("goal ")]
+    assert goals == ["goal (exists (?c - item) (carrying ?c))",  # no coin known: the end goal has no plan
+                     "goal (exists (?r - room) (and (at ?r) (unknown ?r)))",  # the sub-goal has one
+                     "goal (exists (?c - item) (carrying ?c))"]  # the coin seen: the end goal again
+    assert "unsolvable" in lines[lines.index(next(x for x in lines if x.startswith("goal ")))]
+
+
+def test_llm_mode_replans_after_a_surprise(tmp_path):
+    """The plan walks east, but the door turns out closed: the observation contradicts the plan."""
+    door = edits(init={"add": ["(door_closed kitchen door_e)", "(door_closed door_e kitchen)"]})
+    opened = edits(init={"delete": ["(door_closed kitchen door_e)", "(door_closed door_e kitchen)"]})
+    ep, llm, lines, agent = play(tmp_path, [FIRST, door, opened, ENTER, TAKE], TwoRooms(door=True))
+    agent.close()
+    actions = [line.split(": ", 1)[1] for line in lines if line.startswith("action ")]
+    assert actions == ["move east", "open door to east", "move east", "take coin"]
+    # plans: at the start, when the door turned out closed, when the coin was seen (opening it was expected)
+    assert ep.success and ep.invalid == 1 and ep.replans == 3
+    assert "The door is closed." in user(llm.prompts[1])
+
+
+def test_llm_mode_budget_exhaustion_is_a_failure(tmp_path):
+    ep, llm, _, agent = play(tmp_path, [FIRST, ENTER], TwoRooms(budget=1))
+    agent.close()
+    assert not ep.success and ep.reason == "budget spent" and ep.steps == 1 and len(llm.prompts) == 2
+
+
+def test_llm_mode_malformed_edits_are_refused_with_the_graph_unchanged(tmp_path):
+    bad = ["this is not JSON",
+           edits(init={"add": ["(in_room pantry)"]}),  # no such predicate
+           edits(objects={"add": ["coin - treasure"]}, init={"add": ["at pantry"]})]  # no such type; not a fact
+    ep, llm, lines, agent = play(tmp_path, [FIRST, *bad], TwoRooms(budget=1))
+    with agent:
+        # three replies for the second observation, two of them JSON that fits the schema
+        assert not ep.success and ep.unread == 1 and ep.refused_edits == 3 and ep.llm_calls == 1 + 2
+        assert len(agent.history()) == 1 and Fact.parse("(at kitchen)") in agent.facts()  # only the first edits
+    feedback = [p[-1]["content"] for p in llm.prompts[2:]]
+    assert "That reply is invalid" in feedback[0]
+    assert "Those edits were refused" in feedback[1] and "unknown predicate 'in_room'" in feedback[1]
+    assert any("observation not read" in line for line in lines)
+
+
+def test_the_edit_schema_shows_a_constrained_decoder_the_shapes_the_edits_are_read_in():
+    """Every string of the edits' JSON schema has a pattern (for a llama.cpp grammar or OpenAI strict mode) that
+    accepts what the edits are read as and rejects what they are refused for (e.g. replies a small model wrote)."""
+    from kgplan.language.llm import strict_schema
+    from kgplan.language.pddl_edit import Edits, parse_mark, parse_object
+
+    schema = strict_schema(Edits)
+
+    def strings(node):
+        if isinstance(node, dict):
+            yield from [node] if node.get("type") == "string" else []
+            for value in node.values():
+                yield from strings(value)
+        elif isinstance(node, list):
+            for value in node:
+                yield from strings(value)
+
+    assert all("pattern" in s for s in strings(schema))
+    cases = {"ObjectEdits": (parse_object, ["kitchen - room", "door_e - room", "frosted-glass_door - door"],
+                             ["frosted-glass door", "cutlery drawer - item", "Kitchen - room", "kitchen"]),
+             "InitEdits": (Fact.parse, ["(at kitchen)", "(connected kitchen north door_e)", "(recipe_read)",
+                                        "(= (cost a b) 3)"],
+                           ["at kitchen - room", "at kitchen", "connected kitchen, north, living room",
+                            "(at kitchen", "(at (kitchen))", "(at Kitchen)"]),
+             "UnknownEdits": (parse_mark, ["door_e", "(in fridge ?)"],
+                              ["cutlery drawer - unknown", "unknown - stove", "(in fridge)", "(in fridge x ?)"])}
+    for kind, (read, good, bad) in cases.items():
+        shape = re.compile(schema["$defs"][kind]["properties"]["add"]["items"]["pattern"])
+        for text in good:
+            assert shape.search(text), (kind, text)
+            read(text)
+        for text in bad:
+            assert not shape.search(text), (kind, text)

@@ -1,0 +1,343 @@
+"""The HTTP API through FastAPI's test client (every route, bad input included), and schemathesis against a
+real uvicorn server on 127.0.0.1."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+
+import pytest
+from fastapi.testclient import TestClient
+
+from kgplan.agent.agent import Agent
+from kgplan.graph.model import Entity
+from kgplan.interfaces.api import create_app
+from kgplan.language.llm import ScriptedLLM
+
+
+@pytest.fixture
+def client(agent: Agent) -> TestClient:
+    return TestClient(create_app(agent))
+
+
+def script(agent: Agent, *replies: object) -> None:
+    agent._llm = ScriptedLLM([r if isinstance(r, str) else json.dumps(r) for r in replies])
+
+
+def state(c: TestClient) -> tuple[list, list]:
+    return c.get("/api/facts", params={"limit": 100000}).json()["facts"], c.get("/api/history").json()
+
+
+def test_entities_and_neighbourhood(client: TestClient) -> None:
+    ents = client.get("/api/entities").json()
+    assert ents["total"] == len(ents["entities"]) > 10
+    lights = client.get("/api/entities", params={"type": "light"}).json()["entities"]
+    assert {"kitchen_light", "hallway_light"} <= {e["name"] for e in lights}
+    found = client.get("/api/entities", params={"search": "sandra"}).json()["entities"]
+    assert found and all("sandra" in e["name"] for e in found)
+    assert client.get("/api/entities", params={"type": "spaceship"}).status_code == 400
+    n = client.get("/api/entities/kitchen", params={"depth": 2}).json()
+    assert n["entity"]["name"] == "kitchen" and n["depth"] == 2
+    assert "(in_room kitchen_light kitchen)" in {f["text"] for f in n["facts"]}
+    one = client.get("/api/entities/kitchen", params={"depth": 1}).json()
+    assert len(one["entities"]) < len(n["entities"])
+    r = client.get("/api/entities/atlantis")
+    assert r.status_code == 404 and "atlantis" in r.json()["detail"]["message"]
+    assert client.get("/api/entities/kitchen", params={"depth": -1}).status_code == 422
+
+
+def test_facts(client: TestClient) -> None:
+    on = client.get("/api/facts", params={"predicate": "switched_on"}).json()
+    assert on["total"] > 0 and all(f["predicate"] == "switched_on" for f in on["facts"])
+    some = client.get("/api/facts", params={"search": "kitchen_light"}).json()["facts"]
+    assert some and all("kitchen_light" in f["text"] for f in some)
+    assert client.get("/api/facts", params={"entity": "kitchen_light"}).json()["total"] == len(some)
+    r = client.get("/api/facts", params={"predicate": "flying"})
+    assert r.status_code == 400 and "flying" in r.json()["detail"]["message"]
+
+
+def test_unknowns_are_marked_on_entities_and_facts(open_agent: Agent, client: TestClient) -> None:
+    c = TestClient(create_app(open_agent))
+    ents = {e["name"]: e for e in c.get("/api/entities").json()["entities"]}
+    assert (ents["room_east"]["placeholder"], ents["room_east"]["unknown"]) == (True, [])
+    assert (ents["coin"]["placeholder"], ents["coin"]["unknown"]) == (False, ["coin_in"])
+    assert (ents["kitchen"]["placeholder"], ents["kitchen"]["unknown"]) == (False, [])
+    n = c.get("/api/entities/kitchen", params={"depth": 1}).json()
+    assert not n["entity"]["placeholder"] and {e["name"]: e["placeholder"] for e in n["entities"]}["room_east"]
+    marked = {f["text"]: f["unknown"] for f in n["facts"]}
+    assert marked == {"(at kitchen)": False, "(visited kitchen)": False,
+                      "(connected kitchen east room_east)": True}  # it names the placeholder
+    assert {f["text"]: f["unknown"] for f in c.get("/api/facts").json()["facts"]} == {
+        **marked, "(unknown room_east)": True}
+    assert c.get("/api/entities/room_east").json()["entity"]["placeholder"]
+    # a closed-world graph marks nothing
+    assert not any(e["placeholder"] or e["unknown"] for e in client.get("/api/entities").json()["entities"])
+    assert not any(f["unknown"] for f in client.get("/api/facts", params={"limit": 100000}).json()["facts"])
+
+
+def test_changes_history_and_undo(client: TestClient) -> None:
+    before = state(client)
+    r = client.post("/api/changes", json={"add": ["(switched_on hallway_light)"], "note": "I turned it on",
+                                          "dry_run": True})
+    assert r.status_code == 200 and state(client) == before
+    r = client.post("/api/changes", json={"add": ["(switched_on hallway_light)"], "note": "I turned it on"})
+    assert r.status_code == 200
+    change = r.json()
+    assert change["source"] == "user" and change["add"][0]["text"] == "(switched_on hallway_light)"
+    newest = client.get("/api/history", params={"limit": 1}).json()[0]
+    assert newest["id"] == change["id"] and newest["text"] == "I turned it on"
+    r = client.post(f"/api/undo/{change['id']}")
+    assert r.status_code == 200 and r.json()["undo_of"] == change["id"]
+    assert state(client)[0] == before[0]
+    again = client.post(f"/api/undo/{change['id']}")  # removing what is no longer there
+    assert again.status_code == 422 and again.json()["detail"]["issues"][0]["kind"] == "absent_fact"
+    assert client.post("/api/undo/9999").status_code == 404
+
+
+def test_history_pages_and_a_large_change_paged(client: TestClient) -> None:
+    load = client.get("/api/history").json()[-1]  # the problem's load: more facts than a summary shows
+    assert load["sizes"]["add"] > len(load["add"]) > 0 and load["offset"] == 0
+    ids = [client.post("/api/changes", json={k: ["(switched_on hallway_light)"], "note": k}).json()["id"]
+           for k in ("add", "remove")]
+    first = client.get("/api/history", params={"limit": 1}).json()
+    rest = client.get("/api/history", params={"limit": 50, "before": first[0]["id"]}).json()
+    assert [c["id"] for c in first + rest] == [*ids[::-1], load["id"]]
+    pages = [client.get(f"/api/history/{load['id']}", params={"offset": o, "limit": 40}).json()
+             for o in range(0, load["sizes"]["add"], 40)]
+    facts = [f["text"] for p in pages for f in p["add"]]
+    assert len(facts) == len(set(facts)) == load["sizes"]["add"] and facts[: len(load["add"])] == [
+        f["text"] for f in load["add"]]
+    assert pages[1]["offset"] == 40 and pages[1]["sizes"] == load["sizes"]
+    assert client.get("/api/history/9999").status_code == 404
+    assert client.get(f"/api/history/{load['id']}", params={"offset": -1}).status_code == 422
+
+
+@pytest.mark.parametrize("body, status, words", [
+    ({"add": ["(on apple kitchen_table)"]}, 422, "invariant"),        # refused by verification
+    ({"add": ["(switched_on atlantis)"]}, 422, "atlantis"),          # unknown entity
+    ({"add": ["(flying apple)"]}, 422, "flying"),                    # unknown predicate
+    ({"add": ["(switched_on kitchen_light"]}, 400, ""),              # malformed fact
+    ({"add": ["switched_on"]}, 400, "expected one fact"),
+    ({"add": [], "remove": []}, 400, "empty"),
+    ({"add": "(switched_on hallway_light)"}, 422, ""),               # not a list: request validation
+    ({"new_entities": [{"name": "x y", "type": "light"}]}, 422, ""),  # bad name
+])
+def test_bad_changes_leave_the_graph_unchanged(client: TestClient, body: dict, status: int, words: str) -> None:
+    before = state(client)
+    r = client.post("/api/changes", json=body)
+    assert r.status_code == status, r.text
+    assert words in json.dumps(r.json())
+    assert state(client) == before
+    if status == 422 and "issues" in r.json()["detail"]:
+        assert all({"kind", "message", "fact"} <= set(i) for i in r.json()["detail"]["issues"])
+
+
+def test_changes_set_and_clear_unknown_marks(client: TestClient) -> None:
+    where = {"entity": "apple", "predicate": "on"}
+
+    def with_marks() -> tuple:
+        return state(client)[0], client.get("/api/unknowns").json()
+
+    before = with_marks()
+    lost = client.post("/api/changes", json={"remove": ["(on apple kitchen_counter)"], "unknown": [where],
+                                             "note": "I lost the apple"})
+    assert lost.status_code == 200, lost.text
+    assert lost.json()["unknown"] == [where] and client.get("/api/unknowns").json() == [where]
+    assert client.get("/api/entities/apple").json()["entity"]["unknown"] == ["on"]
+    marked = with_marks()
+    for body, words in [
+        ({"known": [where]}, "stop being unknown"),  # becoming known needs the place
+        ({"unknown": [{"entity": "atlantis", "predicate": "on"}]}, "atlantis"),
+        ({"unknown": [{"entity": "apple", "predicate": "flying"}]}, "flying"),
+        ({"unknown": [{"entity": "apple"}], "known": [{"entity": "apple"}]}, "both marked unknown and known"),
+        ({"unknown": [where]}, "already marked unknown"),
+    ]:
+        r = client.post("/api/changes", json=body)
+        assert r.status_code == 422 and words in json.dumps(r.json()), (body, r.text)
+        assert r.json()["detail"]["issues"] and with_marks() == marked
+    assert client.post("/api/changes", json={"unknown": ["apple on"]}).status_code == 422  # not a mark object
+    found = client.post("/api/changes", json={"add": ["(on apple kitchen_table)"], "known": [where]})
+    assert found.status_code == 200 and found.json()["known"] == [where] and client.get("/api/unknowns").json() == []
+    assert client.post(f"/api/undo/{found.json()['id']}").status_code == 200
+    assert with_marks() == marked
+    assert client.post(f"/api/undo/{lost.json()['id']}").status_code == 200
+    assert with_marks() == before
+
+
+def test_new_entity(client: TestClient) -> None:
+    r = client.post("/api/changes", json={"new_entities": [{"name": "porch_light", "type": "light"}],
+                                          "add": ["(in_room porch_light hallway)"]})
+    assert r.status_code == 200, r.text
+    assert client.get("/api/entities/porch_light").json()["entity"]["type"] == "light"
+
+
+def test_plan_and_run(client: TestClient, agent: Agent) -> None:
+    assert client.post("/api/run").status_code == 400  # no plan yet
+    r = client.post("/api/plan", json={"goal": "(not (switched_on kitchen_light))"})
+    assert r.status_code == 200, r.text
+    p = r.json()
+    assert p["status"] == "solved" and p["plan"] and len(p["steps"]) == len(p["plan"])
+    assert {"text": "(switched_on kitchen_light)", "predicate": "switched_on", "args": ["kitchen_light"]} \
+        in p["steps"][-1]["remove"]
+    r = client.post("/api/run")
+    assert r.status_code == 200 and r.json()["done"] and len(r.json()["changes"]) == len(p["plan"])
+    assert not client.get("/api/facts", params={"search": "(switched_on kitchen_light)"}).json()["facts"]
+    script(agent, {"entities": ["kitchen_light"]}, {"goal": "(switched_on kitchen_light)"})
+    r = client.post("/api/plan", json={"task": "Turn the kitchen light on"})
+    assert r.status_code == 200 and r.json()["goal"] == "(switched_on kitchen_light)" and r.json()["plan"]
+
+
+@pytest.mark.parametrize("body, status", [
+    ({"goal": "(switched_on kitchen_light"}, 400),     # syntax
+    ({"goal": "(flying apple)"}, 400),                 # unknown predicate
+    ({"goal": "(switched_on atlantis)"}, 400),         # unknown object
+    ({"goal": "(a) (b)"}, 400),                        # two formulas
+    ({}, 400),                                         # neither goal nor task
+    ({"goal": "(switched_on kitchen_light)", "task": "x"}, 400),
+    ({"goal": "(switched_on kitchen_light)", "planner": "foo"}, 422),
+    ({"goal": "(switched_on kitchen_light)", "timeout": -1}, 422),
+])
+def test_bad_plans(client: TestClient, body: dict, status: int) -> None:
+    before = state(client)
+    r = client.post("/api/plan", json=body)
+    assert r.status_code == status, r.text
+    assert state(client) == before
+
+
+def test_tell(client: TestClient, agent: Agent) -> None:
+    before = state(client)
+    change = {"add": [], "remove": [{"predicate": "switched_on", "args": ["kitchen_light"]}]}
+    script(agent, {"entities": ["kitchen_light"]}, change)
+    r = client.post("/api/tell", json={"text": "Omar switched the kitchen light off", "dry_run": True})
+    assert r.status_code == 200 and r.json()["change"] is None
+    assert r.json()["proposed"]["remove"][0]["text"] == "(switched_on kitchen_light)" and state(client) == before
+    script(agent, {"entities": ["kitchen_light"]}, change)
+    r = client.post("/api/tell", json={"text": "Omar switched the kitchen light off"})
+    assert r.status_code == 200 and r.json()["change"]["source"] == "nl"
+    assert client.get("/api/history").json()[0]["text"] == "Omar switched the kitchen light off"
+
+
+def test_tell_failures_leave_the_graph_unchanged(client: TestClient, agent: Agent) -> None:
+    before = state(client)
+    script(agent)  # the LLM fails
+    r = client.post("/api/tell", json={"text": "Omar switched the kitchen light off"})
+    assert r.status_code == 424 and "LLM" in r.json()["detail"]["message"]
+    bad = {"add": [{"predicate": "on", "args": ["apple", "kitchen_table"]}], "remove": []}
+    script(agent, {"entities": ["apple", "kitchen_table"]}, bad, bad)
+    r = client.post("/api/tell", json={"text": "the apple moved", "rounds": 2})
+    assert r.status_code == 422 and len(r.json()["detail"]["rounds"]) == 2
+    assert client.post("/api/tell", json={"text": ""}).status_code == 422
+    assert state(client) == before
+
+
+def wait(client: TestClient, job: dict) -> dict:
+    for _ in range(600):
+        job = client.get(f"/api/jobs/{job['id']}").json()
+        if job["status"] != "running":
+            return job
+        time.sleep(0.1)
+    raise AssertionError("job did not finish")
+
+
+def test_jobs_report_progress(client: TestClient, agent: Agent) -> None:
+    r = client.post("/api/jobs/plan", json={"goal": "(not (switched_on kitchen_light))"})
+    assert r.status_code == 202 and r.json()["status"] == "running"
+    job = wait(client, r.json())
+    assert job["status"] == "done" and job["result"]["plan"]
+    said = " | ".join(job["progress"])  # the phases of the plan call, as they happen
+    assert all(w in said for w in ("read the state", "pruned state (", "fd on the pruned")), said
+    job = wait(client, client.post("/api/jobs/run").json())
+    assert job["status"] == "done" and job["result"]["done"]
+    script(agent)
+    job = wait(client, client.post("/api/jobs/tell", json={"text": "the light is off"}).json())
+    assert job["status"] == "failed" and job["http_status"] == 424 and job["progress"]
+    assert client.get("/api/jobs/nope").status_code == 404
+
+
+def test_reads_answer_while_a_tell_waits_for_the_llm(client: TestClient, agent: Agent) -> None:
+    asked, release = threading.Event(), threading.Event()
+
+    def slow(messages: list) -> str:
+        asked.set()
+        assert release.wait(60)
+        return json.dumps({"entities": ["kitchen_light"]})
+
+    agent._llm = ScriptedLLM([slow, json.dumps({"add": [], "remove": [{"predicate": "switched_on",
+                                                                        "args": ["kitchen_light"]}]})])
+    job = client.post("/api/jobs/tell", json={"text": "Omar switched the kitchen light off"}).json()
+    answers: list[int] = []
+
+    def read() -> None:  # the tell holds the writers' lock all through its LLM call
+        answers.extend(client.get(p).status_code for p in ("/api/entities/kitchen_light", "/api/entities",
+                                                           "/api/history", "/api/facts?predicate=switched_on"))
+
+    try:
+        assert asked.wait(60)
+        reader = threading.Thread(target=read)
+        reader.start()
+        reader.join(30)
+        assert answers == [200] * 4, "a read waited behind the LLM call"
+    finally:
+        release.set()
+    assert wait(client, job)["status"] == "done"
+    assert client.get("/api/history").json()[0]["text"] == "Omar switched the kitchen light off"
+
+
+def test_entity_list_shows_another_process_changes_at_once(client: TestClient, agent: Agent) -> None:
+    assert client.get("/api/entities", params={"search": "porch"}).json()["total"] == 0
+    with Agent(agent.graph.url) as other:  # another process on the same store
+        other.change(new_entities=[Entity(name="porch_light", type="light")])
+    assert client.get("/api/entities", params={"search": "porch"}).json()["total"] == 1
+
+
+def test_token_protects_writes(agent: Agent) -> None:
+    c = TestClient(create_app(agent, token="s3cret"))
+    body = {"add": ["(switched_on hallway_light)"]}
+    assert c.get("/api/entities").status_code == 200
+    assert c.post("/api/changes", json=body).status_code == 401
+    assert c.post("/api/changes", json=body, headers={"Authorization": "Bearer nope"}).status_code == 401
+    assert c.post("/api/changes", json=body, headers={"Authorization": "Bearer s3cret"}).status_code == 200
+    assert c.get("/api/settings").json()["writes_need_token"] is True
+
+
+def test_settings_page_and_schema(client: TestClient) -> None:
+    s = client.get("/api/settings").json()
+    assert s["domain"] == "household" and s["store"].startswith("sqlite:") and s["llm"]["model"] == "scripted"
+    page = client.get("/")
+    assert page.status_code == 200 and "kgplan" in page.text
+    paths = client.get("/openapi.json").json()["paths"]
+    assert {"/api/entities", "/api/entities/{name}", "/api/facts", "/api/changes", "/api/history",
+            "/api/history/{change_id}", "/api/undo/{change_id}", "/api/plan", "/api/run", "/api/tell",
+            "/api/settings"} <= set(paths)
+
+
+# ---- schemathesis against a real server ------------------------------------------------------------
+@pytest.mark.integration
+def test_schemathesis_finds_no_server_error_and_no_schema_violation(live_server: str) -> None:
+    import hypothesis
+    import schemathesis
+    from schemathesis.checks import (
+        content_type_conformance,
+        not_a_server_error,
+        response_schema_conformance,
+        status_code_conformance,
+    )
+
+    schema = schemathesis.openapi.from_url(f"{live_server}/openapi.json")
+    checks = [not_a_server_error, response_schema_conformance, status_code_conformance, content_type_conformance]
+    failures = []
+    for result in schema.get_all_operations():
+        op = result.ok()
+
+        @hypothesis.settings(max_examples=12, deadline=None, database=None,
+                             suppress_health_check=list(hypothesis.HealthCheck), derandomize=True)
+        @hypothesis.given(case=op.as_strategy())
+        def check(case: schemathesis.Case) -> None:
+            case.call_and_validate(base_url=live_server, checks=checks)
+
+        try:
+            check()
+        except Exception as e:  # collect every operation's failure, then report them all
+            failures.append(f"{op.label}: {e}")
+    assert not failures, "\n\n".join(failures)

@@ -1,0 +1,254 @@
+"""The LLM client layer: OpenAIClient against a fake OpenAI-compatible HTTP server on 127.0.0.1, and ScriptedLLM."""
+
+from __future__ import annotations
+
+import json
+import socket
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pydantic import BaseModel
+
+from kgplan.language.llm import LLMConfig, LLMError, OpenAIClient, ScriptedLLM, choice, enum_model, strict_schema
+from tests.conftest import HOUSEHOLD
+from tests.support.fake_llm import FakeServer, Response, Script, error, ok
+
+Fact = enum_model("Fact", predicate=["at", "holding"], args=(list[choice(["robot", "kitchen", "cup"])], ...))
+MESSAGES = [
+    {"role": "system", "content": "You extract facts."},
+    {"role": "user", "content": "The robot is in the kitchen."},
+]
+FACT = {"predicate": "at", "args": ["robot", "kitchen"]}
+
+
+class Inner(BaseModel):
+    name: str = "x"
+
+
+class Outer(BaseModel):
+    inner: Inner
+    described: Inner | None = None
+    kind: choice(["only"])
+
+
+def objects(schema: Any) -> Iterator[dict]:
+    if isinstance(schema, dict):
+        if schema.get("type") == "object":
+            yield schema
+        for value in schema.values():
+            yield from objects(value)
+    elif isinstance(schema, list):
+        for value in schema:
+            yield from objects(value)
+
+
+def test_strict_schema_requires_everything_and_forbids_extras() -> None:
+    schema = strict_schema(Outer)
+    assert "default" not in json.dumps(schema)
+    found = list(objects(schema))
+    assert len(found) == 2  # Outer and Inner (in $defs)
+    for obj in found:
+        assert obj["additionalProperties"] is False
+        assert obj["required"] == list(obj["properties"])
+    assert schema["properties"]["kind"]["enum"] == ["only"]
+    assert Outer.model_validate({"inner": {"name": "a"}, "described": None, "kind": "only"}).inner.name == "a"
+
+
+def test_schema_request_and_validated_reply(server: FakeServer) -> None:
+    server.script = [ok(FACT)]
+    llm = server.client(temperature=0.0)
+    fact, record = llm.complete(MESSAGES, Fact)
+    assert isinstance(fact, Fact) and fact.predicate == "at" and fact.args == ["robot", "kitchen"]
+    (request,) = server.requests
+    assert request["model"] == "fake-model" and request["messages"] == MESSAGES and request["temperature"] == 0.0
+    fmt = request["response_format"]
+    assert fmt["type"] == "json_schema"
+    assert fmt["json_schema"]["name"] == "Fact" and fmt["json_schema"]["strict"] is True
+    schema = fmt["json_schema"]["schema"]
+    assert schema["properties"]["predicate"]["enum"] == ["at", "holding"]
+    assert schema["properties"]["args"]["items"]["enum"] == ["robot", "kitchen", "cup"]
+    assert schema["additionalProperties"] is False and schema["required"] == ["predicate", "args"]
+    assert record.mode == "json_schema" and record.attempts == 1 and record.error is None
+
+
+def test_invalid_reply_raises_clear_error(server: FakeServer) -> None:
+    server.script = [ok({"predicate": "teleported", "args": ["robot"], "pad": "z" * 2000})]
+    llm = server.client()
+    with pytest.raises(LLMError) as caught:
+        llm.complete(MESSAGES, Fact)
+    message = str(caught.value)
+    assert "Fact" in message and "predicate" in message and "teleported" in message
+    assert "more chars]" in message and len(message) < 2000
+    assert caught.value.raw is not None and len(caught.value.raw) > 2000
+    assert llm.records[-1].error == message and llm.records[-1].prompt_tokens == 10
+
+    server.script = [ok("I cannot answer that.")]
+    with pytest.raises(LLMError, match=r"not JSON.*I cannot answer that"):
+        llm.complete(MESSAGES, Fact)
+
+
+@pytest.mark.parametrize("status", [500, 429, 503])
+def test_retries_transient_errors(server: FakeServer, status: int) -> None:
+    """The openai client retries them itself (max_retries = max_attempts - 1)."""
+    server.script = [error(status), ok(FACT)]
+    llm = server.client()
+    fact, record = llm.complete(MESSAGES, Fact)
+    assert fact.predicate == "at" and record.attempts == 2 and len(server.requests) == 2
+
+
+def test_retries_timeouts(server: FakeServer) -> None:
+    server.script = [ok(FACT, delay=1.0), ok(FACT)]
+    llm = server.client(timeout_s=0.2)
+    _, record = llm.complete(MESSAGES, Fact)
+    assert record.attempts == 2
+
+
+def test_gives_up_after_max_attempts(server: FakeServer) -> None:
+    server.script = [error(500) for _ in range(5)]
+    llm = server.client(max_attempts=3)
+    with pytest.raises(LLMError, match="request failed after 3 attempts: InternalServerError"):
+        llm.complete(MESSAGES, Fact)
+    assert len(server.requests) == 3 and llm.records[-1].attempts == 3 and llm.usage.failed == 1
+
+
+def test_unreachable_endpoint() -> None:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # closed again: connections are refused
+    config = LLMConfig(base_url=f"http://127.0.0.1:{port}/v1", max_attempts=2)
+    with pytest.raises(LLMError, match="request failed after 2 attempts: APIConnectionError"):
+        OpenAIClient(config).complete(MESSAGES, Fact)
+
+
+def test_other_client_errors_are_not_retried(server: FakeServer) -> None:
+    server.script = [error(400, "model 'nope' not found"), error(401, "bad key")]
+    llm = server.client()
+    with pytest.raises(LLMError, match=r"request rejected.*model 'nope' not found"):
+        llm.complete(MESSAGES, Fact)
+    with pytest.raises(LLMError, match="AuthenticationError"):
+        llm.complete(MESSAGES, Fact)
+    assert len(server.requests) == 2 and llm.mode == "json_schema"
+
+
+def reject(kind: str, status: int = 400) -> Script:
+    """A reply format rejected by the endpoint (as older vLLM/llama.cpp servers do), other requests answered."""
+
+    def respond(request: dict) -> Response:
+        if request.get("response_format", {}).get("type") == kind:
+            return status, {"error": {"message": f"response_format type {kind} is not supported"}}, 0.0
+        return ok(FACT)(request)
+
+    return respond
+
+
+@pytest.mark.parametrize("status", [400, 422, 500])  # llama-cpp-python 0.3 answers json_schema with a 500
+def test_falls_back_to_json_object(server: FakeServer, status: int) -> None:
+    server.script = [reject("json_schema", status)] * 10
+    llm = server.client(max_attempts=3)
+    llm.complete(MESSAGES, Fact)
+    _, record = llm.complete(MESSAGES, Fact)  # the fallback sticks
+    tries = 3 if status == 500 else 1  # the openai client retries a 500 before it reaches us
+    assert [r.get("response_format", {}).get("type") for r in server.requests] == [
+        *["json_schema"] * tries,
+        "json_object",
+        "json_object",
+    ]
+    assert record.mode == "json_object" and llm.records[0].attempts == tries + 1
+    system = server.requests[tries]["messages"][0]
+    assert system["content"].startswith("You extract facts.") and "JSON schema" in system["content"]
+    assert '"enum": ["at", "holding"]' in system["content"]
+    assert server.requests[tries]["messages"][1:] == MESSAGES[1:]
+
+
+def test_falls_back_to_text_and_extracts_json(server: FakeServer) -> None:
+    server.script = [reject("json_object"), lambda r: ok(f"Sure:\n```json\n{json.dumps(FACT)}\n```")(r)]
+    llm = server.client(response_format="json_object")  # the configured starting format
+    fact, record = llm.complete(MESSAGES[1:], Fact)
+    assert fact.args == ["robot", "kitchen"] and record.mode == "text"
+    assert server.requests[0]["response_format"]["type"] == "json_object"
+    assert server.requests[0]["response_format"]["schema"]["properties"]["predicate"]["enum"] == ["at", "holding"]
+    assert "response_format" not in server.requests[1]
+    assert server.requests[1]["messages"][0]["role"] == "system"  # the schema instruction, added
+
+
+def test_usage_and_latency_accounting(server: FakeServer) -> None:
+    server.script = [ok(FACT, 100, 20, delay=0.05), ok(FACT, 7, 3), ok(FACT, prompt_tokens=None)]
+    llm = server.client()
+    records = [llm.complete(MESSAGES, Fact)[1] for _ in range(3)]
+    assert [(r.prompt_tokens, r.completion_tokens) for r in records] == [(100, 20), (7, 3), (0, 0)]
+    assert records[0].latency_s >= 0.05 and all(r.latency_s > 0 for r in records)
+    assert llm.records == records
+    usage = llm.usage
+    assert (usage.calls, usage.failed, usage.prompt_tokens, usage.completion_tokens) == (3, 0, 107, 23)
+    assert usage.latency_s == pytest.approx(sum(r.latency_s for r in records))
+
+
+def test_config_from_env() -> None:
+    env = {
+        "KGPLAN_LLM_BASE_URL": "http://localhost:11434/v1",
+        "KGPLAN_LLM_MODEL": "qwen2.5:7b",
+        "OPENAI_API_KEY": "sk-x",
+        "KGPLAN_LLM_RESPONSE_FORMAT": "json_object",
+        "KGPLAN_LLM_TIMEOUT": "600",
+        "KGPLAN_LLM_MAX_TOKENS": "1024",
+    }
+    config = LLMConfig.from_env(env, max_attempts=2)
+    assert (config.base_url, config.model, config.api_key) == ("http://localhost:11434/v1", "qwen2.5:7b", "sk-x")
+    assert config.response_format == "json_object" and config.max_attempts == 2 and config.timeout_s == 600.0
+    assert config.max_tokens == 1024
+    assert LLMConfig.from_env({}) == LLMConfig()
+    with pytest.raises(ValueError, match="KGPLAN_LLM_RESPONSE_FORMAT"):
+        LLMConfig.from_env({"KGPLAN_LLM_RESPONSE_FORMAT": "xml"})
+    for bad in ("0", "-5", "many"):
+        with pytest.raises(ValueError, match="KGPLAN_LLM_MAX_TOKENS"):
+            LLMConfig.from_env({"KGPLAN_LLM_MAX_TOKENS": bad})
+
+
+def test_max_tokens_bounds_a_reply_and_a_cut_reply_says_so(server: FakeServer) -> None:
+    """Unbounded, a grammar-constrained local model can write until its context is full (many minutes)."""
+    cut = '{"predicate": "at", "args": ["robot", "kit'
+    server.script = [ok(cut, finish_reason="length"), ok(FACT)]
+    llm = server.client(max_tokens=16)
+    with pytest.raises(LLMError, match="cut at its length limit") as caught:
+        llm.complete(MESSAGES, Fact)
+    assert caught.value.raw == cut and server.requests[0]["max_tokens"] == 16
+    server.client().complete(MESSAGES, Fact)
+    assert "max_tokens" not in server.requests[1]  # unset: the endpoint's own bound
+
+
+def test_scripted_llm_replays_validates_and_records_prompts() -> None:
+    def by_prompt(messages: list[dict]) -> str:
+        return json.dumps({"predicate": "holding", "args": [messages[-1]["content"]]})
+
+    llm = ScriptedLLM([json.dumps(FACT), Fact(predicate="holding", args=["cup"]), by_prompt, '{"predicate": "flying"}'])
+    first, _ = llm.complete(MESSAGES, Fact)
+    second, _ = llm.complete([{"role": "user", "content": "2"}], Fact)
+    third, _ = llm.complete([{"role": "user", "content": "cup"}], Fact)
+    assert (first.predicate, second.args, third.args) == ("at", ["cup"], ["cup"])
+    with pytest.raises(LLMError, match="predicate"):
+        llm.complete([{"role": "user", "content": "4"}], Fact)
+    with pytest.raises(LLMError, match="no reply left for call 5"):
+        llm.complete([{"role": "user", "content": "5"}], Fact)
+    assert llm.prompts[0] == MESSAGES and [p[-1]["content"] for p in llm.prompts[1:]] == ["2", "cup", "4", "5"]
+    assert (llm.usage.calls, llm.usage.failed) == (5, 2)
+
+
+def test_cli_flags_choose_the_endpoint(server: FakeServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from typer.testing import CliRunner
+
+    from kgplan.interfaces import cli
+
+    monkeypatch.delenv("KGPLAN_LLM_BASE_URL", raising=False)
+    store = ["--store", f"sqlite:{tmp_path / 'w.db'}"]
+    runner = CliRunner()
+    assert runner.invoke(cli.app, [*store, "init", "--problem", str(HOUSEHOLD / "world.pddl")]).exit_code == 0
+    move = {"add": [{"predicate": "on", "args": ["apple", "kitchen_table"]}],
+            "remove": [{"predicate": "on", "args": ["apple", "kitchen_counter"]}]}
+    server.script = [ok({"entities": ["apple", "kitchen_table", "kitchen_counter"]}), ok(move)]
+    res = runner.invoke(cli.app, [*store, "--llm-url", server.url, "--llm-model", "local-qwen", "tell", "--dry-run",
+                                  "The apple is on the kitchen table now."])
+    assert res.exit_code == 0, res.output
+    assert [r["model"] for r in server.requests] == ["local-qwen", "local-qwen"]
+    assert "(on apple kitchen_table)" in res.output and "dry run" in res.output.lower()

@@ -1,0 +1,261 @@
+"""Planning from the graph: pruning, Fast Downward, validation, execution (planners run for real)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from kgplan.domains.formula import to_pddl
+from kgplan.domains.model import Domain, Problem
+from kgplan.errors import KgplanError
+from kgplan.graph.backends.sqlite import SqliteGraph
+from kgplan.graph.base import WorldGraph
+from kgplan.graph.model import Delta, Fact
+from kgplan.interfaces.cli import app
+from kgplan.planners.execute import execute
+from kgplan.planners.pipeline import last_plan, plan
+from kgplan.planners.problem import Task
+from kgplan.planners.relevance import Relevance
+from kgplan.planners.solve import solve, validate
+from kgplan.planners.state import State, Step, simulate
+from tests.conftest import DATA, HOUSEHOLD, l3mp_runs, run_steps
+
+F = Fact.parse
+
+
+def full_state(g: WorldGraph) -> State:
+    return State(g.domain, {e.name: e.type for e in g.entities()}, [(f.predicate, f.args) for f in g.facts()])
+
+
+def test_either_typed_actions(world: SqliteGraph) -> None:
+    """`open` takes (either fridge cabinet drawer washer dryer); `wash_dish` (either dish cup)."""
+    r = plan(world, "(and (not (closed kitchen_fridge)) (clean plate))")
+    assert r.solved, r.message
+    steps = [Step.parse(s) for s in r.plan]
+    assert Step("open", ("robot", "kitchen_fridge", "kitchen")) in steps
+    assert any(s.action == "wash_dish" and s.args[1] == "plate" for s in steps)
+    assert simulate(full_state(world), steps, None) is None
+
+
+def test_either_type_excludes_other_types(world: SqliteGraph) -> None:
+    with pytest.raises(KgplanError, match="'kitchen_sink' is a sink, but closed expects a fridge or cabinet"):
+        plan(world, "(closed kitchen_sink)")
+
+
+def test_forall_goal(world: SqliteGraph) -> None:
+    goal = "(forall (?d - light) (not (switched_on ?d)))"
+    r = plan(world, goal)
+    assert r.solved and r.plan and not r.used_full_state
+    state = full_state(world)
+    assert simulate(state, [Step.parse(s) for s in r.plan], None) is None
+    assert not any(p == "switched_on" and state.objects[a[0]] == "light" for p, a in state.facts)
+    assert r.facts_pruned < r.facts_full
+
+
+@pytest.mark.parametrize("planner", ["fd-opt", "symk-opt"])
+def test_optimal_planners_handle_forall_goals(world: SqliteGraph, planner: str) -> None:
+    r = plan(world, "(forall (?d - light) (not (switched_on ?d)))", planner=planner)
+    assert r.solved and r.planner == planner, r.message
+    assert len(r.plan) == 5  # hallway -> kitchen, off, -> hallway -> living room, off: optimal
+    assert simulate(full_state(world), [Step.parse(s) for s in r.plan], None) is None
+
+
+def test_exists_and_imply_goals(world: SqliteGraph) -> None:
+    r = plan(world, "(exists (?c - cup) (holding robot ?c))")
+    assert r.solved and any("pick_up" in s or "take_out" in s for s in r.plan)
+    r = plan(world, "(imply (switched_on living_room_tv) (not (switched_on living_room_tv)))")
+    assert r.solved and r.plan == ["(move robot hallway living_room)",
+                                   "(switch_off robot living_room_tv living_room)"]
+
+
+def test_goal_that_already_holds_needs_no_planner(world: SqliteGraph) -> None:
+    r = plan(world, "(switched_on kitchen_light)")
+    assert r.solved and r.plan == [] and r.seconds == 0 and "already holds" in r.message
+
+
+def test_unsolvable_goal_is_reported_not_raised(world: SqliteGraph) -> None:
+    """People's places are static: no action moves Omar. The relaxed check sees that without a
+    planner call on a pruned state; the planner then proves on the full state that there is no plan."""
+    r = plan(world, "(person_at omar bedroom)")
+    assert r.status == "unsolvable" and r.used_full_state and r.fallback and r.widenings == 1 and not r.plan
+    assert r.message.startswith("pruned state (relaxed plan): goal not relaxed-reachable; full state: unsolvable")
+
+
+def test_timeout_is_reported(household: Domain, world_problem: Problem) -> None:
+    facts = set(world_problem.init)
+    task = Task(household, world_problem.objects, facts, Problem.parse(
+        "(define (problem p) (:domain household) (:goal (and (clean sandra_jeans) (dry sandra_jeans))))").goal)
+    r = solve(task, timeout=0.01)
+    assert r.status == "timeout" and not r.plan
+
+
+def test_bad_goal_text(world: SqliteGraph) -> None:
+    with pytest.raises(KgplanError, match="'nosuch' is not a known entity"):
+        plan(world, "(switched_on nosuch)")
+    with pytest.raises(KgplanError, match="unknown type 'lamp'"):
+        plan(world, "(forall (?x - lamp) (switched_on ?x))")
+    from kgplan.domains.sexpr import PDDLError
+
+    with pytest.raises(PDDLError, match="unclosed"):
+        plan(world, "(and (switched_on kitchen_light)")
+
+
+def test_execution_applies_effects_as_plan_changes(world: SqliteGraph) -> None:
+    """Conditional forall effects too: running the washer cleans the clothes inside it."""
+    world.apply(Delta(remove=[F("(inside sandra_jeans laundry_basket)")],
+                      add=[F("(inside sandra_jeans laundry_washer)")], source="sensor"))
+    r = plan(world, "(and (clean sandra_jeans) (closed laundry_washer))")
+    assert r.solved, r.message
+    _, steps = last_plan(world)
+    result = execute(world, steps, "test")
+    assert result.done and len(result.changes) == len(steps)
+    facts = set(world.facts())
+    assert F("(clean sandra_jeans)") in facts and F("(dry sandra_jeans)") not in facts
+    assert {c.delta.source for c in world.history()[-len(steps):]} == {"plan"}
+
+
+def test_step_failing_on_changed_graph_stops_execution(world: SqliteGraph) -> None:
+    r = plan(world, "(holding robot dune_book)")
+    assert r.solved
+    world.apply(Delta(remove=[F("(on dune_book bookshelf)")], add=[F("(on dune_book bedroom_bed)")]))
+    result = execute(world, [Step.parse(s) for s in r.plan])
+    assert not result.done and result.failure is not None
+    assert result.failure.step == len(r.plan)
+    assert "(on dune_book bookshelf)" in str(result.failure) and "no longer holds" in str(result.failure)
+    assert F("(on dune_book bedroom_bed)") in world.facts()  # the graph was not touched by the failed step
+
+
+def test_validator_names_the_failure(world: SqliteGraph, household: Domain) -> None:
+    state = full_state(world)
+    bad = [Step.parse("(switch_off robot kitchen_light kitchen)")]
+    failure = simulate(State(household, state.objects, state.facts), bad, None)
+    assert failure is not None and failure.step == 1 and "(agent_at robot kitchen)" in failure.reason
+    goal = Problem.parse("(define (problem p) (:domain household) (:goal (switched_on hallway_light)))").goal
+    task = Task(household, state.objects, state.facts, goal)
+    assert validate(task, bad) is not None
+    assert validate(task, [Step.parse("(switch_on robot hallway_light hallway)")]) is None
+
+
+def test_pruning_keeps_what_the_goal_needs(world: SqliteGraph) -> None:
+    state = full_state(world)
+    goal = Problem.parse("(define (problem p) (:domain household) (:goal (holding robot milk_carton)))").goal
+    pruned = Relevance(world.domain).prune(state, goal)
+    need = {("inside", ("milk_carton", "kitchen_fridge")), ("closed", ("kitchen_fridge",)),
+            ("in_room", ("kitchen_fridge", "kitchen")), ("agent_at", ("robot", "hallway")),
+            ("connected", ("hallway", "kitchen"))}
+    assert need <= pruned.facts
+    assert "dune_book" not in pruned.objects and "sandra" not in pruned.objects
+
+
+def test_cli_plan_json_and_run(tmp_path: Path) -> None:
+    runner = CliRunner()
+    store = ["--store", f"sqlite:{tmp_path / 'cli.db'}"]
+    assert runner.invoke(app, [*store, "init", "--problem", str(HOUSEHOLD / "world.pddl")]).exit_code == 0
+    res = runner.invoke(app, [*store, "plan", "--goal", "(and (not (switched_on kitchen_light)))", "--json"])
+    assert res.exit_code == 0, res.output
+    data = json.loads(res.stdout)
+    assert data["status"] == "solved" and data["planner"] == "fd"
+    assert data["plan"] == ["(move robot hallway kitchen)", "(switch_off robot kitchen_light kitchen)"]
+    assert data["facts_pruned"] < data["facts_full"] and data["seconds"] > 0
+    assert data["widenings"] == 0 and data["fallback"] is False and data["used_full_state"] is False
+    res = runner.invoke(app, [*store, "run"])
+    assert res.exit_code == 0 and "Executed 2 of 2 steps" in res.output
+    res = runner.invoke(app, [*store, "plan", "--goal", "(person_at omar bedroom)"])
+    assert res.exit_code == 2 and "unsolvable" in res.output
+
+
+@pytest.mark.dataset
+def test_every_l3mp_goal_is_solved_and_valid_on_the_full_state(tmp_path: Path) -> None:
+    g = SqliteGraph(tmp_path / "l3mp.db")
+    for run in l3mp_runs():
+        domain = Domain.load(run / "domain.pddl")
+        for step in [s for s in run_steps(run) if s.name.endswith("_goal")]:
+            problem = Problem.parse((step / "problem.pddl").read_text(), str(step))
+            g.init(domain, force=True)
+            g.load_problem(problem)
+            r = plan(g, to_pddl(problem.goal))
+            assert r.solved and not r.fallback, (step, r.message)
+            full = Task(domain, problem.objects, set(problem.init), problem.goal)
+            assert validate(full, [Step.parse(s) for s in r.plan]) is None, step
+
+
+def test_pruned_state_keeps_the_way_through_many_rooms(tmp_path: Path, household: Domain) -> None:
+    """The robot must cross several rooms of a generated building: pruning keeps the way there."""
+    from kgplan.benchmarks.planning import scaling_goal
+    from kgplan.domains.synthetic import household_world
+
+    problem = household_world(400)
+    g = SqliteGraph(tmp_path / "b.db")
+    g.init(household)
+    g.load_problem(problem)
+    r = plan(g, to_pddl(scaling_goal(problem)))
+    assert r.solved and not r.used_full_state, r.message
+    assert len(r.plan) > 5 and r.facts_pruned < r.facts_full / 2
+
+
+def test_moving_an_item_keeps_where_it_is_now(world: SqliteGraph) -> None:
+    """Regressing (on apple kitchen_table) meets (on apple kitchen_counter): a different place, not a cycle."""
+    r = plan(world, "(on apple kitchen_table)")
+    assert r.solved and not r.used_full_state, r.message
+    assert "(pick_up robot apple kitchen_counter kitchen)" in r.plan
+
+
+def test_untyped_domain_plans_end_to_end(tmp_path: Path) -> None:
+    """An untyped domain compiles without a (:types) section and plans through `kgplan plan`."""
+    blocks = DATA / "domains" / "blocks"
+    assert "(:types" not in Domain.load(blocks).compiled_pddl()
+    runner = CliRunner()
+    store = ["--store", f"sqlite:{tmp_path / 'u.db'}"]
+    res = runner.invoke(app, [*store, "init", "--domain", str(blocks), "--problem", str(blocks / "p01.pddl")])
+    assert res.exit_code == 0, res.output
+    res = runner.invoke(app, [*store, "plan", "--goal", "(and (on green blue) (on blue red))", "--json"])
+    assert res.exit_code == 0, res.output
+    data = json.loads(res.stdout)
+    assert data["status"] == "solved" and len(data["plan"]) == 6
+
+
+@pytest.mark.parametrize("planner", ["fd", "symk-opt"])
+def test_goals_quantifying_over_either_types(world: SqliteGraph, planner: str) -> None:
+    """forall and exists over (either ...) are checked per member type and planned correctly."""
+    goal = "(forall (?x - (either light tv)) (not (switched_on ?x)))"
+    r = plan(world, goal, planner=planner)
+    assert r.solved, r.message
+    state = full_state(world)
+    assert simulate(state, [Step.parse(s) for s in r.plan], None) is None
+    assert not any(p == "switched_on" and state.objects[a[0]] in ("light", "tv") for p, a in state.facts)
+    r = plan(world, "(exists (?x - (either light tv)) (and (in_room ?x living_room) (not (switched_on ?x))))",
+             planner=planner)
+    assert r.solved and len(r.plan) == 2 and r.plan[-1].startswith("(switch_off robot living_room_"), r.plan
+    r = plan(world, "(forall (?x - (either cloth dish cup)) (clean ?x))", planner=planner)
+    assert r.solved, r.message
+    state = full_state(world)
+    assert simulate(state, [Step.parse(s) for s in r.plan], None) is None
+    assert all(("clean", (o,)) in state.facts for o in state.of_type(("cloth", "dish", "cup")))
+
+
+def test_either_quantified_goal_types_are_checked(world: SqliteGraph) -> None:
+    # nothing moves furniture or devices: accepted, then proven unsolvable (it used to raise KeyError)
+    r = plan(world, "(forall (?x - (either light tv)) (in_room ?x kitchen))")
+    assert r.status == "unsolvable"
+    with pytest.raises(KgplanError, match=r"'\?x' is a light, but clean expects a cloth or dish or cup"):
+        plan(world, "(forall (?x - (either cloth light)) (clean ?x))")
+
+
+def test_checking_a_plan_leaves_the_full_state_as_it_was(world: SqliteGraph) -> None:
+    """The full state is checked in place (no copy) and put back, also after a failing step."""
+    from kgplan.planners.pipeline import _check
+    from kgplan.planners.solve import PlanResult
+
+    state = full_state(world)
+    before = set(state.facts)
+    good = PlanResult("solved", "fd", 0.0, [Step.parse("(move robot hallway kitchen)"),
+                                            Step.parse("(switch_off robot kitchen_light kitchen)")])
+    bad = PlanResult("solved", "fd", 0.0, [Step.parse("(move robot hallway kitchen)"),
+                                           Step.parse("(switch_off robot hallway_light kitchen)")])
+    goal = Problem.parse("(define (problem p) (:domain household) (:goal (not (switched_on kitchen_light))))").goal
+    assert _check(state, good, goal) is None and state.facts == before
+    assert "step 2" in (_check(state, bad, goal) or "") and state.facts == before
+    assert list(state.match("agent_at", ("robot", None))) == [("robot", "hallway")]  # indexes put back too

@@ -1,0 +1,204 @@
+"""Relevance pruning keeps what plans need: tasks solvable on the full state stay solvable pruned.
+
+Shapes where backward relevance used to lose solvability (a barman-like bar, a miconic-like lift
+with ADL goals and conditional effects, the held-out laundry task), and every problem of
+tests/domains/.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from kgplan.domains.formula import GroundAtom
+from kgplan.domains.model import Domain, Problem
+from kgplan.graph.backends.sqlite import SqliteGraph
+from kgplan.planners.pipeline import plan
+from kgplan.planners.problem import Task
+from kgplan.planners.relevance import Pruned, Relevance
+from kgplan.planners.solve import solve
+from kgplan.planners.state import State, Step, simulate
+from tests.conftest import DATA
+
+DOMAINS = DATA / "domains"
+
+BARMAN = """
+(define (domain bar)
+  (:requirements :strips :typing)
+  (:types hand level beverage dispenser container - object
+          ingredient cocktail - beverage
+          shot shaker - container)
+  (:predicates (ontable ?c - container) (holding ?h - hand ?c - container) (handempty ?h - hand)
+    (empty ?c - container) (contains ?c - container ?b - beverage) (clean ?c - container)
+    (used ?c - container ?b - beverage) (dispenses ?d - dispenser ?i - ingredient)
+    (shaker-level ?s - shaker ?l - level) (next ?l1 ?l2 - level) (unshaked ?s - shaker)
+    (shaked ?s - shaker) (part1 ?c - cocktail ?i - ingredient) (part2 ?c - cocktail ?i - ingredient))
+  (:action grasp :parameters (?h - hand ?c - container)
+    :precondition (and (ontable ?c) (handempty ?h))
+    :effect (and (not (ontable ?c)) (not (handempty ?h)) (holding ?h ?c)))
+  (:action leave :parameters (?h - hand ?c - container)
+    :precondition (holding ?h ?c)
+    :effect (and (not (holding ?h ?c)) (handempty ?h) (ontable ?c)))
+  (:action fill-shot :parameters (?s - shot ?i - ingredient ?h1 ?h2 - hand ?d - dispenser)
+    :precondition (and (holding ?h1 ?s) (handempty ?h2) (dispenses ?d ?i) (empty ?s) (clean ?s))
+    :effect (and (not (empty ?s)) (contains ?s ?i) (not (clean ?s)) (used ?s ?i)))
+  (:action clean-shot :parameters (?s - shot ?b - beverage ?h1 ?h2 - hand)
+    :precondition (and (holding ?h1 ?s) (handempty ?h2) (empty ?s) (used ?s ?b))
+    :effect (and (clean ?s) (not (used ?s ?b))))
+  (:action pour-shot-to-clean-shaker
+    :parameters (?s - shot ?i - ingredient ?d - shaker ?h - hand ?l ?l1 - level)
+    :precondition (and (holding ?h ?s) (contains ?s ?i) (empty ?d) (clean ?d) (shaker-level ?d ?l)
+                       (next ?l ?l1))
+    :effect (and (not (contains ?s ?i)) (empty ?s) (contains ?d ?i) (not (empty ?d)) (not (clean ?d))
+                 (unshaked ?d) (not (shaker-level ?d ?l)) (shaker-level ?d ?l1)))
+  (:action pour-shot-to-used-shaker
+    :parameters (?s - shot ?i - ingredient ?d - shaker ?h - hand ?l ?l1 - level)
+    :precondition (and (holding ?h ?s) (contains ?s ?i) (unshaked ?d) (shaker-level ?d ?l) (next ?l ?l1))
+    :effect (and (not (contains ?s ?i)) (contains ?d ?i) (empty ?s) (not (shaker-level ?d ?l))
+                 (shaker-level ?d ?l1)))
+  (:action shake :parameters (?b - cocktail ?i1 ?i2 - ingredient ?s - shaker ?h1 ?h2 - hand)
+    :precondition (and (holding ?h1 ?s) (handempty ?h2) (contains ?s ?i1) (contains ?s ?i2)
+                       (part1 ?b ?i1) (part2 ?b ?i2) (unshaked ?s))
+    :effect (and (not (unshaked ?s)) (not (contains ?s ?i1)) (not (contains ?s ?i2)) (shaked ?s)
+                 (contains ?s ?b)))
+  (:action pour-shaker-to-shot
+    :parameters (?b - beverage ?d - shot ?h - hand ?s - shaker ?l ?l1 - level)
+    :precondition (and (holding ?h ?s) (shaked ?s) (empty ?d) (clean ?d) (contains ?s ?b)
+                       (shaker-level ?s ?l) (next ?l1 ?l))
+    :effect (and (not (clean ?d)) (not (empty ?d)) (contains ?d ?b) (shaker-level ?s ?l1)
+                 (not (shaker-level ?s ?l)))))
+"""
+
+BARMAN_PROBLEM = """
+(define (problem bar1) (:domain bar)
+  (:objects left right - hand l0 l1 l2 - level gin tonic lime - ingredient gt - cocktail
+            d1 d2 d3 - dispenser glass1 glass2 - shot shaker1 - shaker)
+  (:init (handempty left) (handempty right) (ontable glass1) (ontable glass2) (ontable shaker1)
+         (empty glass1) (empty glass2) (empty shaker1) (clean glass1) (clean glass2) (clean shaker1)
+         (shaker-level shaker1 l0) (next l0 l1) (next l1 l2)
+         (dispenses d1 gin) (dispenses d2 tonic) (dispenses d3 lime) (part1 gt gin) (part2 gt tonic))
+  (:goal (contains glass2 gt)))
+"""
+
+MICONIC = """
+(define (domain lift)
+  (:requirements :adl :typing)
+  (:types passenger floor)
+  (:predicates (origin ?p - passenger ?f - floor) (destin ?p - passenger ?f - floor)
+               (above ?f1 ?f2 - floor) (boarded ?p - passenger) (served ?p - passenger) (lift-at ?f - floor)
+               (vip ?p - passenger))
+  (:action stop :parameters (?f - floor)
+    :precondition (and (lift-at ?f)
+                       (imply (exists (?p - passenger) (and (vip ?p) (not (served ?p))))
+                              (exists (?p - passenger) (and (vip ?p) (or (origin ?p ?f) (destin ?p ?f))))))
+    :effect (and (forall (?p - passenger) (when (and (boarded ?p) (destin ?p ?f))
+                                                (and (not (boarded ?p)) (served ?p))))
+                 (forall (?p - passenger) (when (and (origin ?p ?f) (not (served ?p))) (boarded ?p)))))
+  (:action up :parameters (?f1 ?f2 - floor)
+    :precondition (and (lift-at ?f1) (above ?f1 ?f2))
+    :effect (and (lift-at ?f2) (not (lift-at ?f1))))
+  (:action down :parameters (?f1 ?f2 - floor)
+    :precondition (and (lift-at ?f1) (above ?f2 ?f1))
+    :effect (and (lift-at ?f2) (not (lift-at ?f1)))))
+"""
+
+MICONIC_PROBLEM = """
+(define (problem lift1) (:domain lift)
+  (:objects p1 p2 p3 - passenger f0 f1 f2 f3 - floor)
+  (:init (lift-at f0) (above f0 f1) (above f0 f2) (above f0 f3) (above f1 f2) (above f1 f3) (above f2 f3)
+         (origin p1 f1) (destin p1 f3) (origin p2 f2) (destin p2 f0) (origin p3 f3) (destin p3 f1) (vip p2))
+  (:goal (forall (?p - passenger) (served ?p))))
+"""
+
+
+def _solved_pruned(domain: Domain, problem: Problem) -> tuple[State, Pruned]:
+    """Plan on each pruning in turn, as `plan` does, but never on the full state: the state and
+    the pruning that gave a plan valid on the full state."""
+    numbers = {(a.predicate, a.args): v for a, v in problem.numbers.items()}  # action costs
+    state = State(domain, problem.objects, list(problem.init), numbers)
+    tried = []
+    for pruned in Relevance(domain).prunings(state, problem.goal):
+        tried.append(pruned.level)
+        if not pruned.reachable:
+            continue
+        r = solve(Task(domain, pruned.objects, pruned.facts, problem.goal, numbers), timeout=30)
+        if r.solved and simulate(state.copy(), r.plan, problem.goal) is None:
+            return state, pruned
+    pytest.fail(f"no pruning of {problem.name} gave a valid plan (tried {tried})")
+
+
+@pytest.mark.parametrize("domain_text, problem_text", [(BARMAN, BARMAN_PROBLEM), (MICONIC, MICONIC_PROBLEM)],
+                         ids=["barman", "miconic-adl"])
+def test_pruning_keeps_solvability(domain_text: str, problem_text: str) -> None:
+    """Shapes that backward relevance pruned into unsolvable tasks (hands, the shaker, dispensers
+    and levels of the bar; every floor of the lift) are solved on a pruned state."""
+    domain, problem = Domain.parse(domain_text, "domain"), Problem.parse(problem_text, "problem")
+    state, pruned = _solved_pruned(domain, problem)
+    assert pruned.facts <= state.facts
+
+
+def test_bar_pruning_keeps_hands_shaker_dispensers_and_levels() -> None:
+    domain, problem = Domain.parse(BARMAN, "domain"), Problem.parse(BARMAN_PROBLEM, "problem")
+    _, pruned = _solved_pruned(domain, problem)
+    assert {"left", "right", "shaker1", "d1", "d2", "l0", "l1", "l2", "gin", "tonic"} <= pruned.objects.keys()
+
+
+def test_lift_pruning_keeps_the_floors() -> None:
+    domain, problem = Domain.parse(MICONIC, "domain"), Problem.parse(MICONIC_PROBLEM, "problem")
+    state = State(domain, problem.objects, list(problem.init))
+    first = Relevance(domain).prune(state, problem.goal)
+    assert first.reachable and {"f0", "f1", "f2", "f3", "p1", "p2", "p3"} <= first.objects.keys()
+
+
+def test_laundry_task_shaped_like_the_held_out_failure(tmp_path: Path, household: Domain) -> None:
+    """Many clothes already clean, dry and in the basket, two held by people, one dirty and wet
+    on a bed: the pruned task must be solved as it is (no widening, no fallback)."""
+    rooms = ["hall", "laundry", "bed1", "bed2", "living"]
+    objects = {r: "room" for r in rooms} | {"robot": "agent", "ann": "person", "bob": "person",
+                                           "washer1": "washer", "dryer1": "dryer", "basket1": "laundrybasket",
+                                           "bed_a": "bed", "bed_b": "bed", "sofa1": "sofa", "shelf1": "shelf"}
+    init = [("agent_at", ("robot", "hall")), ("person_at", ("ann", "bed1")), ("person_at", ("bob", "living")),
+            ("in_room", ("washer1", "laundry")), ("in_room", ("dryer1", "laundry")),
+            ("in_room", ("basket1", "laundry")), ("in_room", ("bed_a", "bed1")), ("in_room", ("bed_b", "bed2")),
+            ("in_room", ("sofa1", "living")), ("in_room", ("shelf1", "hall")), ("closed", ("washer1",)),
+            ("closed", ("dryer1",))]
+    init += [("connected", (a, b)) for r in rooms[1:] for a, b in (("hall", r), (r, "hall"))]
+    clothes = [f"shirt{i}" for i in range(30)]
+    where = [("inside", "basket1")] * 25 + [("on", "bed_b"), ("on", "bed_b"), ("on", "sofa1"),
+                                           ("held_by", "ann"), ("held_by", "bob")]
+    for c, (p, place) in zip(clothes, where, strict=True):
+        objects[c] = "cloth"
+        init += [("clean", (c,)), ("dry", (c,)), (p, (c, place))]
+    objects["sock"] = "cloth"
+    init.append(("on", ("sock", "bed_a")))  # dirty and wet: wash, dry, then into the basket
+    goal = " ".join(f"(clean {c}) (dry {c}) (inside {c} basket1)" for c in [*clothes, "sock"])
+    g = SqliteGraph(tmp_path / "laundry.db")
+    g.init(household)
+    g.load_problem(Problem("laundry", "household", objects, [GroundAtom(p, a) for p, a in init]))
+    r = plan(g, f"(and {goal})", timeout=60)
+    assert r.solved and not r.used_full_state and r.widenings == 0 and not r.fallback, r.message
+    steps = [Step.parse(s) for s in r.plan]
+    assert {"run_washer", "run_dryer", "take_from"} <= {s.action for s in steps}
+    state = State(household, objects, init)
+    assert simulate(state, steps, Problem.parse(
+        f"(define (problem p) (:domain household) (:goal (and {goal})))").goal) is None
+
+
+def _domain_problems() -> list:
+    return [pytest.param(p, id=f"{p.parent.name}/{p.stem}") for p in sorted(DOMAINS.glob("*/p*.pddl"))] or [
+        pytest.param(None, marks=pytest.mark.skip(reason="tests/domains/ is not in this checkout"))]
+
+
+@pytest.mark.parametrize("path", _domain_problems())
+def test_no_pruned_task_unsolvable_where_the_full_one_is_solvable(path: Path) -> None:
+    try:
+        domain, problem = Domain.load(path.parent), Problem.parse(path.read_text(), str(path))
+        full = solve(Task(domain, problem.objects, set(problem.init),
+                          problem.goal, {(a.predicate, a.args): v for a, v in problem.numbers.items()}),
+                     timeout=30)
+    except Exception as e:  # what the project cannot load or plan yet (other items of the issues)
+        pytest.skip(f"the full task cannot be planned: {type(e).__name__}: {str(e)[:120]}")
+    if not full.solved:
+        pytest.skip(f"the full task is not solved ({full.status}): nothing to compare")
+    _solved_pruned(domain, problem)

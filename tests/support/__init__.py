@@ -1,0 +1,1 @@
+"""Test support shared by several test modules (fixtures live in the conftest files)."""
