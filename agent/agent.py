@@ -12,7 +12,6 @@ import json
 import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -23,7 +22,6 @@ from kgplan.errors import InputError, LLMError, NotFound
 from kgplan.graph.base import WorldGraph
 from kgplan.graph.model import Change, ChangeSlice, Delta, Entity, Fact, Unknown
 from kgplan.graph.store import open_graph
-from kgplan.planners.solve import ENGINES
 
 if TYPE_CHECKING:
 
@@ -31,10 +29,11 @@ if TYPE_CHECKING:
     from kgplan.language.pddl_edit import EditOutcome
     from kgplan.language.update import Outcome, Retrieval
     from kgplan.planners.execute import Execution
+    from kgplan.planners.mcts import Decision
     from kgplan.planners.pipeline import PlanReport
+    from kgplan.planners.state import Step
 
 Progress = Callable[[str], None]
-Planner = StrEnum("Planner", {name: name for name in ENGINES})  # the planners one can choose
 
 
 def quiet(_: str) -> None:
@@ -302,7 +301,7 @@ class Agent:
         return classify(self.llm, text)
 
     # ---- planning -----------------------------------------------------------------------------
-    def plan(self, task: str | None = None, goal: str | None = None, *, planner: str = Planner.fd,
+    def plan(self, task: str | None = None, goal: str | None = None, *, planner: str = "fd",
              timeout: float = 60.0, prune: bool = True, memory_mb: int = 4096,
              progress: Progress = quiet) -> PlanReport:
         """Plan for a task in English (the LLM writes the goal) or a PDDL goal; the plan is kept for `run`."""
@@ -323,33 +322,32 @@ class Agent:
             raise NotFound(f"no entity {item!r}")
         return read_belief(self.graph, item) or {}
 
-    def search(self, goal: str, simulations: int = 100, seconds: float | None = None) -> PlanReport:
-        """One MCTS decision (planners/mcts.py) for a PDDL goal whose items' places are unknown: the belief
-        (an embedding prior, updated from the graph, stored with it) is sampled per simulation; the
-        result is a one-step plan for `run`; observe, then search or plan again."""
+    def search(self, goal: str, simulations: int = 100, seconds: float | None = None) -> Decision:
+        """One MCTS decision (kgplan.planners.mcts) for a PDDL goal whose items' places are unknown: the belief
+        (an embedding prior, updated from the graph, stored with it) is sampled per simulation; its step is
+        kept as a one-step plan for `run`; observe, then search or plan again."""
         from kgplan.language.retrieval import similarity
         from kgplan.planners import mcts
         from kgplan.planners.mcts.belief import embedding_prior
-        from kgplan.planners.pipeline import PlanReport, parse_goal, remember
+        from kgplan.planners.pipeline import parse_goal, remember
 
         with self.writes:
             f = parse_goal(goal, self.graph, {e.name: e.type for e in self.graph.entities()})
             prior = mcts.BeliefMassPrior(self.domain)
             searcher = mcts.searcher(self.graph, f, prior, prior, mcts.Settings(estimator="dr"))
             d = mcts.decide(self.graph, searcher, mcts.Budget(simulations, seconds), embedding_prior(similarity))
-            report = PlanReport(goal, "solved" if d.step else "unsolvable", "mcts", [str(d.step)] if d.step else [],
-                                d.seconds, message=f"MCTS: first step of a contingent plan, {d.simulations} "
-                                                   f"simulations, value {d.value:.2f}; observe, then plan again")
-            return remember(self.graph, report)
+            if d.step is not None:
+                remember(self.graph, goal, [d.step])
+            return d
 
-    def effects(self, plan: Iterable[str]) -> list[tuple[list[Fact], list[Fact]]]:
+    def effects(self, plan: Iterable[Step]) -> list[tuple[list[Fact], list[Fact]]]:
         """What each step of a plan adds and removes, simulated from the graph's current state."""
-        from kgplan.planners.state import State, Step
+        from kgplan.planners.state import State
 
         state = State(self.domain, *self.graph.snapshot())
         out = []
         for step in plan:
-            added, removed = state.apply(Step.parse(step))
+            added, removed = state.apply(step)
             out.append(([Fact.of(a) for a in sorted(added)], [Fact.of(a) for a in sorted(removed)]))
         return out
 

@@ -16,18 +16,11 @@ from pathlib import Path
 from kgplan.agent.agent import Agent
 from kgplan.domains.model import Domain, Problem, resolve_domain
 from kgplan.domains.verify import ChangeRefused
+from kgplan.games import GAMES
 from kgplan.games.base import Environment, Observation, Sensor
-from kgplan.games.textworld import TextWorldCoinSensor, TextWorldCookingSensor
-from kgplan.games.twx import CoinSensor, CookingSensor
 from kgplan.graph.model import Change, Delta
 from kgplan.language.llm import LLM
 from kgplan.planners.state import Step
-
-# game -> (domain, sensor factory)
-SENSORS: dict[str, tuple[str, Callable[[], Sensor]]] = {
-    "coin": ("coin_collector", CoinSensor), "cooking-easy": ("cooking", CookingSensor),
-    "cooking-hard": ("cooking", CookingSensor), "textworld-coin": ("coin_collector", TextWorldCoinSensor),
-    "textworld-cooking": ("textworld_cooking", TextWorldCookingSensor)}
 
 
 @dataclass
@@ -49,10 +42,9 @@ class Episode:
     unread: int = 0
 
 
-def action_text(step: str, templates: dict[str, str]) -> str:
+def action_text(step: Step, templates: dict[str, str]) -> str:
     """The environment command of a plan step, from domain.toml's [explore.actions] templates."""
-    s = Step.parse(step)
-    return templates[s.action].format(*(a.replace("_", " ") for a in s.args))
+    return templates[step.action].format(*(a.replace("_", " ") for a in step.args))
 
 
 def explore(env: Environment, game: str, seed: int, planner: str | None = None,
@@ -61,12 +53,12 @@ def explore(env: Environment, game: str, seed: int, planner: str | None = None,
     """Run the loop on one seed; a fresh sqlite graph per episode unless `store` is given; the planner
     is domain.toml's [explore] planner unless given. Sensor mode, or LLM mode given `llm` (at most `rounds`
     replies per observation)."""
-    domain_name, make_sensor = SENSORS[game]
-    domain = resolve_domain(domain_name)
+    spec = GAMES[game]
+    domain = resolve_domain(spec.domain)
     cfg = domain.meta["explore"]
     planner = planner or cfg.get("planner", "fd")
     ep = Episode(seed)
-    sensor = make_sensor()
+    sensor = spec.sensor()
     with tempfile.TemporaryDirectory(prefix="kgplan-explore-") as tmp:
         agent = Agent(store or f"sqlite:{Path(tmp) / 'world.db'}", llm=llm)
         ep.optimal = env.optimum(seed)
@@ -76,7 +68,7 @@ def explore(env: Environment, game: str, seed: int, planner: str | None = None,
         else:
             agent.graph.init(domain)  # the LLM's first edits make the first state
         action: str | None = None
-        plan: list[str] = []
+        plan: list[Step] = []
         expected: set = set()
         while True:
             show(f"observation: {obs.text.strip()}")
@@ -104,7 +96,7 @@ def explore(env: Environment, game: str, seed: int, planner: str | None = None,
             if surprise or not plan:
                 plan = _plan(agent, cfg, planner, ep, show)
                 if not plan and "belief" in agent.domain.meta:  # nothing symbolic: search the belief (MCTS)
-                    plan = agent.search(cfg["goal"]).plan
+                    plan = [d.step] if (d := agent.search(cfg["goal"])).step else []
                 if not plan:
                     ep.reason = "no plan for the goal or any sub-goal"
                     break
@@ -152,14 +144,14 @@ def _read(agent: Agent, action: str | None, obs: Observation, ep: Episode, round
     return out.change
 
 
-def _plan(agent: Agent, cfg: dict, planner: str, ep: Episode, show: Callable[[str], None]) -> list[str]:
+def _plan(agent: Agent, cfg: dict, planner: str, ep: Episode, show: Callable[[str], None]) -> list[Step]:
     """A plan for the end goal, else for the first sub-goal that has one (empty if none)."""
     ep.replans += 1
     for goal in [cfg["goal"], *cfg.get("subgoals", [])]:
         report = agent.plan(goal=goal, planner=planner, prune=False)
         ep.planner_seconds += report.seconds
         if report.solved and report.plan:
-            show(f"goal {goal}: plan {report.plan}")
+            show(f"goal {goal}: plan {[str(s) for s in report.plan]}")
             return list(report.plan)
         show(f"goal {goal}: {report.status}")
     return []

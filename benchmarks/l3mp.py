@@ -61,7 +61,7 @@ from kgplan.planners.execute import execute
 from kgplan.planners.pipeline import PlanReport, plan
 from kgplan.planners.problem import Task
 from kgplan.planners.solve import solve
-from kgplan.planners.state import State, Step, simulate
+from kgplan.planners.state import State, simulate
 
 # variant -> (retriever, verify): "full" shows the whole graph, "select" the entities the LLM picks from the
 # entity list (retrieval a), "search" the LLM's query graph grounded by embeddings (retrieval b)
@@ -323,7 +323,7 @@ def after_goal(g: SqliteGraph, report: PlanReport | None, truth: Problem, true_i
     """
     before, row = _atoms(g), {}
     if report is not None and report.solved:
-        done = execute(g, [Step.parse(s) for s in report.plan], why=f"plan for: {report.goal}")
+        done = execute(g, report.plan, why=f"plan for: {report.goal}")
         row |= {"executed_steps": len(done.changes), "execution_failure": str(done.failure) if done.failure else None}
     after = _atoms(g)
     assert truth.goal is not None
@@ -379,7 +379,7 @@ def _score_plan(g: SqliteGraph, out: Outcome, domain: Domain, truth: Problem,
     if not report.solved:
         return {"success": False, "error": f"planner: {report.status} {report.message}", "planner_s": report.seconds,
                 "retries": len(out.rounds)}, report
-    failure = simulate(State(domain, truth.objects, true_init), [Step.parse(s) for s in report.plan], truth.goal)
+    failure = simulate(State(domain, truth.objects, true_init), report.plan, truth.goal)
     return {"success": failure is None, "error": str(failure) if failure else None, "planner_s": report.seconds,
             "plan_length": len(report.plan), "retries": len(out.rounds)}, report
 

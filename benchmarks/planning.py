@@ -34,10 +34,11 @@ from kgplan.benchmarks import console as bench_console
 from kgplan.domains.formula import And, Atom, Formula, Not, to_pddl
 from kgplan.domains.model import Domain, Problem, resolve_domain
 from kgplan.graph.backends.sqlite import SqliteGraph
+from kgplan.planners.engines import PLANNERS
 from kgplan.planners.pipeline import PlanReport, plan
 from kgplan.planners.problem import Task
 from kgplan.planners.relevance import Relevance, literals
-from kgplan.planners.solve import ENGINES, solve, validate
+from kgplan.planners.solve import solve, validate
 from kgplan.planners.state import State, Step, ground, simulate
 
 TARGET_SPEEDUP = 100.0  # median, full-state planner time / pruned end to end
@@ -88,9 +89,10 @@ def measure(g: SqliteGraph, domain: Domain, problem: Problem, goal: Formula, nam
         m = {"status": r.status, "prune_s": r.prune_seconds, "plan_s": r.seconds,
              "pruned_s": r.prune_seconds + r.seconds, "call_s": wall, "call_cpu_s": cpu + r.planner_cpu_seconds,
              "used_full_state": r.used_full_state, "widenings": r.widenings, "fallback": r.fallback,
-             "plan_length": len(r.plan), "message": r.message, "planner_peak_mb": r.planner_peak_mb,
+             "plan_length": len(r.plan), "plan": [str(s) for s in r.plan], "message": r.message,
+             "planner_peak_mb": r.planner_peak_mb,
              "planner_called": r.seconds > 0}  # not when the goal already holds
-        steps = [Step.parse(s) for s in r.plan]
+        steps = r.plan
         m["valid_on_full"] = r.solved and simulate(State(domain, problem.objects, full_task.facts), steps, goal) is None
         if r.solved and len(problem.objects) <= VALIDATOR_MAX_OBJECTS:  # and by an independent validator
             m["valid_on_full"] &= validate(full_task, steps) is None
@@ -151,7 +153,8 @@ def main(argv: list[str] | None = None) -> int:
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("datasets", nargs="*", type=Path, help="L3M+P runs or folders of runs")
     ap.add_argument("--planners", default="fd,lapkt",
-                    help=f"planners side by side, the first one judged by the targets (of {', '.join(ENGINES)})")
+                    help="planners side by side, the first one judged by the targets (of "
+                         f"{', '.join(PLANNERS.names())})")
     ap.add_argument("--timeout", type=float, default=60.0, help="seconds per pruned planner call")
     ap.add_argument("--full-timeout", type=float, default=None,
                     help="seconds per full-state planner call (default: --timeout)")
@@ -160,8 +163,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", type=Path, default=Path("results/planning.json"))
     args = ap.parse_args(argv)
     planners = args.planners.split(",")
-    if unknown := [p for p in planners if p not in ENGINES]:
-        ap.error(f"unknown planner(s) {', '.join(unknown)}: choose from {', '.join(ENGINES)}")
+    if unknown := [p for p in planners if p not in PLANNERS]:
+        ap.error(f"unknown planner(s) {', '.join(unknown)}: choose from {', '.join(PLANNERS.names())}")
     full_timeout = None if args.no_full else args.full_timeout or args.timeout
     console = bench_console()
     rows, scaling = [], []

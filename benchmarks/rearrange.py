@@ -247,7 +247,6 @@ def episode(scene: Scene, task: Task, method: str, seed: int, simulations: int, 
     from kgplan.planners import mcts
     from kgplan.planners.execute import execute
     from kgplan.planners.mcts.belief import embedding_prior
-    from kgplan.planners.state import Step
 
     domain = resolve_domain("rearrange")
     ep = Episode(scene.name, task.family, method, seed, simulations if method != "explore" else 0)
@@ -305,25 +304,25 @@ def episode(scene: Scene, task: Task, method: str, seed: int, simulations: int, 
                 ep.decision_seconds += d.seconds
                 if d.step is None:
                     break
-                step = str(d.step)
+                step = d.step
             else:
                 if not plan:
                     plan = _symbolic(agent, goal, cfg, ep)
                     if not plan:
                         break
                 step = plan.pop(0)
-            history.append(step)
+            history.append(str(step))
             if isinstance(prior := getattr(search, "prior", None), mcts.LLMPrior):
-                prior.memory.trajectory.append(step)
+                prior.memory.trajectory.append(str(step))
             ep.steps += 1
-            if world.step(Step.parse(step)) and execute(agent.graph, [Step.parse(step)], goal).failure:
+            if world.step(step) and execute(agent.graph, [step], goal).failure:
                 break
         agent.close()
     ep.llm_calls = len(llm.records) - calls if llm is not None else 0  # belief, prior and reflections
     return ep
 
 
-def _symbolic(agent, goal: str, cfg: dict, ep: Episode) -> list[str]:
+def _symbolic(agent, goal: str, cfg: dict, ep: Episode) -> list:
     """A plan for the end goal, else for the first sub-goal that has one (PDDLEGO's fallback)."""
     for g in [goal, *cfg["subgoals"]]:
         ep.planner_calls += 1

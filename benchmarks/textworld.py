@@ -23,11 +23,12 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from kgplan.agent.agent import Agent
-from kgplan.agent.explore import SENSORS, explore
+from kgplan.agent.explore import explore
 from kgplan.benchmarks import console as bench_console
 from kgplan.benchmarks.twx import CoinEpisode, arguments, coin_bounds, explorer_bound, run
-from kgplan.games.base import Observation
-from kgplan.games.textworld import TW_DIRECTIONS, TW_GAMES, TextWorld, TextWorldSensor, TextWorldUnavailable
+from kgplan.games import GAMES
+from kgplan.games.base import GameUnavailable, Observation
+from kgplan.games.textworld import TW_DIRECTIONS, TextWorld, TextWorldSensor
 from kgplan.graph.model import Fact
 
 
@@ -84,21 +85,21 @@ def room_map(truth: Iterable[tuple[str, ...]]) -> tuple[dict[str, dict[str, int]
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = arguments("kgplan bench textworld", __doc__, sorted(TW_GAMES))
+    ap = arguments("kgplan bench textworld", __doc__, [g.name for g in GAMES if g.family == "textworld"])
     args = ap.parse_args(argv)
-    game = f"textworld-{args.game}"
+    game = args.game
     try:
-        env = TextWorld(args.game)
-    except TextWorldUnavailable as e:
+        env = GAMES[game].environment()
+    except GameUnavailable as e:
         bench_console().print(f"[red]error:[/red] {e}")
         return 2
 
     def play(seed: int) -> ScoredEpisode:
         env.reset(seed)
-        bounds = explorer_bound(*room_map(env.truth)) if args.game == "coin" else (0.0, 0.0)
+        bounds = explorer_bound(*room_map(env.truth)) if game == "textworld-coin" else (0.0, 0.0)
         with tempfile.TemporaryDirectory(prefix="kgplan-bench-textworld-") as tmp:
             store = f"sqlite:{Path(tmp) / 'world.db'}"
-            scoring = Scoring(env, SENSORS[game][1](), store)
+            scoring = Scoring(env, GAMES[game].sensor(), store)
             ep = explore(scoring, game, seed, planner=args.planner, store=store)
             scoring.score()
         return ScoredEpisode(**asdict(ep), mean_optimum_any_room=bounds[0], explorer_bound=bounds[1],
@@ -106,7 +107,7 @@ def main(argv: list[str] | None = None) -> int:
                              min_recall=min(r for _, r in scoring.scores), steps_scored=len(scoring.scores))
 
     def worst(episodes: list[ScoredEpisode]) -> dict[str, float | None]:
-        return {**(coin_bounds(episodes) if args.game == "coin" else {}),
+        return {**(coin_bounds(episodes) if game == "textworld-coin" else {}),
                 "min_precision": min(e.min_precision for e in episodes),
                 "min_recall": min(e.min_recall for e in episodes)}
 

@@ -32,7 +32,7 @@ from kgplan.agent.explore import Episode
 from kgplan.benchmarks import console as bench_console
 from kgplan.benchmarks import write_json
 from kgplan.games.base import Room, shortest
-from kgplan.games.twx import TWX_GAMES, CoinReplica
+from kgplan.games.twx import CoinReplica
 
 
 def wilson(successes: int, n: int, z: float = 1.96) -> tuple[float, float]:
@@ -217,13 +217,14 @@ def coin_bounds(episodes: list[CoinEpisode]) -> dict[str, float | None]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from kgplan.agent.explore import SENSORS, explore
+    from kgplan.agent.explore import explore
     from kgplan.benchmarks.l3mp import Counting
+    from kgplan.games import GAMES
+    from kgplan.games.base import GameUnavailable
     from kgplan.games.oracle import SensorOracleLLM
-    from kgplan.games.twx import TextWorldExpress, TWXUnavailable
     from kgplan.language.llm import LLM, LLMConfig, OpenAIClient
 
-    ap = arguments("kgplan bench twx", __doc__, sorted(TWX_GAMES))
+    ap = arguments("kgplan bench twx", __doc__, [g.name for g in GAMES if g.family == "twx"])
     ap.add_argument("--mode", choices=["sensor", "llm"], default="sensor",
                     help="sensor: structured outputs only; llm: an LLM edits the problem from the prose (PDDL-edit)")
     ap.add_argument("--llm", choices=["oracle", "openai"], default="openai",
@@ -232,13 +233,13 @@ def main(argv: list[str] | None = None) -> int:
                     help="coin: also play each seed's map again with the coin in every room (CoinReplica)")
     args = ap.parse_args(argv)
     try:
-        twx = env = TextWorldExpress(args.game)
-    except TWXUnavailable as e:
+        twx = env = GAMES[args.game].environment()
+    except GameUnavailable as e:
         bench_console().print(f"[red]error:[/red] {e}")
         return 2
     llm: LLM | None = None
     if args.mode == "llm" and args.llm == "oracle":
-        llm = SensorOracleLLM(SENSORS[args.game][1])
+        llm = SensorOracleLLM(GAMES[args.game].sensor)
         env = llm.watch(env)
     elif args.mode == "llm":
         llm = OpenAIClient(LLMConfig.from_env())

@@ -178,11 +178,14 @@ def _sorted(groups: Iterable[MutexGroup]) -> list[MutexGroup]:
     return sorted(groups, key=lambda g: [(p.predicate, p.key_positions) for p in g.parts])
 
 
-@functools.lru_cache(maxsize=16)
-def _candidates(domain_pddl: str, timeout_s: float) -> tuple[tuple[MutexGroup, ...], bool]:
-    """The groups Fast Downward proves for the domain (before any initial state), and whether
-    the search finished. Not thread-safe: Fast Downward keeps its options in a module global
-    (restored afterwards)."""
+def fd_invariants(domain_pddl: str, timeout_s: float) -> tuple[Any, tuple[Any, ...], bool]:
+    """Fast Downward's invariant synthesis on a domain alone (an empty problem, so its invariants hold in every
+    problem of the domain): the normalised task, the invariants it proves and whether the search finished
+    within `timeout_s` seconds of CPU. The one place kgplan runs the synthesis: the store's invariants
+    (`synthesize_invariants`) and the planner worker's translator (`kgplan.planners.worker`) both come from it.
+
+    Raises DomainError if Fast Downward rejects the PDDL. Not thread-safe: Fast Downward keeps its options in
+    a module global (restored afterwards)."""
     previous = options.options
     log = io.StringIO()
     try:
@@ -193,12 +196,19 @@ def _candidates(domain_pddl: str, timeout_s: float) -> tuple[tuple[MutexGroup, .
             options.options.invariant_generation_max_time = timeout_s
             task = parsing_functions.parse_task(domain, problem)
             normalize.normalize(task)
-            found = list(invariant_finder.find_invariants(task, None))
+            found = tuple(invariant_finder.find_invariants(task, None))
     except (ParseError, StopIteration, SystemExit) as exc:
         raise DomainError(f"Fast Downward could not process the PDDL: {exc}") from exc
     finally:
         options.options = previous
+    return task, found, "Time limit reached" not in log.getvalue()
 
+
+@functools.lru_cache(maxsize=16)
+def _candidates(domain_pddl: str, timeout_s: float) -> tuple[tuple[MutexGroup, ...], bool]:
+    """The groups Fast Downward proves for the domain (before any initial state), and whether
+    the search finished."""
+    task, found, complete = fd_invariants(domain_pddl, timeout_s)
     added = {
         eff.literal.predicate for a in task.actions for eff in a.effects if not eff.literal.negated
     }
@@ -209,7 +219,7 @@ def _candidates(domain_pddl: str, timeout_s: float) -> tuple[tuple[MutexGroup, .
             continue
         if added & {part.predicate for part in parts}:
             groups.append(MutexGroup(parts, _preserves_exactly_one(parts, task.actions)))
-    return tuple(groups), "Time limit reached" not in log.getvalue()
+    return tuple(groups), complete
 
 
 def _subsumes(big: MutexGroup, small: MutexGroup) -> bool:

@@ -31,12 +31,13 @@ from kgplan.domains.formula import (
     quantifiers,
     scoped,
     to_pddl,
+    type_pddl,
 )
 from kgplan.domains.sexpr import Expr, PDDLError, SList, Sym, pos_of, read
 from kgplan.errors import DomainError, NotFound
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable
+    from collections.abc import Callable, Iterable
 
     from kgplan.domains.invariants import MutexGroup, Synthesis
 
@@ -111,6 +112,21 @@ class Problem:
             elif key not in (":requirements", ":metric"):
                 raise PDDLError(f"unknown problem section '{key}'", *pos_of(sec), source)
         return cls(name, domain, objects, init, goal, numbers)
+
+    def to_pddl(self, costs: bool = False, type_text: Callable[[tuple[str, ...]], str] = type_pddl) -> str:
+        """The problem as PDDL text (the one problem writer): objects sorted, `init` and `numbers` in their order;
+        with `costs` (`:action-costs`), ``(= (total-cost) 0)`` and the metric that minimises it; `type_text`
+        renders the types of the goal's quantified variables."""
+        lines = [f"(define (problem {self.name})", f"  (:domain {self.domain})", "  (:objects"]
+        lines += [f"    {o} - {t}" for o, t in sorted(self.objects.items())]
+        lines += ["  )", "  (:init"]
+        lines += [f"    {a}" for a in map(GroundAtom._make, self.init)]
+        lines += [f"    (= {GroundAtom._make(a)} {number_pddl(v)})" for a, v in self.numbers.items()]
+        lines += [f"    (= ({TOTAL_COST}) 0)"] if costs else []
+        lines.append("  )")
+        lines += [f"  (:goal {to_pddl(self.goal, type_text)})"] if self.goal is not None else []
+        lines += [f"  (:metric minimize ({TOTAL_COST}))"] if costs else []
+        return "\n".join(lines) + "\n)\n"
 
 
 @dataclass

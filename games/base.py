@@ -7,6 +7,7 @@ import heapq
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from kgplan.errors import KgplanError
 from kgplan.graph.model import Delta, Fact
 
 DIRECTIONS = {"north": (0, 1), "south": (0, -1), "east": (1, 0), "west": (-1, 0)}
@@ -66,3 +67,7 @@ def shortest(exits: dict[Room, dict[Room, int]], start: Room) -> dict[Room, int]
                 heapq.heappush(todo, (cost + c, nb))
     return dist
 
+
+
+class GameUnavailable(KgplanError):
+    """What a game's engine needs is missing (a package, a Java runtime)."""

@@ -12,7 +12,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import ClassVar
 
-from kgplan.games.base import DIRECTIONS, Observation
+from kgplan.games.base import DIRECTIONS, GameUnavailable, Observation
 from kgplan.graph.model import Delta, Entity, Fact, Unknown
 
 # TextWorld: name -> (tw-make challenge, its settings, step budget). Coin Collector level 204: a quest of
@@ -26,7 +26,7 @@ TW_DIRECTIONS = {"north_of": "north", "south_of": "south", "east_of": "east", "w
 Lineage = tuple[str, ...]  # a TextWorld type and its ancestors: ("oven", "c", "t")
 
 
-class TextWorldUnavailable(RuntimeError):
+class TextWorldUnavailable(GameUnavailable):
     """textworld is missing."""
 
 

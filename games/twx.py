@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from kgplan.games.base import DIRECTIONS, OPPOSITE, Observation, Room, shortest
+from kgplan.games.base import DIRECTIONS, OPPOSITE, GameUnavailable, Observation, Room, shortest
 from kgplan.graph.model import Delta, Entity, Fact, Unknown
 
 # name -> (TWX game, its generation parameters, step budget), the settings of issue 12 / PDDLEGO
@@ -20,7 +20,7 @@ TWX_GAMES: dict[str, tuple[str, str, int]] = {
 }
 
 
-class TWXUnavailable(RuntimeError):
+class TWXUnavailable(GameUnavailable):
     """textworld-express or Java is missing."""
 
 

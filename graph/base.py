@@ -10,7 +10,7 @@ from dataclasses import replace
 from functools import cached_property
 from typing import TypeVar
 
-from kgplan.domains.formula import Formula, GroundAtom, to_pddl
+from kgplan.domains.formula import Formula, GroundAtom
 from kgplan.domains.invariants import Mined, MutexGroup, Synthesis, dump_groups, load_groups, mine_invariants
 from kgplan.domains.model import TOTAL_COST, Domain, Problem
 from kgplan.domains.verify import ChangeRefused, Issue, IssueKind, Mark, check_values, show, verify
@@ -308,27 +308,13 @@ class WorldGraph(ABC):
                 self.set_invariants(load_groups(before))
             raise
 
-    def to_problem(self, goal: Formula | str | None = None, facts: Iterable[Fact] | None = None,
-                   name: str = "kgplan") -> str:
-        """The graph as a PDDL problem text; given `facts`, only those and the objects they use."""
-        consts = self.domain.constants
-        if facts is None:
-            facts, entities = self.facts(), self.entities()
-        else:
-            facts = list(facts)
-            entities = self.entities({a for f in facts for a in f.args})
-        objects = {e.name: e.type for e in entities if e.name not in consts}
-        lines = [f"(define (problem {name})", f"  (:domain {self.domain.name})", "  (:objects"]
-        lines += [f"    {o} - {t}" for o, t in sorted(objects.items())]
-        lines += ["  )", "  (:init"]
-        lines += [f"    {f}" for f in sorted(facts, key=by_atom)]
-        lines.append("  )")
-        if goal is not None:
-            lines.append(f"  (:goal {goal if isinstance(goal, str) else to_pddl(goal)})")
-        if TOTAL_COST in self.domain.functions:
-            lines.append(f"  (:metric minimize ({TOTAL_COST}))")
-        lines.append(")")
-        return "\n".join(lines) + "\n"
+    def to_problem(self, goal: Formula | None = None, name: str = "kgplan") -> str:
+        """The graph as a PDDL problem text (numeric facts after the others, each sorted)."""
+        facts = self.facts()
+        objects = {e.name: e.type for e in self.entities() if e.name not in self.domain.constants}
+        problem = Problem(name, self.domain.name, objects, sorted(f.atom for f in facts if f.value is None), goal,
+                          dict(sorted((f.atom, f.value) for f in facts if f.value is not None)))
+        return problem.to_pddl(TOTAL_COST in self.domain.functions)
 
     # ---- queries ---------------------------------------------------------------------------------
     def neighborhood(self, names: Iterable[str], depth: int = 1) -> tuple[list[Entity], list[Fact]]:

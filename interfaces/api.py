@@ -32,6 +32,7 @@ from kgplan.interfaces import views
 from kgplan.interfaces.views import (
     ChangeOut,
     EntitiesOut,
+    ExploreIn,
     FactsOut,
     NeighbourhoodOut,
     PlanIn,
@@ -41,6 +42,7 @@ from kgplan.interfaces.views import (
     TellIn,
     TellOut,
     change_out,
+    do_explore,
     do_history,
     do_plan,
     do_run,
@@ -258,6 +260,12 @@ def create_app(agent: Agent, token: str | None = None) -> FastAPI:
     @app.post("/api/jobs/run", status_code=202, **write)
     def run_job() -> JobOut:
         return jobs.start("run", lambda p: do_run(agent, p))
+
+    @app.post("/api/jobs/explore", status_code=202, **write)
+    def explore_job(body: ExploreIn) -> JobOut:
+        """Play a game with the exploration loop, on a fresh graph of its own (the store is not used); the
+        progress lines are its steps, the result an ExploreOut."""
+        return jobs.start("explore", lambda p: do_explore(body, p))
 
     @app.get("/api/jobs/{job_id}", responses=errors)
     def job(job_id: str) -> JobOut:

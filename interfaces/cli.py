@@ -19,11 +19,14 @@ from rich.markup import escape
 from rich.table import Table
 from rich.tree import Tree
 
-from kgplan.agent.agent import Agent, Planner, load_observations
+from kgplan.agent.agent import Agent, load_observations
 from kgplan.domains.verify import ChangeRefused
 from kgplan.errors import InputError, KgplanError, LLMError
+from kgplan.games import GAMES
 from kgplan.graph.model import Change, Fact, Unknown
 from kgplan.graph.store import creating
+from kgplan.planners.engines import PLANNERS
+from kgplan.registry import Registry
 
 if TYPE_CHECKING:
     from kgplan.language.llm import LLMConfig
@@ -477,9 +480,8 @@ def plan(
     goal: Annotated[str | None, typer.Option("--goal", "-g", help='A PDDL goal instead, e.g. "(and (not '
                                              '(switched_on kitchen_light)))"; and/or/not/imply/forall/exists.')]
     = None,
-    planner: Annotated[Planner, typer.Option(help=(
-        "fd (Fast Downward LAMA-first), fd-opt or symk-opt (optimal), lapkt (LAPKT SIW then BFS(f), as in L3M+P)."))]
-    = Planner.fd,
+    planner: Annotated[PLANNERS.choice, typer.Option(help="The planner (`kgplan list planners` says what each is).")
+                       ] = "fd",
     timeout: Annotated[float, typer.Option(help="Seconds per planner call.")] = 60.0,
     memory: Annotated[int, typer.Option(help="Memory cap for the planner in MB.")] = 4096,
     prune: Annotated[bool, typer.Option(help="Plan on the relevance-pruned state first.")] = True,
@@ -502,7 +504,7 @@ def plan(
             if search not in (None, "mcts"):
                 raise InputError(f"unknown search {search!r}: the only one is mcts")
             r = (a.search(text, simulations) if search else
-                 a.plan(goal=text, planner=planner.value, timeout=timeout, prune=prune, memory_mb=memory))
+                 a.plan(goal=text, planner=str(planner), timeout=timeout, prune=prune, memory_mb=memory))
         if as_json:
             sys.stdout.write(json.dumps(r.to_json()) + "\n")
         else:
@@ -609,11 +611,9 @@ ExploreLLM = StrEnum("ExploreLLM", ["openai", "oracle"])
 
 @app.command()
 def explore(
-    game: Annotated[str, typer.Option(help="TextWorld-Express game: coin, cooking-easy or cooking-hard; or a TextWorld "
-                                           "game made offline by tw-make: textworld-coin or textworld-cooking.")
-                    ] = "coin",
+    game: Annotated[GAMES.choice, typer.Option(help="The game (`kgplan list games` says what each is).")] = "coin",
     seed: Annotated[int, typer.Option(help="Game seed (0-9 for development, 10-59 are the reported ones).")] = 0,
-    planner: Annotated[Planner | None, typer.Option(
+    planner: Annotated[PLANNERS.choice | None, typer.Option(
         help="Planner for the goal and the sub-goals (default: the domain's, see its domain.toml).")] = None,
     mode: Annotated[ExploreMode, typer.Option(
         help="sensor: read the game's structured outputs; llm: the LLM edits the problem from the prose.")
@@ -628,34 +628,48 @@ def explore(
     The graph is a fresh one per game (the --store option is not used). The TextWorld-Express games need
     textworld-express and Java 17, the TextWorld ones textworld.
     """
-    from kgplan.agent.explore import SENSORS
     from kgplan.agent.explore import explore as play
+    from kgplan.games.base import GameUnavailable
     from kgplan.games.oracle import SensorOracleLLM
-    from kgplan.games.textworld import TextWorld, TextWorldUnavailable
-    from kgplan.games.twx import TextWorldExpress, TWXUnavailable
 
-    if game not in SENSORS:
-        err.print(f"[red]error:[/red] no sensor for game {game!r}: choose {', '.join(SENSORS)}")
-        raise typer.Exit(2)
     try:
-        env = TextWorld(game.removeprefix("textworld-")) if game.startswith("textworld-") else TextWorldExpress(game)
-    except (TWXUnavailable, TextWorldUnavailable) as e:
+        env = GAMES[game].environment()
+    except GameUnavailable as e:
         err.print(f"[red]error:[/red] {e}")
         raise typer.Exit(2) from None
     model = None
     if mode == ExploreMode.llm and llm == ExploreLLM.oracle:
-        model = SensorOracleLLM(SENSORS[game][1])
+        model = SensorOracleLLM(GAMES[game].sensor)
         env = model.watch(env)
     elif mode == ExploreMode.llm:
         from kgplan.language.llm import LLMConfig, OpenAIClient
 
         model = OpenAIClient(_llm() or LLMConfig.from_env())
     try:
-        ep = play(env, game, seed, planner=planner and planner.value, llm=model,
+        ep = play(env, str(game), seed, planner=planner and str(planner), llm=model,
                   show=lambda line: out.print(line, highlight=False, markup=False))
     finally:
         env.close()
     raise typer.Exit(0 if ep.success else 1)
+
+
+REGISTRIES: dict[str, Registry] = {"planners": PLANNERS, "games": GAMES}
+
+
+@app.command(name="list")
+def list_(what: Annotated[str, typer.Argument(help="planners or games")]) -> None:
+    """List what can be chosen: the planners (`plan --planner`) or the games (`explore --game`), with what
+    each one is."""
+
+    def go() -> None:
+        if what not in REGISTRIES:
+            raise InputError(f"list what? choose one of {', '.join(REGISTRIES)}")
+        t = Table("name", "what it is", title=what)
+        for entry in REGISTRIES[what]:
+            t.add_row(entry.name, entry.help)
+        out.print(t)
+
+    run_guarded(go)
 
 
 def benchmarks() -> dict[str, EntryPoint]:

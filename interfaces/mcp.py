@@ -17,6 +17,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 
 from kgplan.agent.agent import Agent, quiet
 from kgplan.interfaces import views
+from kgplan.planners.engines import PLANNERS
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -50,7 +51,7 @@ def create_server(agent: Agent) -> MCPServer:
 
     @server.tool()
     @said
-    def plan(task: str | None = None, goal: str | None = None, planner: str = "fd",
+    def plan(task: str | None = None, goal: str | None = None, planner: PLANNERS.field = "fd",
              timeout: float = 60.0) -> views.PlanOut:
         """Plan for a task in English or a PDDL goal such as "(not (switched_on kitchen_light))"; give one.
         The plan, with each step's effects, is kept for `run`."""

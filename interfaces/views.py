@@ -8,9 +8,12 @@ from typing import Any
 
 from pydantic import BaseModel, Field, ValidationError
 
-from kgplan.agent.agent import Agent, Planner, Progress
+from kgplan.agent.agent import Agent, Progress
 from kgplan.errors import InputError, KgplanError
+from kgplan.games import GAMES
 from kgplan.graph.model import Change, ChangeSlice, Entity, Fact, Unknown
+from kgplan.planners.engines import PLANNERS
+from kgplan.planners.solve import Status
 
 EXPECTED = (KgplanError, ValidationError)  # a user's mistake, a failing store or LLM: not a bug
 
@@ -35,9 +38,15 @@ class TellIn(BaseModel):
 class PlanIn(BaseModel):
     goal: str | None = Field(None, description="A PDDL goal, e.g. (not (switched_on kitchen_light))")
     task: str | None = Field(None, description="A task in English (the LLM writes the goal)")
-    planner: Planner = Planner.fd
+    planner: PLANNERS.field = Field("fd", description="The planner (its registry: kgplan.planners.engines)")
     timeout: float = Field(60.0, gt=0, le=600)
     prune: bool = True
+
+
+class ExploreIn(BaseModel):
+    game: GAMES.field = Field("coin", description="The game (its registry: kgplan.games)")
+    seed: int = Field(0, ge=0, le=2**31 - 1)
+    planner: PLANNERS.field | None = Field(None, description="The planner (default: the game's domain's)")
 
 
 class FactOut(BaseModel):
@@ -104,7 +113,7 @@ class StepOut(BaseModel):
 
 class PlanOut(BaseModel):
     goal: str
-    status: str
+    status: Status
     planner: str
     plan: list[str]
     steps: list[StepOut]
@@ -112,6 +121,19 @@ class PlanOut(BaseModel):
     used_full_state: bool
     message: str
     report: dict[str, Any] = Field(description="Every measurement of the planning run")
+
+
+class ExploreOut(BaseModel):
+    """One game played by the exploration loop on a fresh graph of its own."""
+
+    game: str
+    seed: int
+    success: bool
+    steps: int
+    optimal: int = Field(description="The length of an omniscient shortest solution")
+    replans: int
+    invalid: int = Field(description="Actions that were not admissible when taken")
+    reason: str = Field(description="Why it stopped, if it failed")
 
 
 class TellOut(BaseModel):
@@ -200,12 +222,26 @@ def do_tell(agent: Agent, body: TellIn, progress: Progress) -> TellOut:
 def do_plan(agent: Agent, body: PlanIn, progress: Progress) -> PlanOut:
     if (body.goal is None) == (body.task is None):
         raise InputError('give either "goal" (PDDL) or "task" (English)')
-    r = agent.plan(body.task, body.goal if body.task is None else None, planner=body.planner.value,
+    r = agent.plan(body.task, body.goal if body.task is None else None, planner=body.planner,
                    timeout=body.timeout, prune=body.prune, progress=progress)
-    steps = [StepOut(action=s, add=[fact_out(f) for f in a], remove=[fact_out(f) for f in d])
+    steps = [StepOut(action=str(s), add=[fact_out(f) for f in a], remove=[fact_out(f) for f in d])
              for s, (a, d) in zip(r.plan, agent.effects(r.plan), strict=True)]
-    return PlanOut(goal=r.goal, status=r.status, planner=r.planner, plan=r.plan, steps=steps, seconds=r.seconds,
+    return PlanOut(goal=r.goal, status=r.status, planner=r.planner, plan=[str(s) for s in r.plan], steps=steps,
+                   seconds=r.seconds,
                    used_full_state=r.used_full_state, message=r.message, report=r.to_json())
+
+
+def do_explore(body: ExploreIn, progress: Progress) -> ExploreOut:
+    """Play a game with the exploration loop (a fresh graph of its own), reporting each step as progress."""
+    from kgplan.agent.explore import explore
+
+    env = GAMES[body.game].environment()
+    try:
+        ep = explore(env, body.game, body.seed, planner=body.planner, show=progress)
+    finally:
+        env.close()
+    return ExploreOut(game=body.game, seed=ep.seed, success=ep.success, steps=ep.steps, optimal=ep.optimal,
+                      replans=ep.replans, invalid=ep.invalid, reason=ep.reason)
 
 
 def do_run(agent: Agent, progress: Progress) -> RunOut:

@@ -20,9 +20,10 @@ from kgplan.domains.sexpr import PDDLError, read
 from kgplan.domains.verify import check_goal
 from kgplan.errors import InputError, NotFound
 from kgplan.graph.base import WorldGraph
+from kgplan.planners.engines import PLANNERS
 from kgplan.planners.problem import Task
 from kgplan.planners.relevance import Relevance
-from kgplan.planners.solve import OPTIMAL, PlanResult, prepare, solve
+from kgplan.planners.solve import PlanResult, Status, prepare, solve
 from kgplan.planners.state import State, Step, simulate
 
 LAST_PLAN = "last_plan"
@@ -33,9 +34,9 @@ class PlanReport:
     """The outcome of planning for one goal, with the measurements `kgplan plan --json` prints."""
 
     goal: str
-    status: str
+    status: Status
     planner: str
-    plan: list[str] = field(default_factory=list)
+    plan: list[Step] = field(default_factory=list)
     seconds: float = 0.0  # planner time, all attempts
     planner_cpu_seconds: float = 0.0  # CPU time of the planner processes, all attempts
     planner_peak_mb: float = 0.0  # the largest resident memory of a planner child
@@ -51,7 +52,7 @@ class PlanReport:
 
     @property
     def solved(self) -> bool:
-        return self.status == "solved"
+        return self.status == Status.SOLVED
 
     @property
     def problem_pddl(self) -> str:
@@ -59,7 +60,9 @@ class PlanReport:
         return self.task.to_pddl() if self.task else ""
 
     def to_json(self) -> dict:
-        return {f.name: getattr(self, f.name) for f in fields(self) if f.name != "task"}
+        """The report as JSON data: the steps as PDDL text."""
+        out = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "task"}
+        return out | {"status": self.status.value, "plan": [str(s) for s in self.plan]}
 
 
 def parse_goal(text: str, graph: WorldGraph, objects: dict[str, str]) -> Formula:
@@ -85,12 +88,13 @@ def plan(graph: WorldGraph, goal_text: str, *, planner: str = "fd", timeout: flo
         state = State(domain, objects, atoms, numbers)
     progress(f"read the state: {len(objects)} objects, {len(state.facts)} facts")
     goal = parse_goal(goal_text, graph, objects)
-    report = PlanReport(goal=goal_text, status="error", planner=planner, facts_full=len(state.facts))
+    report = PlanReport(goal=goal_text, status=Status.ERROR, planner=planner, facts_full=len(state.facts))
     if state.holds(goal):
-        report.status, report.message = "solved", "the goal already holds: nothing to do"
-        return remember(graph, report)
+        report.status, report.message = Status.SOLVED, "the goal already holds: nothing to do"
+        remember(graph, goal_text, report.plan)
+        return report
     notes: list[str] = []
-    if prune and planner in OPTIMAL:  # a pruned state may lack the objects of a cheaper plan
+    if prune and PLANNERS[planner].optimal:  # a pruned state may lack the objects of a cheaper plan
         prune = False
         notes.append(f"{planner} is optimal: it plans on the full state (pruning does not keep optimality)")
     if prune:
@@ -107,7 +111,7 @@ def plan(graph: WorldGraph, goal_text: str, *, planner: str = "fd", timeout: flo
                           memory_mb, f"pruned ({pruned.level})", notes, progress):
                 break
             report.widenings += 1
-            if report.status in ("timeout", "memout"):  # a wider pruned task would not be faster
+            if report.status in (Status.TIMEOUT, Status.MEMOUT):  # a wider pruned task would not be faster
                 break
             t = time.perf_counter()
     if not report.solved:
@@ -116,7 +120,9 @@ def plan(graph: WorldGraph, goal_text: str, *, planner: str = "fd", timeout: flo
         _attempt(report, state, Task(domain, objects, set(state.facts), goal, numbers), planner, timeout, memory_mb,
                  "full", notes, progress)
     report.message = "; ".join(notes)
-    return remember(graph, report)
+    if report.solved:
+        remember(graph, goal_text, report.plan)
+    return report
 
 
 @contextmanager
@@ -142,9 +148,9 @@ def _attempt(report: PlanReport, state: State, task: Task, planner: str, timeout
     report.planner_peak_mb = max(report.planner_peak_mb, result.peak_mb)
     report.status, report.task = result.status, task
     if result.solved and (failure := _check(state, result, task.goal)) is not None:
-        report.status, result.message = "error", f"invalid on the full state: {failure}"
-    if report.status == "solved":
-        report.plan = [str(s) for s in result.plan]
+        report.status, result.message = Status.ERROR, f"invalid on the full state: {failure}"
+    if report.solved:
+        report.plan = result.plan
         report.cost = state.plan_cost(result.plan)
         return True
     notes.append(f"{name} state: {report.status}: {result.message}")
@@ -152,11 +158,9 @@ def _attempt(report: PlanReport, state: State, task: Task, planner: str, timeout
     return False
 
 
-def remember(graph: WorldGraph, report: PlanReport) -> PlanReport:
-    """Keep a solved plan in the store for `kgplan run`."""
-    if report.solved:
-        graph.set_meta({LAST_PLAN: json.dumps({"goal": report.goal, "plan": report.plan})})
-    return report
+def remember(graph: WorldGraph, goal: str, plan: list[Step]) -> None:
+    """Keep a plan for a goal in the store for `kgplan run`."""
+    graph.set_meta({LAST_PLAN: json.dumps({"goal": goal, "plan": [str(s) for s in plan]})})
 
 
 def _check(state: State, result: PlanResult, goal: Formula) -> str | None:

@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import TYPE_CHECKING
 
-from kgplan.domains.formula import Atom, Equals, Formula, GroundAtom, Imply, Not, Or, Quantified, number_pddl, to_pddl
-from kgplan.domains.model import TOTAL_COST, Domain
+from kgplan.domains.formula import Atom, Equals, Formula, GroundAtom, Imply, Not, Or, Quantified
+from kgplan.domains.model import TOTAL_COST, Domain, Problem
 
 if TYPE_CHECKING:  # unified-planning is imported only where a `Problem` is built (slow to import)
     import unified_planning.model as upm
@@ -47,15 +47,8 @@ class Task:
     def to_pddl(self, name: str = "kgplan") -> str:
         """The problem as PDDL text for the compiled domain (`Domain.compiled_pddl`)."""
         d = self.domain
-        lines = [f"(define (problem {name})", f"  (:domain {d.name})", "  (:objects"]
-        lines += [f"    {o} - {t}" for o, t in sorted(self.objects.items())]
-        lines += ["  )", "  (:init"]
-        lines += [f"    ({' '.join((p, *args))})" for p, args in self.init()]
-        lines += [f"    (= ({' '.join((p, *args))}) {number_pddl(v)})" for (p, args), v in self.values()]
-        lines += [f"    (= ({TOTAL_COST}) 0)"] if self.has_costs else []
-        lines += ["  )", f"  (:goal {to_pddl(d.compile_formula(self.goal), d.type_text)})"]
-        lines += [f"  (:metric minimize ({TOTAL_COST}))"] if self.has_costs else []
-        return "\n".join(lines) + "\n)\n"
+        return Problem(name, d.name, self.objects, self.init(), d.compile_formula(self.goal),
+                       dict(self.values())).to_pddl(self.has_costs, d.type_text)
 
     def to_up(self) -> upm.Problem:
         """The problem as a unified-planning `Problem`."""

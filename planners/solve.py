@@ -1,16 +1,10 @@
-"""Symbolic planners behind one call, bounded in wall-clock time and memory.
+"""Symbolic planners behind one call, bounded in wall-clock time and memory, with a typed result.
 
-Engines, all fed the PDDL text of `Task.to_pddl()` and `Domain.compiled_pddl()`:
-- ``fd``: Fast Downward, LAMA-first (the default: fast and robust on household tasks);
-- ``fd-opt``: Fast Downward A* with LM-cut (optimal; quantified goals are expanded over the
-  objects first, as the translator would otherwise turn them into axioms that LM-cut rejects);
-- ``symk-opt``: SymK, optimal symbolic bidirectional search (handles ``forall`` natively);
-- ``lapkt``: LAPKT's SIW, then BFS(f) if SIW fails (the L3M+P paper's planner; quantified goals
-  expanded first and vacuous universal effects dropped, as its Tarski front end fails on both).
-
-Each call writes the task's files to a temporary folder and hands it to this process's planner
-worker (`planners.worker`: a small server process that forks a bounded child per plan, which
-translates in-process and runs the search binary). Plans are not validated here: the agent
+The planners are those of the registry `kgplan.planners.engines.PLANNERS`; a task is prepared for what
+the planner declares (quantified goals expanded or compiled into an action, vacuous universal effects
+dropped). Each call writes the task's files to a temporary folder and hands it to this process's
+planner worker (`kgplan.planners.worker`: a small server process that forks a bounded child per plan,
+which translates in-process and runs the search binary). Plans are not validated here: the pipeline
 simulates every plan on the full state.
 """
 
@@ -23,23 +17,30 @@ import shutil
 import tempfile
 import time
 from dataclasses import dataclass, field
+from enum import StrEnum
 from pathlib import Path
-from typing import Literal, cast
 
 from kgplan.domains import formula
 from kgplan.domains.formula import TRUE, And, Atom, Effect, Equals, Formula, Imply, Not, Or, Quantified, scoped, to_pddl
 from kgplan.domains.model import Domain
-from kgplan.errors import PlannerError
+from kgplan.planners.engines import PLANNERS
 from kgplan.planners.problem import Task
 from kgplan.planners.state import State, Step, substitute
-from kgplan.planners.worker import PLAN_FILE, SEARCH, worker
+from kgplan.planners.worker import PLAN_FILE, worker
 
 FALSE = Or(())
-Status = Literal["solved", "unsolvable", "timeout", "memout", "error"]
-ENGINES = (*SEARCH, "lapkt")
-OPTIMAL = {"fd-opt", "symk-opt"}  # plans of least cost (or length): only on the full state
 GOAL_ACTION, GOAL_ATOM = "kgplan-reach-goal", "kgplan-goal-reached"  # see _goal_as_action
-EXPAND_QUANTIFIERS = {"fd-opt", "lapkt"}
+
+
+class Status(StrEnum):
+    """How a planner call ended: a plan, a proof that none exists, or a limit or failure that says nothing
+    about whether one exists."""
+
+    SOLVED = "solved"
+    UNSOLVABLE = "unsolvable"
+    TIMEOUT = "timeout"
+    MEMOUT = "memout"
+    ERROR = "error"
 
 
 def _scratch() -> str | None:
@@ -69,20 +70,21 @@ class PlanResult:
 
     @property
     def solved(self) -> bool:
-        return self.status == "solved"
+        return self.status == Status.SOLVED
 
 
 def solve(task: Task, planner: str = "fd", timeout: float = 60.0, memory_mb: int = 4096) -> PlanResult:
-    """Plan for `task`; never raises for planner failures (see `PlanResult.status`)."""
-    if planner not in ENGINES:
-        raise PlannerError(f"unknown planner {planner!r}: choose one of {', '.join(ENGINES)}")
+    """Plan for `task` with a planner of the registry (InputError for an unknown one); never raises for planner
+    failures (see `PlanResult.status`)."""
+    spec = PLANNERS[planner]
     start = time.perf_counter()
     deadline = start + timeout
-    runner = worker(planner)
-    goal_action = planner == "fd-opt" and not _literals_only(task.goal) and _existential(task.goal)
-    if planner in EXPAND_QUANTIFIERS and not goal_action:
+    runner = worker(spec.family)
+    goal_action = (spec.quantified_goals == "compile" and not _literals_only(task.goal)
+                   and _existential(task.goal))
+    if spec.quantified_goals != "native" and not goal_action:
         state = State(task.domain, task.objects, ())
-        domain = _live_effects(task.domain, state) if planner == "lapkt" else task.domain
+        domain = task.domain if spec.vacuous_effects else _live_effects(task.domain, state)
         task = Task(domain, task.objects, task.facts, expand_quantifiers(task.goal, state), task.numbers)
     domain_pddl = task.domain.compiled_pddl()
     if goal_action:
@@ -91,7 +93,7 @@ def solve(task: Task, planner: str = "fd", timeout: float = 60.0, memory_mb: int
     try:
         (folder / "domain.pddl").write_text(domain_pddl)
         (folder / "problem.pddl").write_text(task.to_pddl())
-        status, message, cpu, peak = runner.run(folder, planner, memory_mb * 2**20, deadline)
+        status, message, cpu, peak = runner.run(folder, spec, memory_mb * 2**20, deadline)
         if status == "timeout":
             message = f"no plan within {timeout:g} s"
         elif status == "memout":
@@ -99,13 +101,13 @@ def solve(task: Task, planner: str = "fd", timeout: float = 60.0, memory_mb: int
         plan = [s for s in _read_plan(folder / PLAN_FILE) if s.action != GOAL_ACTION] if status == "solved" else []
     finally:
         shutil.rmtree(folder, ignore_errors=True)
-    return PlanResult(cast(Status, status), planner, time.perf_counter() - start, plan, message, cpu, peak)
+    return PlanResult(Status(status), planner, time.perf_counter() - start, plan, message, cpu, peak)
 
 
 def prepare(planner: str = "fd", domain: Domain | None = None) -> None:
     """Start the planner's worker now (it imports the translator meanwhile) and have it prepare a
     domain, so that a plan soon after (once the state is read and pruned) waits for neither."""
-    worker(planner).start(None if domain is None else domain.compiled_pddl())
+    worker(PLANNERS[planner].family).start(None if domain is None else domain.compiled_pddl())
 
 
 def _literals_only(goal: Formula) -> bool:

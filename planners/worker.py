@@ -37,13 +37,11 @@ import threading
 import time
 import traceback
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-LAMA_FIRST = ("let(hlm, eval_modify_costs(landmark_sum(lm_factory=lm_reasonable_orders_hps(lm_rhw()),pref=false),"
-              "cost_type=one),let(hff, eval_modify_costs(ff(),cost_type=one),lazy_greedy([hff,hlm],"
-              "preferred=[hff,hlm],cost_type=one,reopen_closed=false)))")  # Fast Downward's lama-first alias
-SEARCH = {"fd": ("up_fast_downward", "downward", LAMA_FIRST),
-          "fd-opt": ("up_fast_downward", "downward", "astar(lmcut())"),
-          "symk-opt": ("up_symk", "symk", "sym_bd()")}
+if TYPE_CHECKING:
+    from kgplan.planners.engines import Planner
+
 PRELOAD = {"fd": "fast_downward.translate.main", "lapkt": "lapkt.pddl.tarski"}  # what a worker imports, by family
 # Exit codes of Fast Downward's components (driver/returncodes.py); the child uses the translator's.
 EXIT_STATUS: dict[int, tuple[str, str]] = {
@@ -132,7 +130,7 @@ class Worker:
         os.close(replies[1])
         self.pid, self.owner, self.channel = pid, os.getpid(), Channel(replies[0], requests[1])
 
-    def run(self, folder: Path, planner: str, cap: int, deadline: float) -> tuple[str, str, float, float]:
+    def run(self, folder: Path, planner: Planner, cap: int, deadline: float) -> tuple[str, str, float, float]:
         """Plan on domain.pddl and problem.pddl in `folder` (the plan is written there): status,
         message, the CPU seconds the worker and its child spent on it, and the child's peak
         resident memory in MB."""
@@ -142,7 +140,8 @@ class Worker:
                 assert self.channel is not None
                 pid = 0
                 try:
-                    self.channel.send({"folder": str(folder), "planner": planner, "cap": cap,
+                    search = [planner.package, planner.build, planner.search] if planner.family == "fd" else None
+                    self.channel.send({"folder": str(folder), "search": search, "cap": cap,
                                        "seconds": deadline - time.perf_counter()})
                     while (reply := self.channel.receive(deadline + GRACE_S)) is not None and "pid" in reply:
                         pid = reply["pid"]
@@ -226,15 +225,15 @@ def serve(family: str, channel: Channel) -> None:
             continue
         used = _cpu()
         try:
-            folder, planner, cap = Path(request["folder"]), request["planner"], request["cap"]
+            folder, search, cap = Path(request["folder"]), request["search"], request["cap"]
             deadline = time.perf_counter() + request["seconds"]
-            domain = None if planner == "lapkt" else prepared_domain((folder / "domain.pddl").read_text())
+            domain = None if search is None else prepared_domain((folder / "domain.pddl").read_text())
             limit = _address_space(os.getpid()) + cap  # what the child may grow to before it counts as a memout
             gc.freeze()
             pid = os.fork()
             if pid == 0:
                 os.close(channel.write_fd)  # the worker's death must end its replies
-                _child(folder, planner, cap, limit, domain)
+                _child(folder, search, cap, limit, domain)
             channel.send({"pid": pid})
             status, message, usage = _wait(pid, deadline, limit, folder)
             cpu, peak = usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024
@@ -283,7 +282,7 @@ def _log_tail(folder: Path) -> str:
     return log.read_text(errors="replace")[-2000:].strip() if log.is_file() else ""
 
 
-def _child(folder: Path, planner: str, cap: int, limit: int, domain: tuple | None) -> None:
+def _child(folder: Path, search: list[str] | None, cap: int, limit: int, domain: tuple | None) -> None:
     """In the forked child: translate (or ground) and search, reporting through the exit code.
 
     The worker kills the child when it outgrows `limit`; the address-space limit set here, twice
@@ -302,11 +301,11 @@ def _child(folder: Path, planner: str, cap: int, limit: int, domain: tuple | Non
         faulthandler.disable()  # a crash is reported by the worker, not dumped on an inherited stream
         _, hard = resource.getrlimit(resource.RLIMIT_AS)
         resource.setrlimit(resource.RLIMIT_AS, (limit + cap, hard))
-        if planner == "lapkt":
+        if search is None:
             code = _lapkt()
         else:
             _translate(domain)
-            package, build, config = SEARCH[planner]
+            package, build, config = search
             os.dup2(os.open("output.sas", os.O_RDONLY), 0)
             resource.setrlimit(resource.RLIMIT_AS, (cap, hard))
             sys.stdout.flush()
@@ -369,22 +368,14 @@ def prepared_domain(domain_pddl: str) -> tuple[tuple | None, tuple | None]:
 
 @functools.lru_cache(maxsize=8)
 def domain_invariants(domain_pddl: str) -> tuple | None:
-    """Fast Downward's invariants of a domain, synthesised on the domain alone (an empty problem,
-    every action instance counted), so they hold in every problem of it: each translator reuses
-    them instead of synthesising them again (a third of its time on a small task). None if that
-    fails or takes a second: each translator then synthesises its own."""
-    from fast_downward.translate import invariant_finder, normalize, options
-    from fast_downward.translate.pddl_parser import lisp_parser, parsing_functions
+    """Fast Downward's invariants of a domain (`kgplan.domains.invariants.fd_invariants`: they hold in every
+    problem of it), so that each translator reuses them instead of synthesising them again (a third of its
+    time on a small task). None if that fails or takes a second: each translator then synthesises its own."""
+    from kgplan.domains.invariants import fd_invariants
 
     start = time.process_time()
     try:
-        options.set_options(["domain.pddl", "problem.pddl", "--invariant-generation-max-time", "1"])
-        domain = lisp_parser.parse_nested_list(domain_pddl.splitlines())
-        problem = f"(define (problem empty) (:domain {domain[1][1]}) (:init) (:goal (and)))"
-        task = parsing_functions.parse_task(domain, lisp_parser.parse_nested_list([problem]))
-        normalize.normalize(task)
-        with contextlib.redirect_stdout(io.StringIO()):
-            invariants = tuple(invariant_finder.find_invariants(task, None))
+        _, invariants, _ = fd_invariants(domain_pddl, 1)
     except (Exception, SystemExit):
         return None
     return invariants if time.process_time() - start < 1 else None
@@ -409,9 +400,8 @@ def _lapkt() -> int:
     return 0
 
 
-def worker(planner: str) -> Worker:
-    """This process's worker for a planner's engine family."""
-    family = "lapkt" if planner == "lapkt" else "fd"
+def worker(family: str) -> Worker:
+    """This process's worker for a family of planners (`Planner.family`)."""
     return _WORKERS.setdefault(family, Worker(family))
 
 

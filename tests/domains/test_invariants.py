@@ -157,7 +157,6 @@ def test_legal_start_states_of_every_shape_load_and_plan(empty_graph, shape: str
     from kgplan.domains.formula import to_pddl
     from kgplan.planners.execute import execute
     from kgplan.planners.pipeline import plan
-    from kgplan.planners.state import Step
 
     domain, problem = _shape(shape)
     empty_graph.init(domain)
@@ -166,7 +165,7 @@ def test_legal_start_states_of_every_shape_load_and_plan(empty_graph, shape: str
     assert kept and all(g.overcrowded(_atoms(problem)) is None for g in kept)
     report = plan(empty_graph, to_pddl(problem.goal))
     assert report.solved, report.message
-    assert execute(empty_graph, [Step.parse(s) for s in report.plan]).done
+    assert execute(empty_graph, report.plan).done
 
 
 @pytest.mark.parametrize("shape", ["stacks", "sokoban", "satellite", "snacks"])

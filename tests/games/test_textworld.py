@@ -83,13 +83,14 @@ def test_sensor_merges_placeholders_and_forgets_what_changed(tmp_path):
 def test_generated_game_end_to_end(tmp_path, game, seed):
     """One game made by tw-make's generator, played by the loop: won, no invalid action, and the graph
     holds exactly the perceived truth at every step (but not the whole truth: the map is not given)."""
-    from kgplan.agent.explore import SENSORS, explore
+    from kgplan.agent.explore import explore
     from kgplan.benchmarks.textworld import Scoring
+    from kgplan.games import GAMES
     from kgplan.games.textworld import TextWorld
 
     env = TextWorld(game)
     store = f"sqlite:{tmp_path / 'w.db'}"
-    sensor = SENSORS[f"textworld-{game}"][1]()
+    sensor = GAMES[f"textworld-{game}"].sensor()
     scoring = Scoring(env, sensor, store)
     try:
         ep = explore(scoring, f"textworld-{game}", seed, store=store)

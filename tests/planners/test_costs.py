@@ -8,8 +8,9 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from kgplan.domains.formula import parse_formula
 from kgplan.domains.model import Domain, Problem
-from kgplan.domains.sexpr import PDDLError
+from kgplan.domains.sexpr import PDDLError, read
 from kgplan.domains.verify import ChangeRefused
 from kgplan.graph.base import WorldGraph
 from kgplan.graph.model import Delta, Fact
@@ -48,7 +49,8 @@ def test_numeric_facts_are_stored_and_returned(travel: WorldGraph) -> None:
     assert values == {F("(= (travel-cost home a) 1)")}
     with pytest.raises(ChangeRefused, match="already true"):  # a value is replaced, never doubled
         travel.apply(Delta(add=[F("(= (travel-cost home a) 3)")]))
-    assert "(:metric minimize (total-cost))" in travel.to_problem("(letter-at mail office)")
+    goal = parse_formula(read("(letter-at mail office)")[0], "goal")
+    assert "(:metric minimize (total-cost))" in travel.to_problem(goal)
 
 
 @pytest.mark.parametrize(("fact", "words"), [

@@ -15,7 +15,7 @@ from kgplan.domains.formula import to_pddl
 from kgplan.domains.model import Domain, Problem
 from kgplan.graph.base import WorldGraph
 from kgplan.planners.pipeline import plan
-from kgplan.planners.state import State, Step, simulate
+from kgplan.planners.state import State, simulate
 from tests.conftest import DATA
 
 DOMAINS = DATA / "domains"
@@ -59,7 +59,7 @@ def test_load_round_trip_plan_validate(path: Path, empty_graph: WorldGraph) -> N
     assert r.solved and r.used_full_state, r.message
     numbers = {(a.predicate, a.args): v for a, v in problem.numbers.items()}
     state = State(domain, problem.objects, set(problem.init), numbers)
-    steps = [Step.parse(s) for s in r.plan]
+    steps = r.plan
     assert r.cost == state.plan_cost(steps) and (r.cost is None) == (not problem.numbers)
     assert simulate(state, steps, problem.goal) is None
 

@@ -34,7 +34,7 @@ def test_either_typed_actions(world: SqliteGraph) -> None:
     """`open` takes (either fridge cabinet drawer washer dryer); `wash_dish` (either dish cup)."""
     r = plan(world, "(and (not (closed kitchen_fridge)) (clean plate))")
     assert r.solved, r.message
-    steps = [Step.parse(s) for s in r.plan]
+    steps = r.plan
     assert Step("open", ("robot", "kitchen_fridge", "kitchen")) in steps
     assert any(s.action == "wash_dish" and s.args[1] == "plate" for s in steps)
     assert simulate(full_state(world), steps, None) is None
@@ -50,7 +50,7 @@ def test_forall_goal(world: SqliteGraph) -> None:
     r = plan(world, goal)
     assert r.solved and r.plan and not r.used_full_state
     state = full_state(world)
-    assert simulate(state, [Step.parse(s) for s in r.plan], None) is None
+    assert simulate(state, r.plan, None) is None
     assert not any(p == "switched_on" and state.objects[a[0]] == "light" for p, a in state.facts)
     assert r.facts_pruned < r.facts_full
 
@@ -60,14 +60,14 @@ def test_optimal_planners_handle_forall_goals(world: SqliteGraph, planner: str) 
     r = plan(world, "(forall (?d - light) (not (switched_on ?d)))", planner=planner)
     assert r.solved and r.planner == planner, r.message
     assert len(r.plan) == 5  # hallway -> kitchen, off, -> hallway -> living room, off: optimal
-    assert simulate(full_state(world), [Step.parse(s) for s in r.plan], None) is None
+    assert simulate(full_state(world), r.plan, None) is None
 
 
 def test_exists_and_imply_goals(world: SqliteGraph) -> None:
     r = plan(world, "(exists (?c - cup) (holding robot ?c))")
-    assert r.solved and any("pick_up" in s or "take_out" in s for s in r.plan)
+    assert r.solved and any("pick_up" in str(s) or "take_out" in str(s) for s in r.plan)
     r = plan(world, "(imply (switched_on living_room_tv) (not (switched_on living_room_tv)))")
-    assert r.solved and r.plan == ["(move robot hallway living_room)",
+    assert r.solved and [str(s) for s in r.plan] == ["(move robot hallway living_room)",
                                    "(switch_off robot living_room_tv living_room)"]
 
 
@@ -121,7 +121,7 @@ def test_step_failing_on_changed_graph_stops_execution(world: SqliteGraph) -> No
     r = plan(world, "(holding robot dune_book)")
     assert r.solved
     world.apply(Delta(remove=[F("(on dune_book bookshelf)")], add=[F("(on dune_book bedroom_bed)")]))
-    result = execute(world, [Step.parse(s) for s in r.plan])
+    result = execute(world, r.plan)
     assert not result.done and result.failure is not None
     assert result.failure.step == len(r.plan)
     assert "(on dune_book bookshelf)" in str(result.failure) and "no longer holds" in str(result.failure)
@@ -179,7 +179,7 @@ def test_every_l3mp_goal_is_solved_and_valid_on_the_full_state(tmp_path: Path) -
             r = plan(g, to_pddl(problem.goal))
             assert r.solved and not r.fallback, (step, r.message)
             full = Task(domain, problem.objects, set(problem.init), problem.goal)
-            assert validate(full, [Step.parse(s) for s in r.plan]) is None, step
+            assert validate(full, r.plan) is None, step
 
 
 def test_pruned_state_keeps_the_way_through_many_rooms(tmp_path: Path, household: Domain) -> None:
@@ -200,7 +200,7 @@ def test_moving_an_item_keeps_where_it_is_now(world: SqliteGraph) -> None:
     """Regressing (on apple kitchen_table) meets (on apple kitchen_counter): a different place, not a cycle."""
     r = plan(world, "(on apple kitchen_table)")
     assert r.solved and not r.used_full_state, r.message
-    assert "(pick_up robot apple kitchen_counter kitchen)" in r.plan
+    assert Step.parse("(pick_up robot apple kitchen_counter kitchen)") in r.plan
 
 
 def test_untyped_domain_plans_end_to_end(tmp_path: Path) -> None:
@@ -224,15 +224,15 @@ def test_goals_quantifying_over_either_types(world: SqliteGraph, planner: str) -
     r = plan(world, goal, planner=planner)
     assert r.solved, r.message
     state = full_state(world)
-    assert simulate(state, [Step.parse(s) for s in r.plan], None) is None
+    assert simulate(state, r.plan, None) is None
     assert not any(p == "switched_on" and state.objects[a[0]] in ("light", "tv") for p, a in state.facts)
     r = plan(world, "(exists (?x - (either light tv)) (and (in_room ?x living_room) (not (switched_on ?x))))",
              planner=planner)
-    assert r.solved and len(r.plan) == 2 and r.plan[-1].startswith("(switch_off robot living_room_"), r.plan
+    assert r.solved and len(r.plan) == 2 and str(r.plan[-1]).startswith("(switch_off robot living_room_"), r.plan
     r = plan(world, "(forall (?x - (either cloth dish cup)) (clean ?x))", planner=planner)
     assert r.solved, r.message
     state = full_state(world)
-    assert simulate(state, [Step.parse(s) for s in r.plan], None) is None
+    assert simulate(state, r.plan, None) is None
     assert all(("clean", (o,)) in state.facts for o in state.of_type(("cloth", "dish", "cup")))
 
 

@@ -18,7 +18,7 @@ from kgplan.planners.pipeline import plan
 from kgplan.planners.problem import Task
 from kgplan.planners.relevance import Pruned, Relevance
 from kgplan.planners.solve import solve
-from kgplan.planners.state import State, Step, simulate
+from kgplan.planners.state import State, simulate
 from tests.conftest import DATA
 
 DOMAINS = DATA / "domains"
@@ -178,7 +178,7 @@ def test_laundry_task_shaped_like_the_held_out_failure(tmp_path: Path, household
     g.load_problem(Problem("laundry", "household", objects, [GroundAtom(p, a) for p, a in init]))
     r = plan(g, f"(and {goal})", timeout=60)
     assert r.solved and not r.used_full_state and r.widenings == 0 and not r.fallback, r.message
-    steps = [Step.parse(s) for s in r.plan]
+    steps = r.plan
     assert {"run_washer", "run_dryer", "take_from"} <= {s.action for s in steps}
     state = State(household, objects, init)
     assert simulate(state, steps, Problem.parse(

@@ -18,8 +18,9 @@ import pytest
 from kgplan.domains.formula import And, Atom, Formula, Not, Or, parse_formula
 from kgplan.domains.model import Domain, Problem
 from kgplan.domains.sexpr import read
+from kgplan.planners.engines import PLANNERS
 from kgplan.planners.problem import Task
-from kgplan.planners.solve import ENGINES, expand_quantifiers, solve
+from kgplan.planners.solve import expand_quantifiers, solve
 from kgplan.planners.state import State, simulate
 from kgplan.planners.worker import prepared_domain, worker
 from tests.conftest import DATA
@@ -44,7 +45,7 @@ def world_task(household: Domain, world_problem: Problem, text: str) -> Task:
     return Task(household, world_problem.objects, set(world_problem.init), goal(text))
 
 
-@pytest.mark.parametrize("planner", ENGINES)
+@pytest.mark.parametrize("planner", PLANNERS.names())
 def test_every_engine_plans_a_quantified_goal(household: Domain, world_problem: Problem, planner: str) -> None:
     """fd-opt and lapkt get the goal with its quantifiers expanded over the objects."""
     task = world_task(household, world_problem, "(and (forall (?d - light) (not (switched_on ?d))) "
@@ -65,7 +66,7 @@ def test_optimal_engines_plan_an_existential_goal(household: Domain, world_probl
     assert simulate(State(household, task.objects, task.facts), r.plan, task.goal) is None
 
 
-@pytest.mark.parametrize("planner", ENGINES)
+@pytest.mark.parametrize("planner", PLANNERS.names())
 def test_every_engine_reports_an_unsolvable_goal(household: Domain, world_problem: Problem, planner: str) -> None:
     """Nothing moves people: no plan exists."""
     r = solve(world_task(household, world_problem, "(person_at omar bedroom)"), planner, timeout=60)
