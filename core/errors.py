@@ -11,7 +11,7 @@ PDDL text (`kgplan.domains.sexpr.PDDLError`), a change that breaks the domain's 
 
 from __future__ import annotations
 
-RAW_LIMIT = 500  # characters of an LLM's reply an error shows
+RAW_LIMIT = 500  # characters of an LLM reply an error shows
 
 
 class KgplanError(Exception):
@@ -45,7 +45,8 @@ class LLMError(KgplanError):
     does not fit the schema (`raw` holds that reply, None when the endpoint failed)."""
 
     def __init__(self, reason: str, raw: str | None = None) -> None:
-        shown = raw if raw is None or len(raw) <= RAW_LIMIT else f"{raw[:RAW_LIMIT]}... [{len(raw) - RAW_LIMIT} more]"
-        super().__init__(reason if raw is None else f"{reason}; raw reply: {shown!r}")
+        cut = raw is not None and len(raw) > RAW_LIMIT
+        shown = f"{raw[:RAW_LIMIT]}... [{len(raw) - RAW_LIMIT} more chars]" if cut else raw
+        super().__init__(reason if shown is None else f"{reason}; raw reply: {shown!r}")
         self.reason = reason
         self.raw = raw

@@ -41,6 +41,9 @@ class Environment(Protocol):
         """The length of an omniscient shortest solution for a seed (resets the environment)."""
         ...
 
+    def close(self) -> None:
+        """Let go of what the environment holds (a game process, generated files)."""
+
 
 
 class Sensor(Protocol):

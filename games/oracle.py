@@ -20,8 +20,6 @@ from kgplan.language.pddl_edit import (
     InitEdits,
     ObjectEdits,
     UnknownEdits,
-    mark_text,
-    parse_mark,
 )
 
 M = TypeVar("M", bound=BaseModel)
@@ -35,14 +33,14 @@ def edits_between(problem_text: str, marks_text: str, entities: dict[str, str], 
     have = {str(a) for a in shown.init}
     want = {str(f) for f in facts}
     gone = shown.objects.keys() - entities.keys()
-    shown_marks = {parse_mark(m) for m in marks_text.split("\n") if m.strip() and m.strip() != "nothing"}
+    shown_marks = {Unknown.parse(m) for m in marks_text.split("\n") if m.strip() and m.strip() != "nothing"}
     return Edits(
         objects=ObjectEdits(add=[f"{n} - {t}" for n, t in sorted(entities.items()) if n not in shown.objects],
                             delete=sorted(gone)),
         init=InitEdits(add=sorted(want - have),
                        delete=sorted(f for f in have - want if gone.isdisjoint(Fact.parse(f).args))),
-        unknown=UnknownEdits(add=[mark_text(u) for u in sorted(marks - shown_marks, key=str)],
-                             delete=[mark_text(u) for u in sorted(shown_marks - marks, key=str)
+        unknown=UnknownEdits(add=[str(u) for u in sorted(marks - shown_marks, key=str)],
+                             delete=[str(u) for u in sorted(shown_marks - marks, key=str)
                                      if u.entity not in gone]))
 
 

@@ -315,6 +315,9 @@ class CoinReplica:
             self.won = True
         return self._observation()
 
+    def close(self) -> None:
+        """Nothing to let go of."""
+
     def _shut(self, there: Room) -> bool:
         return self.exits[self.pos][there] == 2 and frozenset((self.pos, there)) not in self.opened
 

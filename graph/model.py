@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from kgplan.domains.formula import GroundAtom, number_pddl, parse_numeric_fact
 from kgplan.domains.sexpr import PDDLError, SList, Sym, read
+from kgplan.errors import InputError
 
 Source = Literal["nl", "sensor", "user", "plan", "load", "undo"]
 LISTS = ("add", "remove", "new_entities", "removed_entities")  # a delta's lists, which a slice cuts
@@ -88,7 +89,19 @@ class Unknown(BaseModel):
     predicate: str | None = None
 
     def __str__(self) -> str:
-        return f"{self.entity} is a placeholder" if self.predicate is None else f"({self.predicate} {self.entity} ?)"
+        """The mark as it is written everywhere (the CLI, the LLM's edits, messages): ``(predicate entity ?)``,
+        or the entity's name alone for a placeholder."""
+        return self.entity if self.predicate is None else f"({self.predicate} {self.entity} ?)"
+
+    @classmethod
+    def parse(cls, text: str) -> Unknown:
+        """A mark written as `str` writes it: ``(on apple ?)`` or ``kitchen``."""
+        words = text.strip().removeprefix("(").removesuffix(")").split()
+        if len(words) == 1 and not text.strip().startswith("("):
+            return cls(entity=words[0].lower())
+        if len(words) == 3 and words[2] == "?":
+            return cls(entity=words[1].lower(), predicate=words[0].lower())
+        raise InputError(f'{text!r} is no unknown mark: write "(predicate entity ?)", or "entity" for a placeholder')
 
     @property
     def pair(self) -> tuple[str, str | None]:

@@ -7,6 +7,7 @@ import sys
 from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import asdict
 from enum import StrEnum
 from importlib.metadata import EntryPoint, entry_points
 from pathlib import Path
@@ -31,6 +32,7 @@ from kgplan.registry import Registry
 if TYPE_CHECKING:
     from kgplan.language.llm import LLMConfig
     from kgplan.language.update import Outcome
+    from kgplan.planners.mcts import Decision
     from kgplan.planners.pipeline import PlanReport
 
 app = typer.Typer(help=__doc__, no_args_is_help=True, pretty_exceptions_enable=False,
@@ -116,7 +118,8 @@ def print_change(c: Change, title: str = "Applied change") -> None:
     for f in d.add:
         out.print(f"  [green]+[/green] {f}", highlight=False)
     for u in d.unknown:
-        out.print(f"  [yellow]unknown[/yellow] {u}", highlight=False)
+        out.print(f"  [yellow]unknown[/yellow] {u}{' (a placeholder)' if u.predicate is None else ''}",
+                  highlight=False)
     for u in d.known:
         out.print(f"  [green]known[/green] {u if u.predicate else f'{u.entity} (no longer a placeholder)'}",
                   highlight=False)
@@ -295,22 +298,15 @@ def _edit(adds: list[str], removes: list[str], text: str, entities: list[str] | 
     def go() -> None:
         with agent() as a:
             print_change(a.change(adds, removes, text, removed_entities=entities or (),
-                                  unknown=[_mark(m) for m in unknown or ()], known=[_mark(m) for m in known or ()]))
+                                  unknown=[Unknown.parse(m) for m in unknown or ()],
+                                  known=[Unknown.parse(m) for m in known or ()]))
 
     run_guarded(go)
 
 
-def _mark(text: str) -> Unknown:
-    """An unknown mark written "ENTITY PREDICATE" (its facts of PREDICATE are unknown) or "ENTITY" (a placeholder)."""
-    words = text.split()
-    if not 1 <= len(words) <= 2:
-        raise InputError(f'an unknown mark is "ENTITY PREDICATE" or "ENTITY", not {text!r}')
-    return Unknown(entity=words[0], predicate=words[1] if len(words) == 2 else None)
-
-
 UnknownOpt = Annotated[list[str] | None, typer.Option(
-    "--unknown", help='Mark unknown: "ENTITY PREDICATE" (e.g. "apple on": where it is) or "ENTITY" (a placeholder, '
-                      "not yet identified); repeatable.")]
+    "--unknown", help='Mark unknown: "(PREDICATE ENTITY ?)" (e.g. "(on apple ?)": where it is) or "ENTITY" (a '
+                      "placeholder, not yet identified); repeatable.")]
 KnownOpt = Annotated[list[str] | None, typer.Option(
     "--known", help='Clear an unknown mark, written as for --unknown; repeatable (see `show --unknown`).')]
 
@@ -452,6 +448,19 @@ def print_plan(r: PlanReport, explain: bool = False) -> None:
         out.print(r.problem_pddl, highlight=False, markup=False)
 
 
+def decide(d: Decision, as_json: bool) -> None:
+    """Print one MCTS decision (its step is kept for `kgplan run`); exit status 2 if there is none."""
+    if as_json:
+        sys.stdout.write(json.dumps({**asdict(d), "step": str(d.step) if d.step else None}) + "\n")
+    elif d.step is None:
+        out.print(f"[red]no action[/red] after {d.simulations} simulations", highlight=False)
+    else:
+        out.print(f"[green]decided[/green] {d.step} after {d.simulations} simulations in {d.seconds:.2f} s "
+                  f"(value {d.value:.2f}); `kgplan run` takes it, then observe and decide again", highlight=False)
+    if d.step is None:
+        raise typer.Exit(2)
+
+
 @app.command()
 def tell(
     text: Annotated[str, typer.Argument(help='A state change in English, e.g. "Sandra turned off the laundry '
@@ -503,8 +512,10 @@ def plan(
                 out.print(f"goal: {text}", highlight=False)
             if search not in (None, "mcts"):
                 raise InputError(f"unknown search {search!r}: the only one is mcts")
-            r = (a.search(text, simulations) if search else
-                 a.plan(goal=text, planner=str(planner), timeout=timeout, prune=prune, memory_mb=memory))
+            if search:
+                decide(a.search(text, simulations), as_json)
+                return
+            r = a.plan(goal=text, planner=str(planner), timeout=timeout, prune=prune, memory_mb=memory)
         if as_json:
             sys.stdout.write(json.dumps(r.to_json()) + "\n")
         else:

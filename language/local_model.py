@@ -7,7 +7,7 @@ a GGUF file and serves it on 127.0.0.1 with one thread:
 
     python -m kgplan.language.local_model --serve          # then, in another shell:
     export KGPLAN_LLM_BASE_URL=http://127.0.0.1:8080/v1 KGPLAN_LLM_MODEL=qwen2.5-coder-1.5b
-    KGPLAN_SMOKE_LLM=1 python -m pytest tests/test_local_model.py
+    KGPLAN_SMOKE_LLM=1 python -m pytest tests/language/test_local_model.py
     kgplan bench l3mp ../shared/bench/l3mp-household/seed2 --variant RSV --llm openai --record replies.json
 """
 

@@ -15,7 +15,6 @@ from typing import Annotated, Any, TypeVar
 from pydantic import BaseModel, Field
 
 from kgplan.domains.model import NAME_RE, Domain
-from kgplan.domains.sexpr import PDDLError
 from kgplan.domains.verify import ChangeRefused
 from kgplan.errors import InputError
 from kgplan.graph.base import Tx, WorldGraph
@@ -102,11 +101,6 @@ class EditOutcome:
     error: str | None = None
 
 
-def mark_text(u: Unknown) -> str:
-    """An unknown as the edits write it: "name" (a placeholder) or "(predicate name ?)"."""
-    return u.entity if u.predicate is None else f"({u.predicate} {u.entity} ?)"
-
-
 def parse_object(text: str) -> Entity:
     name, dash, type_ = (w.strip().lower() for w in text.partition(" - "))
     if not dash or not name or not type_:
@@ -114,18 +108,9 @@ def parse_object(text: str) -> Entity:
     return Entity(name=name, type=type_)
 
 
-def parse_mark(text: str) -> Unknown:
-    words = text.strip().strip("()").split()
-    if len(words) == 1:
-        return Unknown(entity=words[0].lower())
-    if len(words) == 3 and words[2] == "?":
-        return Unknown(entity=words[1].lower(), predicate=words[0].lower())
-    raise PDDLError(f'{text!r} is no unknown: write "name" or "(predicate name ?)"')
-
-
 def describe(graph: WorldGraph) -> str:
     """The current problem as the prompt shows it: the PDDL problem, then what is marked unknown."""
-    marks = "\n".join(mark_text(u) for u in graph.unknowns()) or "nothing"
+    marks = "\n".join(map(str, graph.unknowns())) or "nothing"
     return f"{PROBLEM}{graph.to_problem(name='current')}{UNKNOWN}{marks}"
 
 
@@ -160,7 +145,7 @@ def to_delta(tx: Tx, edits: Edits, text: str) -> Delta:
     adds = read(parse_object, edits.objects.add)
     facts = {k: read(Fact.parse, getattr(edits.init, k)) for k in ("add", "delete")}
     swaps = read(lambda r: (Fact.parse(r.old), Fact.parse(r.new)), edits.init.replace)
-    marks = {k: read(parse_mark, getattr(edits.unknown, k)) for k in ("add", "delete")}
+    marks = {k: read(Unknown.parse, getattr(edits.unknown, k)) for k in ("add", "delete")}
     if problems:
         raise InputError("\n".join(problems))
     add: dict[Fact, None] = {}

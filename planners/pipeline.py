@@ -18,7 +18,7 @@ from dataclasses import dataclass, field, fields
 from kgplan.domains.formula import Formula, parse_formula
 from kgplan.domains.sexpr import PDDLError, read
 from kgplan.domains.verify import check_goal
-from kgplan.errors import InputError, NotFound
+from kgplan.errors import InputError
 from kgplan.graph.base import WorldGraph
 from kgplan.planners.engines import PLANNERS
 from kgplan.planners.problem import Task
@@ -182,6 +182,6 @@ def last_plan(graph: WorldGraph) -> tuple[str, list[Step]]:
     """The goal and plan of the last successful `plan` on this store."""
     raw = graph.get_meta(LAST_PLAN)
     if raw is None:
-        raise NotFound("no plan yet: run `kgplan plan --goal ...` first")
+        raise InputError("no plan yet: run `kgplan plan --goal ...` first")
     data = json.loads(raw)
     return data["goal"], [Step.parse(s) for s in data["plan"]]

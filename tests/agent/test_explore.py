@@ -264,7 +264,7 @@ def test_the_edit_schema_shows_a_constrained_decoder_the_shapes_the_edits_are_re
     """Every string of the edits' JSON schema has a pattern (for a llama.cpp grammar or OpenAI strict mode) that
     accepts what the edits are read as and rejects what they are refused for (e.g. replies a small model wrote)."""
     from kgplan.language.llm import strict_schema
-    from kgplan.language.pddl_edit import Edits, parse_mark, parse_object
+    from kgplan.language.pddl_edit import Edits, parse_object
 
     schema = strict_schema(Edits)
 
@@ -284,7 +284,7 @@ def test_the_edit_schema_shows_a_constrained_decoder_the_shapes_the_edits_are_re
                                         "(= (cost a b) 3)"],
                            ["at kitchen - room", "at kitchen", "connected kitchen, north, living room",
                             "(at kitchen", "(at (kitchen))", "(at Kitchen)"]),
-             "UnknownEdits": (parse_mark, ["door_e", "(in fridge ?)"],
+             "UnknownEdits": (Unknown.parse, ["door_e", "(in fridge ?)"],
                               ["cutlery drawer - unknown", "unknown - stove", "(in fridge)", "(in fridge x ?)"])}
     for kind, (read, good, bad) in cases.items():
         shape = re.compile(schema["$defs"][kind]["properties"]["add"]["items"]["pattern"])

@@ -67,18 +67,18 @@ def test_add_and_remove_set_and_clear_unknown_marks(store: Path) -> None:
         r = CliRunner().invoke(app, list(args))
         return r.exit_code, r.output
 
-    code, out = run("remove", "(on apple kitchen_counter)", "--unknown", "apple on", "--note", "lost it")
+    code, out = run("remove", "(on apple kitchen_counter)", "--unknown", "(on apple ?)", "--note", "lost it")
     assert code == 0 and "unknown (on apple ?)" in out, out
     with SqliteGraph(store) as g:
         assert g.unknowns() == [Unknown(entity="apple", predicate="on")]
         changes = len(g.history())
-    for args, words in [(("add", "--known", "apple on"), "stop being unknown"),  # it needs its place
-                        (("add", "--unknown", "apple flying"), "[unknown_predicate]"),
+    for args, words in [(("add", "--known", "(on apple ?)"), "stop being unknown"),  # it needs its place
+                        (("add", "--unknown", "(flying apple ?)"), "[unknown_predicate]"),
                         (("remove", "--unknown", "atlantis"), "atlantis"),
-                        (("add", "--unknown", "apple on the table"), '"ENTITY PREDICATE" or "ENTITY"')]:
+                        (("add", "--unknown", "apple on the table"), 'write "(predicate entity ?)"')]:
         code, out = run(*args)
         assert code == 1 and words in out, (args, out)
-    code, out = run("add", "(on apple kitchen_table)", "--known", "apple on")
+    code, out = run("add", "(on apple kitchen_table)", "--known", "(on apple ?)")
     assert code == 0 and "known (on apple ?)" in out, out
     with SqliteGraph(store) as g:
         assert g.unknowns() == [] and len(g.history()) == changes + 1
