@@ -31,7 +31,7 @@ def test_mcp_tools_end_to_end(tmp_path: Path, server: FakeServer) -> None:
     server.script += [ok({"entities": ["kitchen_light"]}),
                       ok({"add": [], "remove": [{"predicate": "switched_on", "args": ["kitchen_light"]}]})]
     env = {**os.environ, "KGPLAN_STORE": store, "KGPLAN_LLM_BASE_URL": server.url, "KGPLAN_LLM_MODEL": "fake",
-           "OPENAI_API_KEY": "sk-test", "PYTHONPATH": str(ROOT)}
+           "OPENAI_API_KEY": "sk-test"}
     params = StdioServerParameters(command=sys.executable, args=["-m", "kgplan.interfaces.mcp"], env=env, cwd=ROOT)
 
     async def session() -> None:
