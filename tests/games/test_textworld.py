@@ -111,7 +111,7 @@ def test_generated_game_end_to_end(tmp_path, game, seed):
 def test_bench_writes_json_and_png(tmp_path):
     from kgplan.benchmarks.textworld import main
 
-    assert main(["--game", "coin", "--seeds", "3", "--json", str(tmp_path / "r.json"),
+    assert main(["--game", "textworld-coin", "--seeds", "3", "--json", str(tmp_path / "r.json"),
                  "--plot", str(tmp_path / "r.png")]) == 0
     result = json.loads((tmp_path / "r.json").read_text())
     assert result["success_rate"] == 1.0 and result["min_precision"] == result["min_recall"] == 1.0
