@@ -11,7 +11,7 @@ mean on the same maps, the coin in each room in turn.
     kgplan bench twx --game coin --mode sensor --seeds 10-59 --json results/twx-coin.json
     kgplan bench twx --game coin --mode llm --llm oracle --seeds 10-59
 
-LLM mode with `--llm oracle` uses SensorOracleLLM (kgplan.language.pddl_edit): a device that answers the true edits read
+LLM mode with `--llm oracle` uses SensorOracleLLM (kgplan.games.oracle): a device that answers the true edits read
 by the sensor, to check the PDDL-edit path loses nothing; `--llm openai` uses the endpoint from KGPLAN_LLM_*.
 """
 

@@ -9,36 +9,29 @@ from typing import TypeVar
 
 from pydantic import BaseModel
 
-from kgplan.domains.model import Problem
+from kgplan.errors import LLMError
 from kgplan.games.base import Environment, Observation, Sensor
 from kgplan.graph.model import Fact, Unknown
 from kgplan.language.llm import LLM, CallRecord
-from kgplan.language.pddl_edit import (
-    PROBLEM,
-    UNKNOWN,
-    Edits,
-    InitEdits,
-    ObjectEdits,
-    UnknownEdits,
-)
+from kgplan.language.pddl_edit import Edits, InitEdits, ObjectEdits, UnknownEdits
+from kgplan.language.prompts import CurrentProblem, EditPrompt
 
 M = TypeVar("M", bound=BaseModel)
 
 
-def edits_between(problem_text: str, marks_text: str, entities: dict[str, str], facts: set[Fact],
-                  marks: set[Unknown]) -> Edits:
-    """The edits that turn the problem and unknowns shown in a prompt into the given state (facts about deleted
+def edits_between(shown: CurrentProblem, entities: dict[str, str], facts: set[Fact], marks: set[Unknown]) -> Edits:
+    """The edits that turn the problem and unknowns a prompt shows into the given state (facts about deleted
     objects go with them, unsaid)."""
-    shown = Problem.parse(problem_text, "prompt")
-    have = {str(a) for a in shown.init}
+    objects = shown.problem.objects
+    have = {str(a): a for a in shown.problem.init}
     want = {str(f) for f in facts}
-    gone = shown.objects.keys() - entities.keys()
-    shown_marks = {Unknown.parse(m) for m in marks_text.split("\n") if m.strip() and m.strip() != "nothing"}
+    gone = objects.keys() - entities.keys()
+    shown_marks = set(shown.unknowns)
     return Edits(
-        objects=ObjectEdits(add=[f"{n} - {t}" for n, t in sorted(entities.items()) if n not in shown.objects],
+        objects=ObjectEdits(add=[f"{n} - {t}" for n, t in sorted(entities.items()) if n not in objects],
                             delete=sorted(gone)),
-        init=InitEdits(add=sorted(want - have),
-                       delete=sorted(f for f in have - want if gone.isdisjoint(Fact.parse(f).args))),
+        init=InitEdits(add=sorted(want - have.keys()),
+                       delete=sorted(t for t, a in have.items() if t not in want and gone.isdisjoint(a.args))),
         unknown=UnknownEdits(add=[str(u) for u in sorted(marks - shown_marks, key=str)],
                              delete=[str(u) for u in sorted(shown_marks - marks, key=str)
                                      if u.entity not in gone]))
@@ -47,7 +40,8 @@ def edits_between(problem_text: str, marks_text: str, entities: dict[str, str], 
 class SensorOracleLLM(LLM):
     """A test and benchmark device, not a model: it answers the true edits. The game's sensor reads them from the
     environment's structured outputs (what sensor mode reads), and the answer is the difference between the
-    sensor's state and the problem the prompt shows. It sees the environment through `watch(env)`."""
+    sensor's state and the problem the prompt shows (`EditPrompt.shown`, not its text). It sees the environment
+    through `watch(env)`."""
 
     def __init__(self, make_sensor: Callable[[], Sensor]) -> None:
         super().__init__()
@@ -66,6 +60,8 @@ class SensorOracleLLM(LLM):
         self.pending = [(None, obs)]
 
     def complete(self, messages: list[dict], schema: type[M]) -> tuple[M, CallRecord]:
+        if not isinstance(messages, EditPrompt):
+            raise LLMError("the sensor oracle answers only the edit prompt (kgplan.language.prompts.edit_messages)")
         for action, obs in self.pending:  # the sensor reads each observation once, in order
             d = self.sensor.delta(self.facts, set(self.entities), action, obs)
             gone = set(d.removed_names())
@@ -74,10 +70,7 @@ class SensorOracleLLM(LLM):
             self.facts = {f for f in self.facts if gone.isdisjoint(f.args)} - set(d.remove) | set(d.add)
             self.marks = {u for u in self.marks if u.entity not in gone} - set(d.known) | set(d.unknown)
         self.pending = []
-        shown = messages[1]["content"]
-        start = shown.index(UNKNOWN) + len(UNKNOWN)
-        edits = edits_between(shown[len(PROBLEM):shown.index(UNKNOWN)], shown[start:shown.index("\n\n", start)],
-                              self.entities, self.facts, self.marks)
+        edits = edits_between(messages.shown, self.entities, self.facts, self.marks)
         record = CallRecord("sensor-oracle", "json_schema", 0, 0, 0.0, 1)
         self.records.append(record)
         return schema.model_validate(edits.model_dump()), record

@@ -308,13 +308,16 @@ class WorldGraph(ABC):
                 self.set_invariants(load_groups(before))
             raise
 
-    def to_problem(self, goal: Formula | None = None, name: str = "kgplan") -> str:
-        """The graph as a PDDL problem text (numeric facts after the others, each sorted)."""
+    def problem(self, goal: Formula | None = None, name: str = "kgplan") -> Problem:
+        """The graph as a PDDL problem: its objects (the domain's constants aside), facts and numbers, each sorted."""
         facts = self.facts()
         objects = {e.name: e.type for e in self.entities() if e.name not in self.domain.constants}
-        problem = Problem(name, self.domain.name, objects, sorted(f.atom for f in facts if f.value is None), goal,
-                          dict(sorted((f.atom, f.value) for f in facts if f.value is not None)))
-        return problem.to_pddl(TOTAL_COST in self.domain.functions)
+        return Problem(name, self.domain.name, objects, sorted(f.atom for f in facts if f.value is None), goal,
+                       dict(sorted((f.atom, f.value) for f in facts if f.value is not None)))
+
+    def to_problem(self, goal: Formula | None = None, name: str = "kgplan") -> str:
+        """The graph as a PDDL problem text (numeric facts after the others, each sorted)."""
+        return self.problem(goal, name).to_pddl(TOTAL_COST in self.domain.functions)
 
     # ---- queries ---------------------------------------------------------------------------------
     def neighborhood(self, names: Iterable[str], depth: int = 1) -> tuple[list[Entity], list[Fact]]:

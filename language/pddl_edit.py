@@ -4,40 +4,24 @@ in order, as one verified change; refused edits go back to the LLM with the issu
 rounds. The graph is changed only by edits that pass verification.
 
 The current problem is the whole graph (the R- retrieval of the language layer): an exploration graph is small.
+The prompt is `prompts.edit_messages`; this module holds the reply schema and applies the edits.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any
 
 from pydantic import BaseModel, Field
 
-from kgplan.domains.model import NAME_RE, Domain
+from kgplan.domains.model import NAME_RE
 from kgplan.domains.verify import ChangeRefused
 from kgplan.errors import InputError
 from kgplan.graph.base import Tx, WorldGraph
 from kgplan.graph.model import Change, Delta, Entity, Fact, Unknown
 from kgplan.language.llm import LLM, CallRecord, LLMError
-from kgplan.language.update import describe_domain
-
-M = TypeVar("M", bound=BaseModel)
-SYSTEM = ("You keep the PDDL problem of a text game up to date with what the player observes. Answer with JSON "
-          "only, following the given schema.")
-PROBLEM = "Current problem (what is not listed is false, or not known where marked unknown):\n"
-UNKNOWN = "\n\nUnknown now:\n"
-ACTION = "\n\nAction just taken: "
-OBSERVATION = "\n\nObservation:\n"
-QUESTION = (
-    "\n\nEdit the problem so that it holds what the observation tells, and nothing else. objects: add "
-    "\"name - type\", delete names, replace {\"old\": a placeholder, \"new\": its real name} when you learn what a "
-    "placeholder is (its facts follow it; an existing name merges the two). init: add or delete facts like "
-    "\"(predicate arg ...)\", replace {\"old\": fact, \"new\": fact}. unknown: add or delete \"name\" (an object "
-    "seen but not identified: a placeholder) or \"(predicate name ?)\" (which facts of the predicate hold for "
-    "the object is not known, e.g. what a closed container holds). Edits apply in that order. Give no edits "
-    "if nothing changed.")
-
+from kgplan.language.prompts import CurrentProblem, edit_messages, edits_refused, invalid_reply, retry
 
 NAME = NAME_RE.pattern.strip("^$")
 ATOM = rf"\({NAME}( {NAME})*\)"
@@ -108,26 +92,6 @@ def parse_object(text: str) -> Entity:
     return Entity(name=name, type=type_)
 
 
-def describe(graph: WorldGraph) -> str:
-    """The current problem as the prompt shows it: the PDDL problem, then what is marked unknown."""
-    marks = "\n".join(map(str, graph.unknowns())) or "nothing"
-    return f"{PROBLEM}{graph.to_problem(name='current')}{UNKNOWN}{marks}"
-
-
-def describe_types(domain: Domain) -> str:
-    """The object types an `objects` edit may use, each subtype with its parent (no others exist)."""
-    kinds = [t if parent in (None, "object") else f"{t} (a kind of {parent})"
-             for t, parent in domain.types.items() if t != "object"]
-    return "Object types (no others): " + ", ".join(kinds)
-
-
-def prompt(graph: WorldGraph, action: str | None, observation: str) -> list[dict]:
-    done = f"{ACTION}{action}" if action else "\n\nThis is the first observation of the game."
-    system = f"{SYSTEM}\n\n{describe_types(graph.domain)}\n{describe_domain(graph.domain)}"
-    return [{"role": "system", "content": system},
-            {"role": "user", "content": f"{describe(graph)}{done}{OBSERVATION}{observation.strip()}{QUESTION}"}]
-
-
 def to_delta(tx: Tx, edits: Edits, text: str) -> Delta:
     """The edits as one delta, built from the state in the write transaction; each edit applies to the
     result of the ones before it. Raises InputError for an edit that cannot be read or applied."""
@@ -191,7 +155,7 @@ def observe(llm: LLM, graph: WorldGraph, action: str | None, observation: str, m
     """Ask the LLM for the edits an observation makes, apply them verified; re-prompt with the issues of a
     refused or malformed reply, at most `max_rounds` replies (then nothing is applied)."""
     out = EditOutcome()
-    messages = prompt(graph, action, observation)
+    messages = edit_messages(graph.domain, CurrentProblem.of(graph), action, observation)
     text = f"{action or 'start'}: {observation.strip()}"
     for _ in range(max_rounds):
         try:
@@ -201,8 +165,7 @@ def observe(llm: LLM, graph: WorldGraph, action: str | None, observation: str, m
             if e.raw is None:  # the endpoint failed, not the reply
                 out.error = str(e)
                 return out
-            messages += [{"role": "assistant", "content": e.raw},
-                         {"role": "user", "content": f"That reply is invalid: {e.reason}\nAnswer again."}]
+            messages += retry(e.raw, invalid_reply(e.reason))
             continue
         out.calls.append(record)
         try:
@@ -214,8 +177,6 @@ def observe(llm: LLM, graph: WorldGraph, action: str | None, observation: str, m
         except InputError as e:
             issues = str(e).splitlines()
         out.rounds.append(issues)
-        messages += [{"role": "assistant", "content": edits.model_dump_json()},
-                     {"role": "user", "content": "Those edits were refused, nothing was applied:\n"
-                      + "\n".join(f"- {i}" for i in issues) + "\nAnswer again with the corrected complete edits."}]
+        messages += retry(edits.model_dump_json(), edits_refused(issues))
     out.error = f"no valid edits after {max_rounds} replies; the graph is unchanged"
     return out

@@ -26,7 +26,8 @@ from kgplan.domains.model import Domain
 from kgplan.graph.base import WorldGraph
 from kgplan.graph.model import Entity
 from kgplan.language.llm import LLM, choice, enum_model
-from kgplan.language.update import Outcome, Retrieval, describe_domain
+from kgplan.language.prompts import query_messages
+from kgplan.language.update import Outcome, Retrieval
 
 if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer
@@ -120,18 +121,6 @@ def query_schema(domain: Domain) -> type[BaseModel]:
     return enum_model("QueryGraph", entities=(list[node], ...), relations=(list[relation], ...))
 
 
-def query_messages(domain: Domain, text: str) -> list[dict]:
-    """The prompt: the domain's relations and types and the sentence; no entity of the graph."""
-    preds = relations(domain)
-    shown = {t for p in preds for a in domain.predicates[p].params for t in a.types}
-    other = [t for t in domain.types if t not in shown and t != "object"]
-    types = f"\nOther types: {', '.join(other)}" if other else ""
-    return [{"role": "system", "content": "Answer with JSON only, following the given schema.\n\n"
-             f"{describe_domain(domain, preds)}{types}"},
-            {"role": "user", "content": f"Sentence: {text}\n\nDescribe each thing the sentence is about in a few "
-             "words, with its type, and the relations among them (args: 0-based positions in your entity list)."}]
-
-
 def ground(graph: WorldGraph, query: Any, *, cutoff: float = 0.8, bonus: float = BONUS) -> list[str]:
     """The entity each query node maps to, in the query's order (`query`: a QueryGraph reply)."""
     nodes = [f"{n.description} {n.type.replace('_', ' ')}" if n.type else n.description for n in query.entities]
@@ -195,7 +184,8 @@ def _search(sims: np.ndarray, candidates: list[list[int]], relations: list[tuple
 def search_retrieve(llm: LLM, graph: WorldGraph, text: str, *, depth: int = 1, cutoff: float = 0.8,
                     bonus: float = BONUS, out: Outcome | None = None) -> Retrieval:
     """L3M+P retrieval (b): query graph from the model, grounded by embeddings and search, facts within `depth`."""
-    reply, record = llm.complete(query_messages(graph.domain, text), query_schema(graph.domain))
+    domain = graph.domain
+    reply, record = llm.complete(query_messages(domain, relations(domain), text), query_schema(domain))
     if out is not None:
         out.calls.append(record)
     matched = list(dict.fromkeys(ground(graph, reply, cutoff=cutoff, bonus=bonus)))

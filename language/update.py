@@ -4,26 +4,32 @@ Every reply schema is generated from the domain and the retrieved sub-graph, so 
 entity names are enums: the model cannot name what does not exist. Verification issues (or
 goal-parsing errors) are fed back to the model for a bounded number of rounds; the graph is
 changed only by a delta that passed verification (or, in the unverified variants, by the
-first reply as it is).
+first reply as it is). The prompts are in `prompts`.
 """
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from kgplan.domains.formula import Formula
 from kgplan.domains.model import Domain
-from kgplan.domains.verify import ChangeRefused, Issue
+from kgplan.domains.verify import ChangeRefused
 from kgplan.errors import InputError
 from kgplan.graph.base import WorldGraph
 from kgplan.graph.model import Change, Delta, Fact
 from kgplan.language.llm import LLM, CallRecord, LLMError, choice, enum_model
+from kgplan.language.prompts import (
+    change_refused,
+    classify_messages,
+    goal_invalid,
+    goal_messages,
+    invalid_reply,
+    retry,
+    select_messages,
+    update_messages,
+)
 from kgplan.planners.pipeline import parse_goal
-
-SYSTEM = ("You keep the world model of a household robot as PDDL facts (a closed world: what is not "
-          "listed is false). Answer with JSON only, following the given schema.")
 
 
 @dataclass
@@ -51,39 +57,11 @@ class Outcome:
         return sum(c.prompt_tokens for c in self.calls)
 
 
-def describe_domain(domain: Domain, predicates: Iterable[str] | None = None) -> str:
-    """The predicates (all, or those named) with their argument types, and their glosses where domain.toml has some.
-
-    Without a gloss (which names the variables) a predicate is shown by its types alone, e.g.
-    ``(light_on light)``: its name is its gloss. An either-type of three or more types used more than once
-    is named once (``T1 = book/cloth/pen``): a short prompt is a cheaper one.
-    """
-    preds = [domain.predicates[n] for n in predicates] if predicates is not None else list(domain.predicates.values())
-    unions = Counter(t for p in preds for a in p.params if len(t := domain.reduce_types(a.types)) > 2)
-    alias = {u: f"T{i}" for i, u in enumerate((u for u, k in unions.items() if k > 1), 1)}
-    lines = []
-    for p in preds:
-        types = [alias.get(t := domain.reduce_types(a.types)) or "/".join(t) for a in p.params]
-        if not (gloss := domain.meta.get("predicates", {}).get(p.name, {}).get("gloss")):
-            lines.append(f"({' '.join([p.name, *types])})")
-            continue
-        sig = "".join(f" {a.name} - {t}" for a, t in zip(p.params, types, strict=True))
-        lines.append(f"({p.name}{sig}): {gloss.format(*(a.name for a in p.params))}")
-    lines += [f"where {name} = {'/'.join(u)}" for u, name in alias.items()]
-    return "Predicates:\n" + "\n".join(lines)
-
-
 def usable_predicates(domain: Domain, types: Iterable[str]) -> list[str]:
     """The predicates that can hold of objects of these types: each argument accepts one of them."""
     types = set(types)
     return [p.name for p in domain.predicates.values()
             if all(any(domain.accepts(a.types, t) for t in types) for a in p.params)]
-
-
-def describe_state(r: Retrieval) -> str:
-    ents = "\n".join(f"{n} - {t}" for n, t in sorted(r.entities.items()))
-    facts = "\n".join(str(f) for f in r.facts)
-    return f"Entities:\n{ents}\n\nTrue facts about them:\n{facts}"
 
 
 def full_graph(graph: WorldGraph) -> Retrieval:
@@ -98,11 +76,7 @@ def select_entities(llm: LLM, graph: WorldGraph, text: str, depth: int = 1,
     if not entities:  # nothing to pick from (an empty graph, e.g. after undoing its load)
         return full_graph(graph)
     schema = enum_model("EntitySelection", entities=(list[choice(entities)], ...))
-    listing = "\n".join(f"{n} - {t}" for n, t in sorted(entities.items()))
-    messages = [{"role": "system", "content": SYSTEM},
-                {"role": "user", "content": f"Entities:\n{listing}\n\nSentence: {text}\n\nList every entity this "
-                 "sentence is about or that its meaning depends on (people, rooms, objects, places)."}]
-    reply, record = llm.complete(messages, schema)
+    reply, record = llm.complete(select_messages(entities, text), schema)
     if out is not None:
         out.calls.append(record)
     ents, facts = graph.neighborhood(list(dict.fromkeys(reply.entities)), depth)
@@ -125,11 +99,7 @@ def update(llm: LLM, graph: WorldGraph, text: str, retrieval: Retrieval, *, veri
     # removed entities are names, checked by verification: an enum would repeat the entity list in the schema
     schema = enum_model("StateChange", add=(list[fact], ...), remove=(list[fact], ...),
                         removed_entities=(list[str], []))
-    messages = [{"role": "system", "content": f"{SYSTEM}\n\n{describe_domain(domain, usable)}"},
-                {"role": "user", "content": f"{describe_state(retrieval)}\n\nState change: {text}\n\nWhich facts "
-                 "become true (add) and which stop being true (remove), including the old place or state of what "
-                 "moved or changed? Keep every other fact as it is. Only if something stops existing (it broke, "
-                 "was eaten or thrown away), list it in removed_entities: its facts go with it."}]
+    messages = update_messages(domain, usable, retrieval.entities, retrieval.facts, text)
     for _ in range(max_rounds):
         try:
             reply, record = llm.complete(messages, schema)
@@ -138,8 +108,7 @@ def update(llm: LLM, graph: WorldGraph, text: str, retrieval: Retrieval, *, veri
             out.rounds.append([e.reason])
             if e.raw is None:
                 return out  # the endpoint failed, not the reply
-            messages += [{"role": "assistant", "content": e.raw},
-                         {"role": "user", "content": f"That reply is invalid: {e.reason}\nAnswer again."}]
+            messages += retry(e.raw, invalid_reply(e.reason))
             continue
         out.error = None
         out.calls.append(record)
@@ -161,30 +130,19 @@ def update(llm: LLM, graph: WorldGraph, text: str, retrieval: Retrieval, *, veri
                     continue
             return out
         out.rounds.append([str(i) for i in issues])
-        messages += [{"role": "assistant", "content": reply.model_dump_json()},
-                     {"role": "user", "content": _feedback(issues)}]
+        messages += retry(reply.model_dump_json(), change_refused(issues))
     out.error = f"no valid change after {max_rounds} replies; the graph is unchanged" + (
         f" (last: {out.error})" if out.error else "")
     return out
-
-
-def _feedback(issues: list[Issue] | list[str]) -> str:
-    return ("That change was refused, nothing was applied:\n" + "\n".join(f"- {i}" for i in issues)
-            + "\nAnswer again with the corrected complete change.")
 
 
 def write_goal(llm: LLM, graph: WorldGraph, text: str, retrieval: Retrieval, *, max_rounds: int = 3,
                out: Outcome | None = None) -> tuple[Formula | None, Outcome]:
     """Algorithm 4's first half: the model writes only the PDDL :goal, checked against the domain and objects."""
     out = out or Outcome(text)
-    domain = graph.domain
     objects = {e.name: e.type for e in graph.entities()}
     schema = enum_model("Goal", goal=(str, ...))
-    messages = [{"role": "system", "content": f"{SYSTEM}\n\n{describe_domain(domain)}"},
-                {"role": "user", "content": f"{describe_state(retrieval)}\n\nTask: {text}\n\nWrite the PDDL goal "
-                 "formula that is true exactly when the task is done, e.g. (and (not (p a)) (q b c)); where the "
-                 "task says 'all' or 'any', quantify over a type: (forall (?x - type) (p ?x)), "
-                 "(exists (?y - type) (q ?y))."}]
+    messages = goal_messages(graph.domain, retrieval.entities, retrieval.facts, text)
     for _ in range(max_rounds):
         try:
             reply, record = llm.complete(messages, schema)
@@ -197,8 +155,7 @@ def write_goal(llm: LLM, graph: WorldGraph, text: str, retrieval: Retrieval, *, 
             return parse_goal(reply.goal, graph, objects), out
         except InputError as e:
             out.rounds.append([str(e)])
-            messages += [{"role": "assistant", "content": reply.model_dump_json()},
-                         {"role": "user", "content": f"That goal is not valid: {e}\nWrite it again."}]
+            messages += retry(reply.model_dump_json(), goal_invalid(e))
     out.error = f"no valid goal after {max_rounds} replies"
     return None, out
 
@@ -206,7 +163,4 @@ def write_goal(llm: LLM, graph: WorldGraph, text: str, retrieval: Retrieval, *, 
 def classify(llm: LLM, text: str) -> str:
     """Whether a sentence reports a change ("state_change") or asks for something to be done ("task")."""
     schema = enum_model("Intent", kind=["state_change", "task"])
-    messages = [{"role": "system", "content": SYSTEM},
-                {"role": "user", "content": f"Sentence: {text}\n\nIs this a report of something that changed in the "
-                 "house (state_change), or a request for the robot to do something (task)?"}]
-    return llm.complete(messages, schema)[0].kind
+    return llm.complete(classify_messages(text), schema)[0].kind

@@ -260,6 +260,27 @@ def test_llm_mode_malformed_edits_are_refused_with_the_graph_unchanged(tmp_path)
     assert any("observation not read" in line for line in lines)
 
 
+def test_the_sensor_oracle_answers_from_the_problem_the_prompt_shows(tmp_path):
+    """SensorOracleLLM (the LLM mode's check device) diffs the sensor's state against the structured problem the
+    edit prompt carries (EditPrompt.shown): the LLM path ends where sensor mode does; other prompts it refuses."""
+    from kgplan.agent.explore import explore
+    from kgplan.errors import LLMError
+    from kgplan.games.oracle import SensorOracleLLM
+    from kgplan.games.twx import CoinSensor
+    from kgplan.language.pddl_edit import Edits
+
+    oracle = SensorOracleLLM(CoinSensor)
+    ends = {}
+    for mode, llm, env in [("llm", oracle, oracle.watch(TwoRooms())), ("sensor", None, TwoRooms())]:
+        ep = explore(env, "coin", 0, store=f"sqlite:{tmp_path / mode}.db", llm=llm)
+        assert ep.success and ep.steps == 2 and ep.refused_edits == 0
+        with Agent(f"sqlite:{tmp_path / mode}.db") as agent:
+            ends[mode] = set(agent.facts()), {e.name for e in agent.entities()}, agent.unknowns()
+    assert ends["llm"] == ends["sensor"] and len(oracle.records) == 3
+    with pytest.raises(LLMError, match="only the edit prompt"):
+        oracle.complete([{"role": "user", "content": "Current problem"}], Edits)
+
+
 def test_the_edit_schema_shows_a_constrained_decoder_the_shapes_the_edits_are_read_in():
     """Every string of the edits' JSON schema has a pattern (for a llama.cpp grammar or OpenAI strict mode) that
     accepts what the edits are read as and rejects what they are refused for (e.g. replies a small model wrote)."""

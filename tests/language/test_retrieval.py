@@ -10,8 +10,9 @@ from kgplan.domains.model import Domain
 from kgplan.graph.backends.sqlite import SqliteGraph
 from kgplan.graph.model import Delta, Entity, Fact
 from kgplan.language.llm import LLMError, ScriptedLLM
+from kgplan.language.prompts import describe_domain
 from kgplan.language.retrieval import entity_index, ground, query_schema, search_retrieve
-from kgplan.language.update import Outcome, Retrieval, describe_domain, update
+from kgplan.language.update import Outcome, Retrieval, update
 
 F = Fact.parse
 

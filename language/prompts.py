@@ -1,0 +1,184 @@
+"""The prompts of the language layer: every text the model reads, and the messages built from it.
+
+The code that sends them and reads the replies is elsewhere: `update` (state changes, goals, intents, entity
+selection), `retrieval` (the query graph) and `pddl_edit` (a game's observations as edits to the problem).
+The edit prompt keeps the problem it shows (`EditPrompt.shown`), so a check device can answer from it.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from kgplan.domains.model import TOTAL_COST, Domain, Problem
+from kgplan.graph.base import WorldGraph
+from kgplan.graph.model import Fact, Unknown
+
+Messages = list[dict]
+
+SYSTEM = ("You keep the world model of a household robot as PDDL facts (a closed world: what is not "
+          "listed is false). Answer with JSON only, following the given schema.")
+EDIT_SYSTEM = ("You keep the PDDL problem of a text game up to date with what the player observes. Answer with "
+               "JSON only, following the given schema.")
+PROBLEM = "Current problem (what is not listed is false, or not known where marked unknown):\n"
+UNKNOWN = "\n\nUnknown now:\n"
+ACTION = "\n\nAction just taken: "
+OBSERVATION = "\n\nObservation:\n"
+QUESTION = (
+    "\n\nEdit the problem so that it holds what the observation tells, and nothing else. objects: add "
+    "\"name - type\", delete names, replace {\"old\": a placeholder, \"new\": its real name} when you learn what a "
+    "placeholder is (its facts follow it; an existing name merges the two). init: add or delete facts like "
+    "\"(predicate arg ...)\", replace {\"old\": fact, \"new\": fact}. unknown: add or delete \"name\" (an object "
+    "seen but not identified: a placeholder) or \"(predicate name ?)\" (which facts of the predicate hold for "
+    "the object is not known, e.g. what a closed container holds). Edits apply in that order. Give no edits "
+    "if nothing changed.")
+
+
+# ---- what the model is shown ---------------------------------------------------------------------
+def describe_domain(domain: Domain, predicates: Iterable[str] | None = None) -> str:
+    """The predicates (all, or those named) with their argument types, and their glosses where domain.toml has some.
+
+    Without a gloss (which names the variables) a predicate is shown by its types alone, e.g.
+    ``(light_on light)``: its name is its gloss. An either-type of three or more types used more than once
+    is named once (``T1 = book/cloth/pen``): a short prompt is a cheaper one.
+    """
+    preds = [domain.predicates[n] for n in predicates] if predicates is not None else list(domain.predicates.values())
+    unions = Counter(t for p in preds for a in p.params if len(t := domain.reduce_types(a.types)) > 2)
+    alias = {u: f"T{i}" for i, u in enumerate((u for u, k in unions.items() if k > 1), 1)}
+    lines = []
+    for p in preds:
+        types = [alias.get(t := domain.reduce_types(a.types)) or "/".join(t) for a in p.params]
+        if not (gloss := domain.meta.get("predicates", {}).get(p.name, {}).get("gloss")):
+            lines.append(f"({' '.join([p.name, *types])})")
+            continue
+        sig = "".join(f" {a.name} - {t}" for a, t in zip(p.params, types, strict=True))
+        lines.append(f"({p.name}{sig}): {gloss.format(*(a.name for a in p.params))}")
+    lines += [f"where {name} = {'/'.join(u)}" for u, name in alias.items()]
+    return "Predicates:\n" + "\n".join(lines)
+
+
+def describe_types(domain: Domain) -> str:
+    """The object types an `objects` edit may use, each subtype with its parent (no others exist)."""
+    kinds = [t if parent in (None, "object") else f"{t} (a kind of {parent})"
+             for t, parent in domain.types.items() if t != "object"]
+    return "Object types (no others): " + ", ".join(kinds)
+
+
+def _listing(entities: dict[str, str]) -> str:
+    return "\n".join(f"{n} - {t}" for n, t in sorted(entities.items()))
+
+
+def describe_state(entities: dict[str, str], facts: Iterable[Fact]) -> str:
+    """The retrieved entities (name -> type) and the facts about them."""
+    return f"Entities:\n{_listing(entities)}\n\nTrue facts about them:\n" + "\n".join(map(str, facts))
+
+
+@dataclass(frozen=True)
+class CurrentProblem:
+    """The problem the edit prompt shows: the graph's PDDL problem and what is marked unknown."""
+
+    problem: Problem
+    unknowns: list[Unknown]
+    costs: bool  # the domain has action costs: the problem sets (total-cost) and minimises it
+
+    @classmethod
+    def of(cls, graph: WorldGraph) -> CurrentProblem:
+        return cls(graph.problem(name="current"), graph.unknowns(), TOTAL_COST in graph.domain.functions)
+
+
+def describe(shown: CurrentProblem) -> str:
+    """The current problem as the prompt shows it: the PDDL problem, then what is marked unknown."""
+    marks = "\n".join(map(str, shown.unknowns)) or "nothing"
+    return f"{PROBLEM}{shown.problem.to_pddl(shown.costs)}{UNKNOWN}{marks}"
+
+
+# ---- the first messages of each exchange ---------------------------------------------------------------
+def select_messages(entities: dict[str, str], text: str) -> Messages:
+    """L3M+P retrieval (a): pick the entities (name -> type) a sentence is about."""
+    return [{"role": "system", "content": SYSTEM},
+            {"role": "user", "content": f"Entities:\n{_listing(entities)}\n\nSentence: {text}\n\nList every entity "
+             "this sentence is about or that its meaning depends on (people, rooms, objects, places)."}]
+
+
+def update_messages(domain: Domain, predicates: list[str], entities: dict[str, str], facts: Iterable[Fact],
+                    text: str) -> Messages:
+    """A state change as facts added and removed, given the predicates it may use and the retrieved state."""
+    return [{"role": "system", "content": f"{SYSTEM}\n\n{describe_domain(domain, predicates)}"},
+            {"role": "user", "content": f"{describe_state(entities, facts)}\n\nState change: {text}\n\nWhich facts "
+             "become true (add) and which stop being true (remove), including the old place or state of what "
+             "moved or changed? Keep every other fact as it is. Only if something stops existing (it broke, "
+             "was eaten or thrown away), list it in removed_entities: its facts go with it."}]
+
+
+def goal_messages(domain: Domain, entities: dict[str, str], facts: Iterable[Fact], text: str) -> Messages:
+    """A task as a PDDL goal formula, given the retrieved state."""
+    return [{"role": "system", "content": f"{SYSTEM}\n\n{describe_domain(domain)}"},
+            {"role": "user", "content": f"{describe_state(entities, facts)}\n\nTask: {text}\n\nWrite the PDDL goal "
+             "formula that is true exactly when the task is done, e.g. (and (not (p a)) (q b c)); where the "
+             "task says 'all' or 'any', quantify over a type: (forall (?x - type) (p ?x)), "
+             "(exists (?y - type) (q ?y))."}]
+
+
+def classify_messages(text: str) -> Messages:
+    """Whether a sentence reports a change or asks for a task."""
+    return [{"role": "system", "content": SYSTEM},
+            {"role": "user", "content": f"Sentence: {text}\n\nIs this a report of something that changed in the "
+             "house (state_change), or a request for the robot to do something (task)?"}]
+
+
+def query_messages(domain: Domain, relations: list[str], text: str) -> Messages:
+    """L3M+P retrieval (b): the domain's relations (the predicates a query may use) and types, and the sentence;
+    no entity of the graph."""
+    shown = {t for p in relations for a in domain.predicates[p].params for t in a.types}
+    other = [t for t in domain.types if t not in shown and t != "object"]
+    types = f"\nOther types: {', '.join(other)}" if other else ""
+    return [{"role": "system", "content": "Answer with JSON only, following the given schema.\n\n"
+             f"{describe_domain(domain, relations)}{types}"},
+            {"role": "user", "content": f"Sentence: {text}\n\nDescribe each thing the sentence is about in a few "
+             "words, with its type, and the relations among them (args: 0-based positions in your entity list)."}]
+
+
+class EditPrompt(list[dict]):
+    """The edit prompt's chat messages (sent as they are), with the problem they show in `shown`: a check
+    device answers from it (games.oracle), never parsing the text back."""
+
+    def __init__(self, messages: Messages, shown: CurrentProblem) -> None:
+        super().__init__(messages)
+        self.shown = shown
+
+
+def edit_messages(domain: Domain, shown: CurrentProblem, action: str | None, observation: str) -> EditPrompt:
+    """PDDL-edit: the edits to the current problem that an observation, made after `action`, tells."""
+    done = f"{ACTION}{action}" if action else "\n\nThis is the first observation of the game."
+    system = f"{EDIT_SYSTEM}\n\n{describe_types(domain)}\n{describe_domain(domain)}"
+    return EditPrompt([{"role": "system", "content": system},
+                       {"role": "user", "content": f"{describe(shown)}{done}{OBSERVATION}{observation.strip()}"
+                        f"{QUESTION}"}], shown)
+
+
+# ---- feedback on a refused reply ----------------------------------------------------------------------
+def retry(reply: str, feedback: str) -> Messages:
+    """The turn after a refused reply: the reply as the model's, then why it was refused."""
+    return [{"role": "assistant", "content": reply}, {"role": "user", "content": feedback}]
+
+
+def invalid_reply(reason: str) -> str:
+    return f"That reply is invalid: {reason}\nAnswer again."
+
+
+def _refused(what: str, issues: Iterable[object], whole: str) -> str:
+    return (f"{what} refused, nothing was applied:\n" + "\n".join(f"- {i}" for i in issues)
+            + f"\nAnswer again with the corrected complete {whole}.")
+
+
+def change_refused(issues: Iterable[object]) -> str:
+    return _refused("That change was", issues, "change")
+
+
+def edits_refused(issues: Iterable[object]) -> str:
+    return _refused("Those edits were", issues, "edits")
+
+
+def goal_invalid(error: object) -> str:
+    return f"That goal is not valid: {error}\nWrite it again."
