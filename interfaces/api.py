@@ -31,6 +31,8 @@ from kgplan.graph.model import Entity, Unknown
 from kgplan.interfaces import views
 from kgplan.interfaces.views import (
     ChangeOut,
+    DecideIn,
+    DecisionOut,
     EntitiesOut,
     ExploreIn,
     FactsOut,
@@ -42,6 +44,7 @@ from kgplan.interfaces.views import (
     TellIn,
     TellOut,
     change_out,
+    do_decide,
     do_explore,
     do_history,
     do_plan,
@@ -243,6 +246,12 @@ def create_app(agent: Agent, token: str | None = None) -> FastAPI:
     def plan(body: PlanIn) -> PlanOut:
         """Plan for a PDDL goal or an English task; the plan is kept for /api/run."""
         return do_plan(agent, body, quiet)
+
+    @app.post("/api/decide", **write)
+    def decide(body: DecideIn) -> DecisionOut:
+        """One step decided by a tree search over the belief about unknown places (kept for /api/run as a one-step
+        plan): observe, then decide again."""
+        return do_decide(agent, body, quiet)
 
     @app.post("/api/run", **write)
     def run() -> RunOut:

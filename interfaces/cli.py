@@ -21,6 +21,7 @@ from rich.table import Table
 from rich.tree import Tree
 
 from kgplan.agent.agent import Agent, load_observations
+from kgplan.agent.search import SEARCH_METHODS
 from kgplan.domains.verify import ChangeRefused
 from kgplan.errors import InputError, KgplanError, LLMError
 from kgplan.games import GAMES
@@ -497,9 +498,10 @@ def plan(
     explain: Annotated[bool, typer.Option(help="Also print the problem file the planner answered on, saying "
                                                "whether that was the pruned or the full state.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object instead.")] = False,
-    search: Annotated[str | None, typer.Option(help="mcts: search over the belief about unknown places "
-                                               "instead (a one-step plan; observe, then plan again).")] = None,
-    simulations: Annotated[int, typer.Option(help="MCTS simulations (with --search mcts).")] = 100,
+    search: Annotated[SEARCH_METHODS.choice | None, typer.Option(
+        help="Decide one step by a tree search over the belief about unknown places instead (a one-step plan; "
+             "observe, then decide again); `kgplan list searches` says what each method is.")] = None,
+    simulations: Annotated[int, typer.Option(help="Simulations per decision (with --search).")] = 100,
 ) -> None:
     """Plan for a task (English, through the LLM) or a PDDL goal; `kgplan run` then executes the plan."""
 
@@ -510,10 +512,8 @@ def plan(
             text = goal if task is None else a.goal_for(task)
             if task is not None and not as_json:
                 out.print(f"goal: {text}", highlight=False)
-            if search not in (None, "mcts"):
-                raise InputError(f"unknown search {search!r}: the only one is mcts")
             if search:
-                decide(a.search(text, simulations), as_json)
+                decide(a.search(text, str(search), simulations=simulations), as_json)
                 return
             r = a.plan(goal=text, planner=str(planner), timeout=timeout, prune=prune, memory_mb=memory)
         if as_json:
@@ -605,7 +605,7 @@ def serve(
 
 @app.command()
 def mcp() -> None:
-    """Serve the agent to an LLM assistant over MCP on stdio (tools: tell, plan, run, show, search, history,
+    """Serve the agent to an LLM assistant over MCP on stdio (tools: tell, plan, decide, run, show, search, history,
     undo)."""
     from kgplan.interfaces.mcp import serve as run_server
 
@@ -664,13 +664,13 @@ def explore(
     raise typer.Exit(0 if ep.success else 1)
 
 
-REGISTRIES: dict[str, Registry] = {"planners": PLANNERS, "games": GAMES}
+REGISTRIES: dict[str, Registry] = {"planners": PLANNERS, "games": GAMES, "searches": SEARCH_METHODS}
 
 
 @app.command(name="list")
-def list_(what: Annotated[str, typer.Argument(help="planners or games")]) -> None:
-    """List what can be chosen: the planners (`plan --planner`) or the games (`explore --game`), with what
-    each one is."""
+def list_(what: Annotated[str, typer.Argument(help="planners, games or searches")]) -> None:
+    """List what can be chosen, with what each one is: the planners (`plan --planner`), the games (`explore
+    --game`), the search methods (`plan --search`)."""
 
     def go() -> None:
         if what not in REGISTRIES:

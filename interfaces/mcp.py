@@ -1,7 +1,7 @@
 """The agent as an MCP server on stdio, so that an LLM assistant can use the world graph as its memory and
 planner: `kgplan mcp`, or `python -m kgplan.interfaces.mcp` (store from $KGPLAN_STORE, LLM from the environment).
 
-Tools: tell, plan, run, show, search, history, change, undo. Their results are the JSON shapes of
+Tools: tell, plan, decide, run, show, search, history, change, undo. Their results are the JSON shapes of
 `kgplan.interfaces.views`; an error (a refused change, an unknown entity, a goal that does not parse) is the
 tool's error message.
 """
@@ -16,6 +16,7 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 
 from kgplan.agent.agent import Agent, quiet
+from kgplan.agent.search import SEARCH_METHODS
 from kgplan.interfaces import views
 from kgplan.planners.engines import PLANNERS
 
@@ -56,6 +57,13 @@ def create_server(agent: Agent) -> MCPServer:
         """Plan for a task in English or a PDDL goal such as "(not (switched_on kitchen_light))"; give one.
         The plan, with each step's effects, is kept for `run`."""
         return views.do_plan(agent, views.PlanIn(task=task, goal=goal, planner=planner, timeout=timeout), quiet)
+
+    @server.tool()
+    @said
+    def decide(goal: str, method: SEARCH_METHODS.field = "puct_dr", simulations: int = 100) -> views.DecisionOut:
+        """Decide one step towards a PDDL goal whose items' places are unknown, by a tree search over where they
+        probably are; the step is kept for `run`. Observe what it shows, then decide again."""
+        return views.do_decide(agent, views.DecideIn(goal=goal, method=method, simulations=simulations), quiet)
 
     @server.tool()
     @said

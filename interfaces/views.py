@@ -9,6 +9,7 @@ from typing import Any
 from pydantic import BaseModel, Field, ValidationError
 
 from kgplan.agent.agent import Agent, Progress
+from kgplan.agent.search import SEARCH_METHODS
 from kgplan.errors import InputError, KgplanError
 from kgplan.games import GAMES
 from kgplan.graph.model import Change, ChangeSlice, Entity, Fact, Unknown
@@ -41,6 +42,14 @@ class PlanIn(BaseModel):
     planner: PLANNERS.field = Field("fd", description="The planner (its registry: kgplan.planners.engines)")
     timeout: float = Field(60.0, gt=0, le=600)
     prune: bool = True
+
+
+class DecideIn(BaseModel):
+    goal: str = Field(description="A PDDL goal whose items' places are (partly) unknown, e.g. (in milk fridge)")
+    method: SEARCH_METHODS.field = Field("puct_dr", description="The search method (its registry: "
+                                                                 "kgplan.agent.search)")
+    simulations: int = Field(100, ge=1, le=100_000)
+    seconds: float | None = Field(None, gt=0, le=600, description="A wall-clock bound on the decision")
 
 
 class ExploreIn(BaseModel):
@@ -121,6 +130,18 @@ class PlanOut(BaseModel):
     used_full_state: bool
     message: str
     report: dict[str, Any] = Field(description="Every measurement of the planning run")
+
+
+class DecisionOut(BaseModel):
+    """One decision of a tree search: a step (kept for /api/run as a one-step plan), not a plan."""
+
+    step: str | None = Field(description="The action decided on; none when no action applies")
+    simulations: int
+    llm_calls: int
+    seconds: float
+    value: float = Field(description="The step's estimated value (the discounted chance to reach the goal)")
+    visits: dict[str, int] = Field(description="Simulations through each action at the root")
+    beta: float | None = Field(description="DR-MCTS's weight of the Monte Carlo return, where it was used")
 
 
 class ExploreOut(BaseModel):
@@ -229,6 +250,13 @@ def do_plan(agent: Agent, body: PlanIn, progress: Progress) -> PlanOut:
     return PlanOut(goal=r.goal, status=r.status, planner=r.planner, plan=[str(s) for s in r.plan], steps=steps,
                    seconds=r.seconds,
                    used_full_state=r.used_full_state, message=r.message, report=r.to_json())
+
+
+def do_decide(agent: Agent, body: DecideIn, progress: Progress) -> DecisionOut:
+    progress(f"deciding a step for {body.goal} with {body.method}")
+    d = agent.search(body.goal, body.method, simulations=body.simulations, seconds=body.seconds)
+    return DecisionOut(step=str(d.step) if d.step else None, simulations=d.simulations, llm_calls=d.llm_calls,
+                       seconds=d.seconds, value=d.value, visits=d.visits, beta=d.beta)
 
 
 def do_explore(body: ExploreIn, progress: Progress) -> ExploreOut:

@@ -1,5 +1,5 @@
 """A belief over unknown facts: for each item whose place is unknown, a distribution over the places
-that could hold it, stored beside the graph (its meta key/value storage, so both backends keep it).
+that could hold it (stored beside the graph by graph_io).
 
 What is unknown and what an observation shows come from the domain's ``[belief]`` table in
 domain.toml (item and place types, the `located` predicate, the predicates that make an item's place
@@ -8,7 +8,6 @@ domain.toml (item and place types, the `located` predicate, the predicates that 
 
 from __future__ import annotations
 
-import json
 import math
 import random
 from collections.abc import Callable, Collection, Mapping, Sequence
@@ -19,7 +18,6 @@ import numpy as np
 from kgplan.domains.model import Domain
 from kgplan.domains.verify import GroundAtom
 from kgplan.errors import DomainError
-from kgplan.graph.base import WorldGraph
 
 Dist = dict[str, float]
 # similarity(item texts, place texts) -> a matrix of scores, one row per item
@@ -28,8 +26,6 @@ Scorer = Callable[[Sequence[str], Sequence[str]], np.ndarray]
 BeliefPrior = Callable[[Mapping[str, str], Mapping[str, str]], dict[str, Dist]]
 FLOOR = 0.01  # the least probability a possible place keeps under a commonsense prior
 TEMPERATURE = 0.05  # softmax temperature over cosine similarities
-META_KEY = "belief"
-EVIDENCE_KEY = "belief_evidence"  # the commonsense prior as first made, and where items were found
 
 
 @dataclass(frozen=True)
@@ -144,19 +140,3 @@ def unknown_items(spec: BeliefSpec, domain: Domain, objects: Mapping[str, str], 
 
 def places(spec: BeliefSpec, domain: Domain, objects: Mapping[str, str]) -> dict[str, str]:
     return {o: t for o, t in objects.items() if domain.is_subtype(t, spec.place)}
-
-
-# ---- storage beside the graph (one meta key; both backends have meta storage) ------------------------
-def read_beliefs(graph: WorldGraph) -> dict[str, Dist]:
-    """Every stored belief, by item."""
-    return json.loads(graph.get_meta(META_KEY) or "{}")
-
-
-def read_belief(graph: WorldGraph, item: str) -> Dist | None:
-    """The stored belief about one item, or None."""
-    return read_beliefs(graph).get(item)
-
-
-def write_beliefs(graph: WorldGraph, beliefs: Mapping[str, Dist]) -> None:
-    """Store beliefs (replacing those of the same items)."""
-    graph.set_meta({META_KEY: json.dumps({**read_beliefs(graph), **beliefs}, sort_keys=True)})

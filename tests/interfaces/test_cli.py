@@ -87,7 +87,7 @@ def test_add_and_remove_set_and_clear_unknown_marks(store: Path) -> None:
 
 def test_error_messages_are_printed_verbatim(store: Path) -> None:
     """A message naming a domain.toml table (`[belief]`) is not read as console markup."""
-    r = CliRunner().invoke(app, ["plan", "--goal", "(agent_at robot kitchen)", "--search", "mcts"])
+    r = CliRunner().invoke(app, ["plan", "--goal", "(agent_at robot kitchen)", "--search", "puct_dr"])
     assert r.exit_code != 0 and "no [belief] table" in r.output, r.output
 
 
@@ -108,3 +108,24 @@ def test_explore_says_what_is_missing(monkeypatch: pytest.MonkeyPatch) -> None:
     assert r.exit_code == 2 and "textworld is not installed (pip install textworld)" in r.output
     r = CliRunner().invoke(app, ["explore", "--game", "chess"])
     assert r.exit_code == 2 and "textworld-coin" in r.output
+
+
+def test_cli_plan_search_mcts_and_show_belief(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from typer.testing import CliRunner
+
+    from kgplan.interfaces.cli import app
+
+    problem = tmp_path / "p.pddl"
+    problem.write_text("(define (problem p) (:domain rearrange) (:objects kitchen - room fridge - container "
+                       "counter bed - surface milk - item) (:init (in_room fridge kitchen) (in_room counter kitchen) "
+                       "(in_room bed kitchen) (closed fridge) (agent_at bed) (looked bed)))")
+    monkeypatch.setenv("KGPLAN_STORE", f"sqlite:{tmp_path / 'w.db'}")
+    cli = CliRunner()
+    assert cli.invoke(app, ["init", "--domain", "rearrange", "--problem", str(problem)]).exit_code == 0
+    assert "no belief stored about milk" in cli.invoke(app, ["show", "--belief", "milk"]).output
+    r = cli.invoke(app, ["plan", "--goal", "(in milk bed)", "--search", "puct_dr", "--simulations", "20"])
+    assert r.exit_code == 0 and "decided (" in r.output and "after 20 simulations" in r.output, r.output
+    shown = cli.invoke(app, ["show", "--belief", "milk"]).output
+    assert "fridge" in shown and "counter" in shown and "bed" not in shown.split("where milk is")[1]
+    bad = cli.invoke(app, ["plan", "--goal", "(in milk bed)", "--search", "bfs"])
+    assert bad.exit_code == 2 and "puct_dr" in bad.output  # the choices, from the registry

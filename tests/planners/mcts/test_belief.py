@@ -1,5 +1,5 @@
-"""The belief over unknown places: prior, observation updates (through kgplan.planners.mcts.beliefs_for), storage
-beside the graph (both backends)."""
+"""The belief over unknown places: the commonsense prior, observation updates, sampling, the [belief] table,
+how far the prior is trusted."""
 
 from __future__ import annotations
 
@@ -8,9 +8,8 @@ import random
 import numpy as np
 import pytest
 
-from kgplan.domains.model import Problem, resolve_domain
+from kgplan.domains.model import resolve_domain
 from kgplan.errors import KgplanError
-from kgplan.graph.base import WorldGraph
 from kgplan.planners.mcts import belief as bl
 
 PLACES = {"fridge": "container", "bed": "surface", "sink": "surface"}
@@ -39,23 +38,6 @@ def test_absent_renormalises() -> None:
     assert bl.absent(bl.absent(after, "bed"), "sink") == {}  # nowhere left
 
 
-def test_beliefs_from_what_the_graph_knows(empty_graph: WorldGraph) -> None:
-    """Seen there: certain; looked at and absent: zero there, renormalised (uniform prior, so the mixture
-    with the uniform belief changes nothing); the beliefs are stored with the graph."""
-    from kgplan.planners.mcts import beliefs_for
-
-    domain = resolve_domain("rearrange")
-    empty_graph.init(domain, problem=Problem.parse(
-        "(define (problem p) (:domain rearrange) (:objects kitchen - room fridge - container bed sink - surface "
-        "milk pillow - item) (:init (in_room fridge kitchen) (in_room bed kitchen) (in_room sink kitchen) "
-        "(agent_at bed) (looked fridge) (in pillow bed)))"))
-    objects, facts, _ = empty_graph.snapshot()
-    out = beliefs_for(empty_graph, bl.BeliefSpec.of(domain), ["milk", "pillow"], None, set(facts), objects)
-    assert out["milk"] == pytest.approx({"bed": 0.5, "sink": 0.5})
-    assert out["pillow"] == {"bed": 1.0}
-    assert bl.read_belief(empty_graph, "milk") == pytest.approx({"bed": 0.5, "sink": 0.5})
-
-
 def test_sample_draws_by_probability() -> None:
     rng = random.Random(1)
     draws = [bl.sample({"milk": {"fridge": 0.9, "bed": 0.1}}, rng)["milk"] for _ in range(2000)]
@@ -66,31 +48,6 @@ def test_sample_draws_by_probability() -> None:
 def test_a_domain_without_a_belief_table_is_refused() -> None:
     with pytest.raises(KgplanError, match=r"\[belief\]"):
         bl.BeliefSpec.of(resolve_domain("household"))
-
-
-def test_unknown_items_and_storage_on_each_backend(empty_graph: WorldGraph) -> None:
-    domain = resolve_domain("rearrange")
-    empty_graph.init(domain, problem=Problem.parse(
-        "(define (problem p) (:domain rearrange) (:objects kitchen - room fridge - container bed - surface "
-        "milk pillow - item) (:init (in_room fridge kitchen) (in_room bed kitchen) (agent_at bed) (in pillow bed)))"))
-    spec = bl.BeliefSpec.of(domain)
-    objects, facts, _ = empty_graph.snapshot()
-    assert bl.unknown_items(spec, domain, objects, set(facts)) == ["milk"]
-    assert bl.read_belief(empty_graph, "milk") is None
-    bl.write_beliefs(empty_graph, {"milk": {"fridge": 0.75, "bed": 0.25}})
-    bl.write_beliefs(empty_graph, {"pillow": {"bed": 1.0}})
-    assert bl.read_belief(empty_graph, "milk") == {"fridge": 0.75, "bed": 0.25}
-    assert set(bl.read_beliefs(empty_graph)) == {"milk", "pillow"}
-
-
-def test_llm_belief_counts_sampled_answers() -> None:
-    from kgplan.language.llm import ScriptedLLM
-    from kgplan.planners.mcts import PlaceChoice, llm_belief
-
-    llm = ScriptedLLM([PlaceChoice(place=p) for p in ("fridge", "fridge", "Bed", "the moon")])
-    b = llm_belief(llm, samples=4, floor=0.0)({"milk": "item"}, PLACES)
-    assert b["milk"] == pytest.approx({"fridge": 2 / 3, "bed": 1 / 3})
-    assert "milk" in llm.prompts[0][0]["content"] and "fridge, bed, sink" in llm.prompts[0][0]["content"]
 
 
 def test_reliability_weighs_the_prior_by_how_it_predicted_the_episode() -> None:

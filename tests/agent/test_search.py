@@ -1,0 +1,104 @@
+"""The search-method registry: the methods as the rearrange benchmark ran them, `Agent.search` built from it
+(puct_dr as the agent's search was before the registry), a method added with existing kinds."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from kgplan.agent.agent import Agent
+from kgplan.agent.search import BELIEFS, PRIORS, SEARCH_METHODS, SearchMethod
+from kgplan.errors import InputError
+from kgplan.graph.backends.sqlite import SqliteGraph
+from kgplan.language.llm import ScriptedLLM
+from kgplan.language.mcts import LLMPrior
+from kgplan.language.retrieval import similarity
+from kgplan.planners.mcts import graph_io
+from kgplan.planners.mcts.belief import embedding_prior
+from kgplan.planners.mcts.priors import BeliefMassPrior, UniformPrior
+from kgplan.planners.mcts.search import Budget, Settings
+from tests.support.kitchen import DOMAIN, PROBLEM, goal
+
+
+@pytest.fixture
+def agent(tmp_path: Path) -> Iterator[Agent]:
+    with Agent(f"sqlite:{tmp_path / 'w.db'}") as a:
+        a.graph.init(DOMAIN, problem=PROBLEM)
+        yield a
+
+
+def test_the_methods_and_their_kinds() -> None:
+    assert SEARCH_METHODS.names() == ["explore", "uct", "puct", "puct_dr", "puct_llm"]
+    assert all(m.help for m in SEARCH_METHODS) and BELIEFS.names() == ["uniform", "embedding", "llm"]
+    assert PRIORS.names() == ["uniform", "belief_mass", "llm"]
+    assert not SEARCH_METHODS["explore"].tree
+    assert [m.name for m in SEARCH_METHODS if m.needs_llm] == ["puct_llm"]
+    with pytest.raises(InputError, match="unknown prior 'greedy'"):
+        SearchMethod("bad", "a prior nobody registered", "uniform", "greedy")
+
+
+def test_each_method_builds_its_belief_priors_and_settings(tmp_path: Path) -> None:
+    g = SqliteGraph(tmp_path / "w.db")
+    g.init(DOMAIN, problem=PROBLEM)
+    llm = ScriptedLLM()
+    built = {m.name: m.searcher(g, goal(), llm) for m in SEARCH_METHODS if m.tree}
+    uct, puct, dr, with_llm = (built[n] for n in ("uct", "puct", "puct_dr", "puct_llm"))
+    assert isinstance(uct.search.prior, UniformPrior) and isinstance(uct.search.rollout_prior, UniformPrior)
+    assert uct.belief is None and uct.search.settings == Settings(policy_weight=0.0)
+    for s in (puct, dr):
+        assert isinstance(s.search.prior, BeliefMassPrior) and isinstance(s.search.rollout_prior, BeliefMassPrior)
+        assert s.belief is not None
+    assert puct.search.settings == Settings() and dr.search.settings == Settings(estimator="dr")
+    prior = with_llm.search.prior
+    assert isinstance(prior, LLMPrior) and prior.fallback is with_llm.search.rollout_prior
+    assert isinstance(prior.fallback, BeliefMassPrior) and with_llm.search.settings == Settings()
+    assert prior.goal == "item milk is in or on place fridge" and prior.templates["walk"] == "walk to {1}"
+    assert not llm.prompts  # nothing asked before a decision
+    with pytest.raises(InputError, match="needs an LLM"):
+        SEARCH_METHODS["puct_llm"].searcher(g, goal())
+    with pytest.raises(InputError, match="no tree search"):
+        SEARCH_METHODS["explore"].searcher(g, goal())
+    g.close()
+
+
+def test_puct_dr_is_the_agents_search_as_it_was(agent: Agent, tmp_path: Path) -> None:
+    """The combination Agent.search hard-coded before the registry, on a copy of the graph: same decision."""
+    g = SqliteGraph(tmp_path / "copy.db")
+    g.init(DOMAIN, problem=PROBLEM)
+    prior = BeliefMassPrior(DOMAIN)
+    search = graph_io.searcher(g, goal(), prior, prior, Settings(estimator="dr"))
+    before = graph_io.decide(g, search, Budget(40), embedding_prior(similarity))
+    g.close()
+    d = agent.search("(in milk fridge)", simulations=40)
+    assert (d.step, d.visits, d.value, d.beta) == (before.step, before.visits, before.value, before.beta)
+
+
+def test_agent_search_is_a_one_step_plan_that_run_executes(agent: Agent) -> None:
+    d = agent.search("(in milk bed)", simulations=30)
+    assert d.step is not None and d.simulations == 30
+    belief = agent.belief("milk")
+    assert set(belief) == {"fridge", "counter"} and sum(belief.values()) == pytest.approx(1.0)
+    _, steps, execution = agent.run()
+    assert steps == 1 and execution.done
+    with pytest.raises(InputError, match="unknown search method 'bfs'"):
+        agent.search("(in milk bed)", method="bfs")
+
+
+@pytest.fixture
+def toy() -> Iterator[SearchMethod]:
+    method = SEARCH_METHODS.add(SearchMethod("toy", "uniform belief, belief-mass prior, short horizon", "uniform",
+                                             "belief_mass", "uniform", Settings(horizon=6, estimator="dr")))
+    yield method
+    SEARCH_METHODS.remove("toy")
+
+
+def test_a_method_added_with_existing_kinds_decides_through_the_agent(agent: Agent, toy: SearchMethod) -> None:
+    assert "toy" in SEARCH_METHODS.names() and "toy: uniform belief" in SEARCH_METHODS.describe()
+    d = agent.search("(in milk fridge)", method="toy", simulations=12)
+    assert d.step is not None and d.simulations == 12 and d.beta is not None  # the DR estimator ran
+    assert agent.belief("milk") == pytest.approx({"fridge": 0.5, "counter": 0.5})  # the uniform belief
+    built = toy.searcher(agent.graph, goal(), rng=random.Random(1))
+    assert isinstance(built.search.prior, BeliefMassPrior) and built.search.settings.horizon == 6
