@@ -23,8 +23,8 @@ from kgplan.agent.agent import Agent, load_observations
 from kgplan.domains.verify import ChangeRefused
 from kgplan.errors import InputError, KgplanError, LLMError
 from kgplan.games import GAMES
+from kgplan.graph.backends import creating
 from kgplan.graph.model import Change, Fact, Unknown
-from kgplan.graph.store import creating
 from kgplan.planners.engines import PLANNERS
 from kgplan.registry import Registry
 

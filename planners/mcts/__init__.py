@@ -30,7 +30,7 @@ from kgplan.domains.model import Domain
 from kgplan.domains.sexpr import read
 from kgplan.domains.verify import GroundAtom
 from kgplan.errors import DomainError
-from kgplan.graph.base import WorldGraph
+from kgplan.graph.world import WorldGraph
 from kgplan.planners.mcts import belief as bl
 from kgplan.planners.state import State, Step, ground, substitute
 

@@ -19,7 +19,7 @@ import numpy as np
 from kgplan.domains.model import Domain
 from kgplan.domains.verify import GroundAtom
 from kgplan.errors import DomainError
-from kgplan.graph.base import WorldGraph
+from kgplan.graph.world import WorldGraph
 
 Dist = dict[str, float]
 # similarity(item texts, place texts) -> a matrix of scores, one row per item

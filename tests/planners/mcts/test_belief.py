@@ -10,7 +10,7 @@ import pytest
 
 from kgplan.domains.model import Problem, resolve_domain
 from kgplan.errors import KgplanError
-from kgplan.graph.base import WorldGraph
+from kgplan.graph.world import WorldGraph
 from kgplan.planners.mcts import belief as bl
 
 PLACES = {"fridge": "container", "bed": "surface", "sink": "surface"}

@@ -12,7 +12,7 @@ import pytest
 from kgplan.domains.formula import parse_formula
 from kgplan.domains.model import Problem, resolve_domain
 from kgplan.domains.sexpr import read
-from kgplan.graph.backends.sqlite import SqliteGraph
+from kgplan.graph.backends import open_graph
 from kgplan.graph.model import Delta, Unknown
 from kgplan.language.llm import ScriptedLLM
 from kgplan.planners import mcts
@@ -192,7 +192,7 @@ def test_search_reaches_a_goal_whose_item_is_unknown(estimator: str) -> None:
 
 
 def test_decide_on_a_graph_stores_the_belief(tmp_path) -> None:
-    g = SqliteGraph(tmp_path / "w.db")
+    g = open_graph(f"sqlite:{tmp_path / 'w.db'}")
     g.init(DOMAIN, problem=Problem.parse(
         "(define (problem p) (:domain rearrange) (:objects kitchen - room fridge - container counter bed - surface "
         "milk - item) (:init (in_room fridge kitchen) (in_room counter kitchen) (in_room bed kitchen) "
