@@ -19,9 +19,9 @@ from kgplan.domains.invariants import Mined, MutexGroup, Synthesis
 from kgplan.domains.model import Domain, Problem, resolve_domain
 from kgplan.domains.verify import ChangeRefused, Issue
 from kgplan.errors import InputError, LLMError, NotFound
-from kgplan.graph.base import WorldGraph
+from kgplan.graph.backends import open_graph
 from kgplan.graph.model import Change, ChangeSlice, Delta, Entity, Fact, Unknown
-from kgplan.graph.store import open_graph
+from kgplan.graph.world import WorldGraph
 
 if TYPE_CHECKING:
 
@@ -67,7 +67,7 @@ def load_observations(path: Path) -> list[Delta]:
 class Agent:
     """A world graph with its domain, an optional LLM for language, and the user's operations on them.
 
-    `store` is a store URL (see `graph.store.open_graph`) or an open graph; given a `domain` (a bundled
+    `store` is a store URL (see `graph.backends.open_graph`) or an open graph; given a `domain` (a bundled
     name or a path), an uninitialised store is initialised with it. `llm` is an LLM client or its settings; without
     one, the settings come from the environment when a language operation first needs them.
     """

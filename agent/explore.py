@@ -117,7 +117,7 @@ def explore(env: Environment, game: str, seed: int, planner: str | None = None,
 
 def start(agent: Agent, domain: Domain, sensor: Sensor, obs: Observation) -> None:
     """Initialise the graph with what the sensor knows beforehand and sees first (the invariants are
-    derived for that state, as for any open-world domain: see graph.base._start)."""
+    derived for that state, as for any open-world domain: see graph.world._start)."""
     delta = sensor.delta(set(sensor.facts), set(sensor.objects), None, obs)
     objects = {**sensor.objects, **{e.name: e.type for e in delta.new_entities}}
     init = (set(sensor.facts) | set(delta.add)) - set(delta.remove)

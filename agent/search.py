@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from kgplan.domains.formula import Formula
 from kgplan.domains.model import Domain
 from kgplan.errors import InputError
-from kgplan.graph.base import WorldGraph
+from kgplan.graph.world import WorldGraph
 from kgplan.language.llm import LLM
 from kgplan.language.mcts import LLMPrior, Memory, goal_text, llm_belief
 from kgplan.language.retrieval import similarity

@@ -50,8 +50,8 @@ from rich.table import Table
 from kgplan.benchmarks import console as bench_console
 from kgplan.domains.model import Problem, resolve_domain
 from kgplan.domains.synthetic import household_world_with_facts
-from kgplan.graph.base import WorldGraph
 from kgplan.graph.model import Delta, Fact
+from kgplan.graph.world import WorldGraph
 
 DEFAULT_JSON = "results/graph_ops.json"
 BACKENDS = ("sqlite", "neo4j")
@@ -277,9 +277,9 @@ def measure_graph(graph: WorldGraph, problem: Problem, ops: int, seed: int, prog
 
 
 def run_sqlite(problem: Problem, ops: int, seed: int, progress: Progress) -> dict[str, float]:
-    from kgplan.graph.backends.sqlite import SqliteGraph
+    from kgplan.graph.backends import open_graph
 
-    with tempfile.TemporaryDirectory(prefix="kgplan-bench-") as tmp, SqliteGraph(Path(tmp) / "bench.db") as g:
+    with tempfile.TemporaryDirectory(prefix="kgplan-bench-") as tmp, open_graph(f"sqlite:{tmp}/bench.db") as g:
         return measure_graph(g, problem, ops, seed, progress)
 
 
@@ -354,7 +354,7 @@ def raw_writer(driver: Any, database: str) -> Callable[[Delta], None]:
 def run_neo4j(problem: Problem, ops: int, seed: int, progress: Progress, heap: str) -> dict[str, float]:
     from neo4j import GraphDatabase
 
-    from kgplan.graph.backends.neo4j import Neo4jGraph
+    from kgplan.graph.backends.neo4j import Neo4jStore
     from kgplan.graph.bolt_server import running_arcadedb
 
     small = household_world_with_facts(min(2_000, len(problem.init)), seed + 1)
@@ -362,7 +362,7 @@ def run_neo4j(problem: Problem, ops: int, seed: int, progress: Progress, heap: s
         with step(progress, "  starting ArcadeDB (Bolt)"):
             server = stack.enter_context(running_arcadedb(Path(tmp), extra_databases=(RAW_DB, WARM_DB, WARM_RAW_DB),
                                                           max_heap=heap))
-        graphs = {db: stack.enter_context(Neo4jGraph(server.uri, server.user, server.password, db))
+        graphs = {db: stack.enter_context(WorldGraph(Neo4jStore(server.uri, server.user, server.password, db)))
                   for db in (server.database, RAW_DB, WARM_DB, WARM_RAW_DB)}  # each gets the schema
         driver = stack.enter_context(GraphDatabase.driver(server.uri, auth=server.auth))
         with step(progress, f"  warm-up: both loads of {len(small.init):,} facts into scratch databases"):

@@ -44,8 +44,9 @@ from kgplan.benchmarks.planning import needed_facts
 from kgplan.domains.formula import atoms, to_pddl
 from kgplan.domains.model import Domain, Problem
 from kgplan.domains.verify import ChangeRefused
-from kgplan.graph.backends.sqlite import SqliteGraph
+from kgplan.graph.backends import open_graph
 from kgplan.graph.model import Delta, Fact
+from kgplan.graph.world import WorldGraph
 from kgplan.language.llm import (
     LLM,
     CallRecord,
@@ -252,7 +253,7 @@ def evaluate(run: Path, variant: str, llm: Counting, oracle: Oracle | None, cons
     rows = [] if rows is None else rows
     everything = steps(run)
     with tempfile.TemporaryDirectory() as tmp:
-        g = SqliteGraph(Path(tmp) / "agent.db")
+        g = open_graph(f"sqlite:{Path(tmp) / 'agent.db'}")
         g.init(domain)
         start, prev = _state(run / "problem.pddl")  # prev: the true state before each step
         g.load_problem(start)
@@ -298,7 +299,7 @@ def evaluate(run: Path, variant: str, llm: Counting, oracle: Oracle | None, cons
     return rows
 
 
-def _atoms(g: SqliteGraph) -> Atoms:
+def _atoms(g: WorldGraph) -> Atoms:
     return {f.atom for f in g.facts()}
 
 
@@ -313,7 +314,7 @@ def _corruption(kinds: list[str | None], out: Outcome, truth: dict) -> dict:
             and {f.atom for f in applied.remove} == truth["remove"]}
 
 
-def after_goal(g: SqliteGraph, report: PlanReport | None, truth: Problem, true_init: Atoms,
+def after_goal(g: WorldGraph, report: PlanReport | None, truth: Problem, true_init: Atoms,
                next_init: Atoms) -> tuple[dict, Atoms]:
     """Execute the agent's plan on its graph, then correct what it did not explain by one sensor observation.
 
@@ -342,7 +343,7 @@ def after_goal(g: SqliteGraph, report: PlanReport | None, truth: Problem, true_i
     return row, {a for a in true_init if a[1][:1] not in subjects} | {a for a in next_init if a[1][:1] in subjects}
 
 
-def _retrieve(retriever: str, llm: LLM, g: SqliteGraph, text: str, depth: int, out: Outcome) -> Retrieval:
+def _retrieve(retriever: str, llm: LLM, g: WorldGraph, text: str, depth: int, out: Outcome) -> Retrieval:
     if retriever == "select":
         return select_entities(llm, g, text, depth, out)
     if retriever == "search":
@@ -370,7 +371,7 @@ def _among(state: Atoms, entities: list[str]) -> Atoms:
     return {(p, args) for p, args in state if len(args) == 2 and set(args) <= names}
 
 
-def _score_plan(g: SqliteGraph, out: Outcome, domain: Domain, truth: Problem,
+def _score_plan(g: WorldGraph, out: Outcome, domain: Domain, truth: Problem,
                 true_init: Atoms) -> tuple[dict, PlanReport | None]:
     """The plan's score from the true state, and the planner's report (None when no planner ran)."""
     if out.goal is None or out.error:

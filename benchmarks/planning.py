@@ -33,7 +33,8 @@ from rich.table import Table
 from kgplan.benchmarks import console as bench_console
 from kgplan.domains.formula import And, Atom, Formula, Not, to_pddl
 from kgplan.domains.model import Domain, Problem, resolve_domain
-from kgplan.graph.backends.sqlite import SqliteGraph
+from kgplan.graph.backends import open_graph
+from kgplan.graph.world import WorldGraph
 from kgplan.planners.engines import PLANNERS
 from kgplan.planners.pipeline import PlanReport, plan
 from kgplan.planners.problem import Task
@@ -74,7 +75,7 @@ def peak_rss_mb() -> float:
     return max(resource.getrusage(who).ru_maxrss for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)) / 1024
 
 
-def measure(g: SqliteGraph, domain: Domain, problem: Problem, goal: Formula, name: str, planners: list[str],
+def measure(g: WorldGraph, domain: Domain, problem: Problem, goal: Formula, name: str, planners: list[str],
             timeout: float, full_timeout: float | None) -> dict:
     """Per planner: plan with pruning and validate the plan on the full state; with the first
     planner, also plan on the full state (unless `full_timeout` is None) for speedup and recall."""
@@ -169,7 +170,7 @@ def main(argv: list[str] | None = None) -> int:
     console = bench_console()
     rows, scaling = [], []
     with tempfile.TemporaryDirectory() as tmp:
-        g = SqliteGraph(Path(tmp) / "bench.db")
+        g = open_graph(f"sqlite:{Path(tmp) / 'bench.db'}")
         steps = [s for d in args.datasets for s in goal_steps(d)]
         for run, step in track(steps, description="L3M+P goals", console=console):
             problem = Problem.parse((step / "problem.pddl").read_text(), str(step))

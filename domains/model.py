@@ -431,7 +431,7 @@ class Domain:
     def invariants(self) -> list[MutexGroup]:
         """The invariants verification enforces.
 
-        A store sets the ones it keeps (see `graph.base.WorldGraph.init`); a domain on its own
+        A store sets the ones it keeps (see `graph.world.WorldGraph.init`); a domain on its own
         has those derived for the empty start state.
         """
         return self.derive_invariants().kept

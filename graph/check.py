@@ -11,7 +11,7 @@ from collections import defaultdict
 
 from kgplan.domains.model import NAME_RE
 from kgplan.domains.verify import Issue, IssueKind, show
-from kgplan.graph.base import WorldGraph
+from kgplan.graph.world import WorldGraph
 
 
 def check_graph(graph: WorldGraph) -> list[Issue]:

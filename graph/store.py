@@ -1,64 +1,152 @@
-"""Open a world graph from a store URL: ``sqlite:PATH`` (default) or ``neo4j://...``/``bolt://...``."""
+"""The store contract: what a backend of the world graph implements.
+
+A `Store` keeps entities, facts, unknown marks, metadata and the append-only change history, and knows
+no domain rules: `graph.world.WorldGraph` binds it to a domain and verifies every change above it.
+Backends register in `graph.backends`. Entities never include the domain's constants.
+"""
 
 from __future__ import annotations
 
-import os
-from collections.abc import Iterator
-from contextlib import contextmanager
-from pathlib import Path
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Collection
+from typing import TYPE_CHECKING, NamedTuple, TypeVar
 
-from kgplan.errors import InputError
-from kgplan.graph.base import WorldGraph
+from kgplan.domains.formula import GroundAtom
+from kgplan.domains.verify import Mark
+from kgplan.graph.model import Change, Delta, Entity, Fact, Unknown
 
-DEFAULT_STORE = "sqlite:kgplan.db"
-NEO4J_SCHEMES = ("neo4j://", "neo4j+s://", "neo4j+ssc://", "bolt://", "bolt+s://", "bolt+ssc://")
+if TYPE_CHECKING:
+    from kgplan.domains.model import Domain
 
-
-def open_graph(url: str | None = None) -> WorldGraph:
-    """Open the store named by `url`, else $KGPLAN_STORE, else ./kgplan.db.
-
-    Neo4j credentials and database come from $NEO4J_USER, $NEO4J_PASSWORD and
-    $KGPLAN_NEO4J_DATABASE (default ``neo4j``).
-    """
-    url = _url(url)
-    if url.startswith("sqlite:"):
-        from kgplan.graph.backends.sqlite import SqliteGraph
-
-        return SqliteGraph(_sqlite_path(url))
-    if url.startswith(NEO4J_SCHEMES):
-        from kgplan.graph.backends.neo4j import Neo4jGraph
-
-        return Neo4jGraph(
-            url,
-            user=os.environ.get("NEO4J_USER", "neo4j"),
-            password=os.environ.get("NEO4J_PASSWORD", ""),
-            database=os.environ.get("KGPLAN_NEO4J_DATABASE", "neo4j"),
-        )
-    raise InputError(f"unknown store URL {url!r}: use sqlite:PATH or neo4j://HOST:PORT (or bolt://)")
+T = TypeVar("T")
 
 
-@contextmanager
-def creating(url: str | None = None) -> Iterator[WorldGraph]:
-    """Open a store to initialise it: a sqlite file that did not exist is removed again (with its
-    journal files) if the block raises, so a failed `init` leaves no store behind."""
-    url = _url(url)
-    path = Path(_sqlite_path(url)) if url.startswith("sqlite:") else None
-    new = path is not None and not path.exists()
-    g = open_graph(url)
-    try:
-        yield g
-    except BaseException:
-        g.close()
-        if new:
-            for extra in ("", "-wal", "-shm", "-journal"):
-                Path(f"{path}{extra}").unlink(missing_ok=True)
-        raise
-    g.close()
+class ChangeRow(NamedTuple):
+    """A stored change as JSON: `data` is its summary (`graph.model.summary_json`) or its whole delta."""
+
+    id: int
+    time: str
+    undo_of: int | None
+    data: str
 
 
-def _url(url: str | None) -> str:
-    return url or os.environ.get("KGPLAN_STORE") or DEFAULT_STORE
+class Tx(ABC):
+    """One write transaction: the state reads verification needs, and the write."""
+
+    @abstractmethod
+    def entity_types(self, names: Collection[str]) -> dict[str, str]:
+        """The types of those named that are entities."""
+
+    @abstractmethod
+    def entities(self, names: Collection[str] | None = None) -> list[Entity]:
+        """All entities, or those named, by name."""
+
+    @abstractmethod
+    def present(self, atoms: Collection[GroundAtom]) -> set[GroundAtom]:
+        """Those of `atoms` that hold."""
+
+    @abstractmethod
+    def facts_about(self, names: Collection[str]) -> list[GroundAtom]:
+        """Every atom with one of `names` among its arguments."""
+
+    @abstractmethod
+    def facts_of(self, predicates: Collection[str]) -> list[GroundAtom]:
+        """Every atom of the predicates."""
+
+    @abstractmethod
+    def unknown(self, names: Collection[str]) -> set[Mark]:
+        """The unknown marks (entity, predicate or None) of the named entities."""
+
+    @abstractmethod
+    def write(self, delta: Delta, undo_of: int | None) -> Change:
+        """Apply a recorded delta (`graph.world.record`), checked already, and append it to the history."""
+
+    @abstractmethod
+    def change(self, change_id: int) -> Change | None:
+        """One change of the history, whole."""
+
+    def prefetch(self, delta: Delta) -> None:  # noqa: B027
+        """Hook, called before `delta` is verified: read ahead what verification will ask (Neo4j reads a
+        small change's state in one round trip). Default: nothing."""
 
 
-def _sqlite_path(url: str) -> str:
-    return url.removeprefix("sqlite:").removeprefix("//") or "kgplan.db"
+class Store(ABC):
+    """Entities, facts, unknown marks, metadata and the change history, in one backend."""
+
+    url: str
+    _bound: Callable[[], Domain | None] | None = None
+
+    def bind(self, bound: Callable[[], Domain | None]) -> None:
+        """Hook: how the store finds the domain it is bound to (None before `init`), for a backend whose
+        schema follows the domain (Neo4j: predicate arities, constants, functions). Set by `WorldGraph`."""
+        self._bound = bound
+
+    def domain(self) -> Domain | None:
+        """The bound domain, or None (not initialised, or not bound to a world graph)."""
+        return self._bound() if self._bound else None
+
+    def check_domain(self, domain: Domain) -> None:  # noqa: B027
+        """Hook, called before `domain` is bound: raise DomainError if this backend cannot store its facts.
+        Default: any domain."""
+
+    @abstractmethod
+    def in_transaction(self, work: Callable[[Tx], T]) -> T:
+        """Run `work` in one serialisable write transaction: committed when it returns, rolled back when it
+        raises. A store may run it again after a transient conflict."""
+
+    @abstractmethod
+    def get_meta(self, key: str) -> str | None: ...
+
+    @abstractmethod
+    def set_meta(self, values: dict[str, str]) -> None: ...
+
+    @abstractmethod
+    def entities(self, names: Collection[str] | None = None) -> list[Entity]:
+        """All entities, or those named, by name."""
+
+    @abstractmethod
+    def facts(self, predicate: str | None = None, entity: str | None = None) -> list[Fact]:
+        """Facts, optionally only of one predicate and/or mentioning one entity, sorted."""
+
+    @abstractmethod
+    def facts_about(self, names: Collection[str]) -> list[Fact]:
+        """Every fact with one of `names` among its arguments."""
+
+    @abstractmethod
+    def unknowns(self, names: Collection[str] | None = None) -> list[Unknown]:
+        """The unknown marks of every entity or those named, by entity then predicate (placeholder first)."""
+
+    def snapshot(self) -> tuple[dict[str, str], list[GroundAtom], dict[GroundAtom, float]]:
+        """The whole state as plain data for planning: entity types by name, the true atoms (in no
+        particular order), and the values of numeric functions' facts. Backends may read it faster."""
+        facts = self.facts()
+        return ({e.name: e.type for e in self.entities()}, [f.atom for f in facts if f.value is None],
+                {f.atom: f.value for f in facts if f.value is not None})
+
+    @abstractmethod
+    def history(self, limit: int | None = None) -> list[Change]:
+        """Applied changes, oldest first (the newest `limit` if given)."""
+
+    @abstractmethod
+    def summaries(self, limit: int | None, before: int | None) -> list[ChangeRow]:
+        """The summaries of the newest `limit` changes (all if None) with ids below `before`, newest first."""
+
+    @abstractmethod
+    def whole(self, change_id: int) -> ChangeRow | None:
+        """One change with its whole delta."""
+
+    @abstractmethod
+    def count(self) -> tuple[int, int]:
+        """(entities, facts)."""
+
+    @abstractmethod
+    def clear(self) -> None:
+        """Delete everything: entities, facts, marks, history and metadata."""
+
+    @abstractmethod
+    def close(self) -> None: ...
+
+    def discard(self) -> None:
+        """Close, and remove what opening the store created (a new sqlite file): a failed `init` leaves no
+        store behind. Default: close."""
+        self.close()

@@ -25,8 +25,8 @@ from kgplan.agent.search import SEARCH_METHODS
 from kgplan.domains.verify import ChangeRefused
 from kgplan.errors import InputError, KgplanError, LLMError
 from kgplan.games import GAMES
+from kgplan.graph.backends import BACKENDS, creating
 from kgplan.graph.model import Change, Fact, Unknown
-from kgplan.graph.store import creating
 from kgplan.planners.engines import PLANNERS
 from kgplan.registry import Registry
 
@@ -48,9 +48,8 @@ EXPECTED = (KgplanError, FileNotFoundError, ValidationError, json.JSONDecodeErro
 def main(
     store: Annotated[str | None, typer.Option(
         "--store", "-s", envvar="KGPLAN_STORE",
-        help="Where the world graph lives: sqlite:PATH (default sqlite:kgplan.db) or "
-             "neo4j://HOST:PORT / bolt://HOST:PORT (credentials from NEO4J_USER, NEO4J_PASSWORD, "
-             "database from KGPLAN_NEO4J_DATABASE).")] = None,
+        help="Where the world graph lives, a URL: sqlite:PATH (the default is sqlite:kgplan.db) or "
+             "neo4j://HOST:PORT; `kgplan list stores` lists the backends.")] = None,
     llm_url: Annotated[str | None, typer.Option(
         "--llm-url", envvar="KGPLAN_LLM_BASE_URL", show_envvar=True,
         help="OpenAI-compatible endpoint for tell/plan/chat, e.g. http://127.0.0.1:8080/v1 (default: OpenAI); "
@@ -664,13 +663,14 @@ def explore(
     raise typer.Exit(0 if ep.success else 1)
 
 
-REGISTRIES: dict[str, Registry] = {"planners": PLANNERS, "games": GAMES, "searches": SEARCH_METHODS}
+REGISTRIES: dict[str, Registry] = {"planners": PLANNERS, "games": GAMES, "searches": SEARCH_METHODS,
+                                   "stores": BACKENDS}
 
 
 @app.command(name="list")
-def list_(what: Annotated[str, typer.Argument(help="planners, games or searches")]) -> None:
+def list_(what: Annotated[str, typer.Argument(help="planners, games, searches or stores")]) -> None:
     """List what can be chosen, with what each one is: the planners (`plan --planner`), the games (`explore
-    --game`), the search methods (`plan --search`)."""
+    --game`), the search methods (`plan --search`), the store backends (`--store`)."""
 
     def go() -> None:
         if what not in REGISTRIES:

@@ -18,8 +18,9 @@ from pydantic import BaseModel, Field
 from kgplan.domains.model import NAME_RE
 from kgplan.domains.verify import ChangeRefused
 from kgplan.errors import InputError
-from kgplan.graph.base import Tx, WorldGraph
 from kgplan.graph.model import Change, Delta, Entity, Fact, Unknown
+from kgplan.graph.store import Tx
+from kgplan.graph.world import WorldGraph, rename
 from kgplan.language.llm import LLM, CallRecord, LLMError
 from kgplan.language.prompts import CurrentProblem, edit_messages, edits_refused, invalid_reply, retry
 
@@ -116,7 +117,7 @@ def to_delta(tx: Tx, edits: Edits, text: str) -> Delta:
     remove: dict[Fact, None] = {}
     new, gone, unknown, known = list(adds), [o.lower() for o in edits.objects.delete], [], []
     for r in edits.objects.replace:
-        d = tx.rename(r.old.lower(), r.new.lower())
+        d = rename(tx, r.old.lower(), r.new.lower())
         new += d.new_entities
         gone += d.removed_names()
         unknown += d.unknown

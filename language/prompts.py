@@ -12,8 +12,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from kgplan.domains.model import TOTAL_COST, Domain, Problem
-from kgplan.graph.base import WorldGraph
 from kgplan.graph.model import Fact, Unknown
+from kgplan.graph.world import WorldGraph
 
 Messages = list[dict]
 

@@ -23,8 +23,8 @@ import numpy as np
 from pydantic import BaseModel
 
 from kgplan.domains.model import Domain
-from kgplan.graph.base import WorldGraph
 from kgplan.graph.model import Entity
+from kgplan.graph.world import WorldGraph
 from kgplan.language.llm import LLM, choice, enum_model
 from kgplan.language.prompts import query_messages
 from kgplan.language.update import Outcome, Retrieval

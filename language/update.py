@@ -16,8 +16,8 @@ from kgplan.domains.formula import Formula
 from kgplan.domains.model import Domain
 from kgplan.domains.verify import ChangeRefused
 from kgplan.errors import InputError
-from kgplan.graph.base import WorldGraph
 from kgplan.graph.model import Change, Delta, Fact
+from kgplan.graph.world import WorldGraph
 from kgplan.language.llm import LLM, CallRecord, LLMError, choice, enum_model
 from kgplan.language.prompts import (
     change_refused,

@@ -8,8 +8,9 @@ from dataclasses import dataclass, field
 from kgplan.domains.formula import quantifiers
 from kgplan.domains.model import Action
 from kgplan.domains.verify import ChangeRefused
-from kgplan.graph.base import Tx, WorldGraph
 from kgplan.graph.model import Delta, Fact
+from kgplan.graph.store import Tx
+from kgplan.graph.world import WorldGraph
 from kgplan.planners.state import Failure, PlanError, State, Step
 
 

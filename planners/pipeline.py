@@ -19,7 +19,7 @@ from kgplan.domains.formula import Formula, parse_formula
 from kgplan.domains.sexpr import PDDLError, read
 from kgplan.domains.verify import check_goal
 from kgplan.errors import InputError
-from kgplan.graph.base import WorldGraph
+from kgplan.graph.world import WorldGraph
 from kgplan.planners.engines import PLANNERS
 from kgplan.planners.problem import Task
 from kgplan.planners.relevance import Relevance

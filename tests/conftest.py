@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from kgplan.domains.model import BUNDLED, Domain, Problem, resolve_domain
-from kgplan.graph.base import WorldGraph
+from kgplan.graph.world import WorldGraph
 from tests.support.fake_llm import FakeServer
 
 HOUSEHOLD = BUNDLED / "household"
@@ -53,7 +53,7 @@ def store_url(request: pytest.FixtureRequest, tmp_path: Path,
 @pytest.fixture
 def empty_graph(store_url: str) -> Iterator[WorldGraph]:
     """An empty, uninitialised graph on each backend (neo4j is wiped first)."""
-    from kgplan.graph.store import open_graph
+    from kgplan.graph.backends import open_graph
 
     g = open_graph(store_url)
     g.clear()
@@ -72,9 +72,9 @@ def graph(empty_graph: WorldGraph, household: Domain, world_problem: Problem) ->
 @pytest.fixture
 def world(tmp_path: Path, household: Domain, world_problem: Problem) -> WorldGraph:
     """The bundled household world in a sqlite file."""
-    from kgplan.graph.backends.sqlite import SqliteGraph
+    from kgplan.graph.backends import open_graph
 
-    g = SqliteGraph(tmp_path / "w.db")
+    g = open_graph(f"sqlite:{tmp_path / 'w.db'}")
     g.init(household)
     g.load_problem(world_problem)
     return g

@@ -8,8 +8,9 @@ edges. Unknown marks are the ``Unknown`` list property of their entity's node (p
 for a placeholder; capitalised, so no predicate can take the name). The history is ``(:Change {id,
 time, undo_of, summary})`` nodes, each change's delta in a ``(:Delta {id, delta})`` node of its own (a
 record is read whole: the history lists summaries without reading a large delta), metadata
-``(:Meta {key, value})`` nodes. User data
-only ever travels as parameters; the only names put into query text are the domain's predicate
+``(:Meta {key, value})`` nodes. The domain's constants get ``(:Entity)`` nodes when a fact or mark uses
+them, which entity reads and counts leave out (as sqlite has no rows for them). User data only ever
+travels as parameters; the only names put into query text are the domain's predicate
 names (checked, backtick-quoted) and this module's own labels.
 
 Round trips: a transaction takes the writers' lock with its first statement; a small change is
@@ -37,12 +38,11 @@ from neo4j.exceptions import (
 )
 
 from kgplan.domains.formula import GroundAtom
-from kgplan.domains.invariants import Synthesis
-from kgplan.domains.model import Domain, Problem
-from kgplan.domains.verify import Issue, Mark
+from kgplan.domains.model import Domain
+from kgplan.domains.verify import Mark
 from kgplan.errors import DomainError, InputError, StoreError
-from kgplan.graph.base import T, Tx, WorldGraph
 from kgplan.graph.model import Change, Delta, Entity, Fact, Unknown, summary_json
+from kgplan.graph.store import ChangeRow, Store, T, Tx
 
 CHUNK = 2000  # rows per UNWIND write
 TIMEOUT = 5.0  # seconds to connect
@@ -94,8 +94,6 @@ OF = {
 # Writes.
 MERGE_ENTITIES = ("UNWIND $rows AS r MERGE (n:Entity {name: r.name}) "
                   "ON CREATE SET n.type = r.type, n.attrs = r.attrs")
-MISSING = ("UNWIND $names AS nm OPTIONAL MATCH (n:Entity {name: nm}) WITH nm, n WHERE n IS NULL "
-           "RETURN nm")
 SET_PROPS = "UNWIND $rows AS r MATCH (n:Entity {name: r.a}) SET n += r.props"
 SET_WORLD = "UNWIND $rows AS r MERGE (w:World) SET w += r.props"
 ADD_EDGES = ("UNWIND $rows AS r MATCH (a:Entity {name: r.a}), (b:Entity {name: r.b}) "
@@ -115,8 +113,7 @@ ADD_CHANGE = ("MERGE (s:Meta {key: 'change_seq'}) ON CREATE SET s.seq = 0 SET s.
               "CREATE (c:Change {id: s.seq, time: $time, undo_of: $undo_of, summary: $summary}) "
               "CREATE (:Delta {id: s.seq, delta: $delta}) "
               "RETURN c.id AS id")
-CHANGE_FIELDS = (" OPTIONAL MATCH (d:Delta {id: c.id}) RETURN c.id AS id, c.time AS time, c.undo_of AS undo_of, "
-                 "coalesce(d.delta, c.delta) AS delta")  # a store made before (:Delta) nodes kept it in c
+CHANGE_FIELDS = " MATCH (d:Delta {id: c.id}) RETURN c.id AS id, c.time AS time, c.undo_of AS undo_of, d.delta AS delta"
 COUNT = ("MATCH (n:Entity) WITH count(CASE WHEN NOT n.name IN $consts THEN 1 END) AS e, "
          "sum(size([p IN $unary WHERE n[p] = true])) AS u OPTIONAL MATCH (w:World) "
          "RETURN e, u + size([p IN $nullary WHERE w[p] = true]) "
@@ -214,15 +211,13 @@ class _Neo4jTx(Tx):
     """One write transaction; it takes the writers' lock with its first statement.
 
     Writers are serialised, so what the transaction reads stands until it writes. It remembers
-    which entities exist or not, updated by its own writes (no fact mentions an absent entity;
-    the entities of a verified change need no existence check before writing),
+    which entities are absent, updated by its own writes (no fact mentions an absent entity),
     and `prefetch` reads everything verifying a small change needs in one round trip.
     """
 
-    def __init__(self, tx: ManagedTransaction, graph: Neo4jGraph) -> None:
-        self.tx, self.graph = tx, graph
+    def __init__(self, tx: ManagedTransaction, store: Neo4jStore) -> None:
+        self.tx, self.store = tx, store
         self.locked = False
-        self.existing: set[str] = set()
         self.absent: set[str] = set()
         self.typed: dict[str, str | None] = {}  # prefetched: name -> type, None if absent
         self.about: dict[str, set[GroundAtom]] = {}  # prefetched: name -> every fact about it
@@ -239,15 +234,17 @@ class _Neo4jTx(Tx):
             self.tx.run(lead + "RETURN locked").consume()
 
     def prefetch(self, delta: Delta) -> None:
-        """Read, in one statement, the types of the entities `delta` mentions and every fact
-        about the subjects (first arguments) of its facts: the answers of verification's reads."""
+        """A small change's state in one statement: the types of the entities `delta` mentions and every
+        fact about the subjects (first arguments) of its facts, the answers of verification's reads."""
         facts = [*delta.add, *delta.remove]
         gone = set(delta.removed_names())
+        if len(facts) + len(delta.new_entities) + len(gone) > CHUNK:
+            return
         names = sorted({a for f in facts for a in f.args} | {e.name for e in delta.new_entities} | gone)
         subjects = sorted({f.args[0] for f in facts if f.args} | gone)
         if not names and self.locked:
             return
-        unary = [p for p, n in _arities(self.graph.domain).items() if n == 1]
+        unary = [p for p, n in self.store.arities().items() if n == 1]
         rows = self.tx.run(self._lead() + PREFETCH, {"names": names, "subjects": subjects, "unary": unary})
         typed: dict[str, str | None] = dict.fromkeys(names)
         about: dict[str, set[GroundAtom]] = {s: set() for s in subjects}
@@ -258,65 +255,55 @@ class _Neo4jTx(Tx):
                     (p, (a, b)) for p, a, b in r["edges"]} | {
                     (p, tuple(json.loads(j))) for p, j in r["reified"]}
         self.typed, self.about = typed, about
-        self.existing |= {n for n, t in typed.items() if t is not None}
         self.absent |= {n for n, t in typed.items() if t is None}
 
     def entity_types(self, names: Collection[str]) -> dict[str, str]:
         if self.typed.keys() >= set(names):
-            return {n: t for n in names if (t := self.typed[n]) is not None}
-        found = _entity_types(self.tx, names, self._lead())
-        self.existing |= found.keys()
-        self.absent |= set(names) - found.keys()
-        return found
+            found = {n: t for n in names if (t := self.typed[n]) is not None}
+        else:
+            found = _entity_types(self.tx, names, self._lead())
+            self.absent |= set(names) - found.keys()
+        consts = self.store.constants()
+        return {n: t for n, t in found.items() if n not in consts}  # constants' nodes are no entities
 
     def entities(self, names: Collection[str] | None = None) -> list[Entity]:
         self._lock()
-        return _entities(self.tx, names, self.graph.domain.constants)
+        return _entities(self.tx, names, self.store.constants())
 
     def present(self, atoms: Collection[GroundAtom]) -> set[GroundAtom]:
         self._lock()
         atoms = [a for a in atoms if self.absent.isdisjoint(a[1])]
         known = [a for a in atoms if a[1] and a[1][0] in self.about]
         rest = [a for a in atoms if not (a[1] and a[1][0] in self.about)]
-        return {a for a in known if a in self.about[a[1][0]]} | _present(self.tx, rest, self.graph.domain.functions)
+        return {a for a in known if a in self.about[a[1][0]]} | _present(self.tx, rest, self.store.functions())
 
     def facts_about(self, names: Collection[str]) -> list[GroundAtom]:
         self._lock()
         names = [n for n in names if n not in self.absent]
         out = [a for n in names if n in self.about for a in self.about[n]]
         if rest := [n for n in names if n not in self.about]:
-            out += _facts_about(self.tx, rest, _arities(self.graph.domain))
+            out += _facts_about(self.tx, rest, self.store.arities())
         return list(dict.fromkeys(out))
 
     def facts_of(self, predicates: Collection[str]) -> list[GroundAtom]:
         self._lock()
-        return _facts_of(self.tx, predicates, _arities(self.graph.domain))
+        return _facts_of(self.tx, predicates, self.store.arities())
 
     def unknown(self, names: Collection[str]) -> set[Mark]:
         return set(_unknowns(self.tx, names, self._lead()))
 
     def write(self, delta: Delta, undo_of: int | None) -> Change:
-        domain = self.graph.domain
-        arity = _arities(domain)
+        functions, consts = self.store.functions(), self.store.constants()
         add, remove = list(dict.fromkeys(delta.add)), list(dict.fromkeys(delta.remove))
-        for f in add + remove:
-            if (domain.functions[f.predicate].arity if f.predicate in domain.functions
-                    else arity.get(f.predicate)) != len(f.args):
-                raise InputError(f"{f} does not match a predicate of domain {domain.name}")
         self._lock()
         self.typed, self.about = {}, {}  # facts change now
-        used = {a for f in add for a in f.args}
+        used = {a for f in add for a in f.args} | {u.entity for u in delta.unknown}
         rows = [{"name": e.name, "type": e.type, "attrs": json.dumps(e.attrs)}
                 for e in delta.new_entities]
-        rows += [{"name": c, "type": domain.constants[c], "attrs": "{}"}
-                 for c in sorted(used & domain.constants.keys())]  # constants get nodes on use
-        merged = {r["name"] for r in rows}
-        unchecked = sorted(used - self.existing - merged)
-        if unchecked and (missing := [r["nm"] for r in self.tx.run(MISSING, {"names": unchecked})]):
-            raise InputError(f"cannot add facts about unknown entities: {missing}")
+        rows += [{"name": c, "type": t, "attrs": "{}"}
+                 for c, t in sorted(consts.items()) if c in used]  # constants get nodes on use
         gone = set(delta.removed_names())
-        self.existing = (self.existing | merged) - gone
-        self.absent = (self.absent - merged) | gone
+        self.absent = (self.absent - {r["name"] for r in rows}) | gone
 
         props: dict[str, dict[str, bool | None]] = defaultdict(dict)  # entity -> unary changes
         world: dict[str, bool | None] = {}
@@ -325,7 +312,7 @@ class _Neo4jTx(Tx):
         for added, facts in ((False, remove), (True, add)):  # removals first, as sqlite does
             for f in facts:
                 value = True if added else None  # a null property is removed
-                if f.predicate in domain.functions:
+                if f.predicate in functions:
                     reified[added].append({"p": f.predicate, "j": _key(f.args), "args": f.args, "v": f.value})
                 elif not f.args:
                     world[f.predicate] = value
@@ -374,8 +361,8 @@ class _Neo4jTx(Tx):
         return _change(row) if row else None
 
 
-class Neo4jGraph(WorldGraph):
-    """World graph in a Neo4j (or Bolt-compatible) database; one transaction per change."""
+class Neo4jStore(Store):
+    """A store in a Neo4j (or Bolt-compatible) database; one transaction per change."""
 
     def __init__(self, uri: str, user: str, password: str, database: str) -> None:
         self.url, self.database = uri, database
@@ -449,15 +436,20 @@ class Neo4jGraph(WorldGraph):
         except ConstraintError:
             pass  # another client created them at the same moment: they exist
 
-    def init(self, domain: Domain, force: bool = False, problem: Problem | None = None) -> Synthesis:
-        _arities(domain)  # refuse a domain this backend cannot store before binding it
-        return super().init(domain, force, problem)
+    def check_domain(self, domain: Domain) -> None:
+        _arities(domain)
 
-    def _verify(self, tx: Tx, delta: Delta, undone: Delta | None = None) -> list[Issue]:
-        size = len(delta.add) + len(delta.remove) + len(delta.new_entities) + len(delta.removed_entities)
-        if isinstance(tx, _Neo4jTx) and size <= CHUNK:
-            tx.prefetch(delta)  # a small change is verified from one read
-        return super()._verify(tx, delta, undone)
+    def arities(self) -> dict[str, int]:
+        """The bound domain's arities as this mapping stores them (see `_arities`); none if unbound."""
+        return _arities(d) if (d := self.domain()) else {}
+
+    def constants(self) -> dict[str, str]:
+        """The bound domain's constants and their types."""
+        return d.constants if (d := self.domain()) else {}
+
+    def functions(self) -> list[str]:
+        """The bound domain's numeric functions."""
+        return list(d.functions) if (d := self.domain()) else []
 
     def get_meta(self, key: str) -> str | None:
         row = self._read(lambda tx: tx.run("MATCH (m:Meta {key: $key}) RETURN m.value AS v",
@@ -473,24 +465,12 @@ class Neo4jGraph(WorldGraph):
         with self._session(WRITE_ACCESS) as s:
             s.execute_write(work)
 
-    def _bound(self) -> Domain | None:
-        """The bound domain, or None while the store is not initialised."""
-        if "domain" not in self.__dict__ and self.get_meta("domain_pddl") is None:
-            return None
-        return self.domain
-
-    def _arity(self) -> dict[str, int]:
-        return _arities(d) if (d := self._bound()) else {}
-
-    def _constants(self) -> list[str]:
-        return list(d.constants) if (d := self._bound()) else []
-
     def entities(self, names: Collection[str] | None = None) -> list[Entity]:
-        consts = self._constants()
+        consts = self.constants()
         return self._read(lambda tx: _entities(tx, names, consts))
 
     def facts(self, predicate: str | None = None, entity: str | None = None) -> list[Fact]:
-        arity = self._arity()
+        arity = self.arities()
         def read(tx: ManagedTransaction) -> list[Fact]:
             if entity is not None:
                 atoms = [a for a in _facts_about(tx, [entity], arity) if predicate in (None, a[0])]
@@ -501,7 +481,7 @@ class Neo4jGraph(WorldGraph):
         return self._read(read)
 
     def facts_about(self, names: Collection[str]) -> list[Fact]:
-        arity = self._arity()
+        arity = self.arities()
         return self._read(lambda tx: self._with_values(tx, _facts_about(tx, names, arity)))
 
     def unknowns(self, names: Collection[str] | None = None) -> list[Unknown]:
@@ -509,7 +489,7 @@ class Neo4jGraph(WorldGraph):
 
     def _with_values(self, q: ManagedTransaction, atoms: list[GroundAtom]) -> list[Fact]:
         """Facts for atoms, the values of numeric functions' facts read from their nodes."""
-        functions = list(d.functions) if (d := self._bound()) else []
+        functions = self.functions()
         values = {}
         if functions and any(p in functions for p, _ in atoms):
             rows = q.run("MATCH (f:Fact) WHERE f.predicate IN $fs RETURN f.predicate AS p, f.args AS j, "
@@ -523,20 +503,19 @@ class Neo4jGraph(WorldGraph):
         rows = self._read(lambda tx: [_change(r) for r in tx.run(q, {"limit": limit})])
         return rows[::-1]
 
-    def _summaries(self, limit: int | None, before: int | None) -> list[tuple[int, str, int | None, str | None,
-                                                                               str | None]]:
+    def summaries(self, limit: int | None, before: int | None) -> list[ChangeRow]:
         q = ("MATCH (c:Change) WHERE $before IS NULL OR c.id < $before RETURN c.id AS id, c.time AS time, "
-             "c.undo_of AS undo_of, c.summary AS summary, CASE WHEN c.summary IS NULL THEN c.delta END AS delta "
-             "ORDER BY c.id DESC" + (" LIMIT $limit" if limit is not None else ""))
-        return self._read(lambda tx: [tuple(r.values()) for r in tx.run(q, {"before": before, "limit": limit})])
+             "c.undo_of AS undo_of, c.summary AS summary ORDER BY c.id DESC"
+             + (" LIMIT $limit" if limit is not None else ""))
+        return self._read(lambda tx: [ChangeRow(*r.values()) for r in tx.run(q, {"before": before, "limit": limit})])
 
-    def _whole(self, change_id: int) -> tuple[int, str, int | None, str] | None:
+    def whole(self, change_id: int) -> ChangeRow | None:
         row = self._read(lambda tx: tx.run("MATCH (c:Change {id: $id})" + CHANGE_FIELDS, {"id": change_id}).single())
-        return None if row is None else tuple(row.values())
+        return None if row is None else ChangeRow(*row.values())
 
     def count(self) -> tuple[int, int]:
-        arity = self._arity()
-        params = {"consts": self._constants(),
+        arity = self.arities()
+        params = {"consts": list(self.constants()),
                   "unary": [p for p, n in arity.items() if n == 1],
                   "nullary": [p for p, n in arity.items() if n == 0]}
         row = self._read(lambda tx: tx.run(COUNT, params).single(strict=True))
@@ -549,8 +528,6 @@ class Neo4jGraph(WorldGraph):
                 while s.execute_write(lambda tx, q=q: tx.run(q).single(strict=True)["n"]):
                     pass
         self._singletons()
-        self.__dict__.pop("domain", None)
 
     def close(self) -> None:
         self.driver.close()
-

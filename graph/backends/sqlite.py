@@ -13,8 +13,8 @@ from pathlib import Path
 from kgplan.domains.formula import GroundAtom
 from kgplan.domains.verify import Mark
 from kgplan.errors import StoreError
-from kgplan.graph.base import T, Tx, WorldGraph
 from kgplan.graph.model import Change, Delta, Entity, Fact, Unknown, by_atom, summary_json
+from kgplan.graph.store import ChangeRow, Store, T, Tx
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
@@ -31,7 +31,7 @@ CREATE TABLE IF NOT EXISTS unknowns(
     entity TEXT NOT NULL, predicate TEXT NOT NULL, PRIMARY KEY(entity, predicate)) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS changes(
     id INTEGER PRIMARY KEY AUTOINCREMENT, time TEXT NOT NULL, undo_of INTEGER, delta TEXT NOT NULL,
-    summary TEXT);
+    summary TEXT NOT NULL);
 """
 CHUNK = 500  # rows per statement, well under SQLite's bound-parameter limit
 
@@ -163,8 +163,8 @@ def _facts_about(db: sqlite3.Connection, names: Collection[str]) -> list[Fact]:
     return list(out.values())
 
 
-class SqliteGraph(WorldGraph):
-    """World graph in one SQLite file; every change and its history record share a transaction.
+class SqliteStore(Store):
+    """A store in one SQLite file; every change and its history record share a transaction.
 
     Thread-safe: writes go through one connection, one transaction at a time; each thread reads through a
     connection of its own, which sees the last committed state and never waits for a write (WAL)."""
@@ -174,6 +174,7 @@ class SqliteGraph(WorldGraph):
         self.url = f"sqlite:{self.path}"
         if not self.path.parent.is_dir():
             raise StoreError(f"cannot create {self.path}: folder {self.path.parent} does not exist")
+        self.new = not self.path.exists()  # what `discard` removes
         self._writing = threading.RLock()  # one write transaction at a time on `db`
         self._local = threading.local()  # each thread's reader
         self._readers: dict[int | None, sqlite3.Connection] = {}  # by thread id, to close them
@@ -182,10 +183,6 @@ class SqliteGraph(WorldGraph):
             self.db = self._connect()  # the writes' connection
             self.db.execute("PRAGMA journal_mode=WAL")
             self.db.executescript(SCHEMA)
-            # columns a store made before them lacks
-            for table, column in (("facts", "value REAL"), ("changes", "summary TEXT")):
-                if column.split()[0] not in {r[1] for r in self.db.execute(f"PRAGMA table_info({table})")}:
-                    self.db.execute(f"ALTER TABLE {table} ADD COLUMN {column}")
         except sqlite3.DatabaseError as e:
             raise StoreError(f"cannot open {self.path} as a kgplan store: {e}") from e
 
@@ -274,15 +271,14 @@ class SqliteGraph(WorldGraph):
         rows = self.reader.execute(q + (" LIMIT ?" if limit else ""), (limit,) if limit else ()).fetchall()
         return [_change(r) for r in reversed(rows)]
 
-    def _summaries(self, limit: int | None, before: int | None) -> list[tuple[int, str, int | None, str | None,
-                                                                               str | None]]:
-        q = ("SELECT id, time, undo_of, summary, CASE WHEN summary IS NULL THEN delta END FROM changes "
-             "WHERE id < ? ORDER BY id DESC LIMIT ?")
-        return self.reader.execute(q, (before if before is not None else 2**63 - 1, -1 if limit is None else limit)
-                               ).fetchall()
+    def summaries(self, limit: int | None, before: int | None) -> list[ChangeRow]:
+        q = "SELECT id, time, undo_of, summary FROM changes WHERE id < ? ORDER BY id DESC LIMIT ?"
+        rows = self.reader.execute(q, (before if before is not None else 2**63 - 1, -1 if limit is None else limit))
+        return [ChangeRow(*r) for r in rows]
 
-    def _whole(self, change_id: int) -> tuple[int, str, int | None, str] | None:
-        return self.reader.execute("SELECT id, time, undo_of, delta FROM changes WHERE id=?", (change_id,)).fetchone()
+    def whole(self, change_id: int) -> ChangeRow | None:
+        row = self.reader.execute("SELECT id, time, undo_of, delta FROM changes WHERE id=?", (change_id,)).fetchone()
+        return ChangeRow(*row) if row else None
 
     def count(self) -> tuple[int, int]:
         (e,) = self.reader.execute("SELECT count(*) FROM entities").fetchone()
@@ -293,9 +289,14 @@ class SqliteGraph(WorldGraph):
         with self._tx() as db:
             for t in ("meta", "entities", "facts", "fact_args", "unknowns", "changes"):
                 db.execute(f"DELETE FROM {t}")
-        self.__dict__.pop("domain", None)
 
     def close(self) -> None:
         for db in [self.db, *self._readers.values()]:
             db.close()
+
+    def discard(self) -> None:
+        self.close()
+        if self.new:
+            for extra in ("", "-wal", "-shm", "-journal"):
+                Path(f"{self.path}{extra}").unlink(missing_ok=True)
 

@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from kgplan.domains.formula import Formula, atoms
 from kgplan.domains.model import Domain
 from kgplan.domains.verify import GroundAtom
-from kgplan.graph.base import WorldGraph
+from kgplan.graph.world import WorldGraph
 from kgplan.planners.grounding import GroundTask
 from kgplan.planners.mcts import belief as bl
 from kgplan.planners.mcts.observe import Observer

@@ -12,7 +12,7 @@ import pytest
 from kgplan.agent.agent import Agent
 from kgplan.agent.search import BELIEFS, PRIORS, SEARCH_METHODS, SearchMethod
 from kgplan.errors import InputError
-from kgplan.graph.backends.sqlite import SqliteGraph
+from kgplan.graph.backends import open_graph
 from kgplan.language.llm import ScriptedLLM
 from kgplan.language.mcts import LLMPrior
 from kgplan.language.retrieval import similarity
@@ -41,7 +41,7 @@ def test_the_methods_and_their_kinds() -> None:
 
 
 def test_each_method_builds_its_belief_priors_and_settings(tmp_path: Path) -> None:
-    g = SqliteGraph(tmp_path / "w.db")
+    g = open_graph(f"sqlite:{tmp_path / 'w.db'}")
     g.init(DOMAIN, problem=PROBLEM)
     llm = ScriptedLLM()
     built = {m.name: m.searcher(g, goal(), llm) for m in SEARCH_METHODS if m.tree}
@@ -66,7 +66,7 @@ def test_each_method_builds_its_belief_priors_and_settings(tmp_path: Path) -> No
 
 def test_puct_dr_is_the_agents_search_as_it_was(agent: Agent, tmp_path: Path) -> None:
     """The combination Agent.search hard-coded before the registry, on a copy of the graph: same decision."""
-    g = SqliteGraph(tmp_path / "copy.db")
+    g = open_graph(f"sqlite:{tmp_path / 'copy.db'}")
     g.init(DOMAIN, problem=PROBLEM)
     prior = BeliefMassPrior(DOMAIN)
     search = graph_io.searcher(g, goal(), prior, prior, Settings(estimator="dr"))

@@ -13,7 +13,7 @@ from rich.console import Console
 from kgplan.benchmarks import l3mp
 from kgplan.benchmarks.l3mp import CORRUPTIONS, Counting, Oracle, after_goal, evaluate, summarise
 from kgplan.domains.model import Problem
-from kgplan.graph.backends.sqlite import SqliteGraph
+from kgplan.graph.backends import open_graph
 from kgplan.language.llm import LLMError, ScriptedLLM, choice, enum_model
 from kgplan.planners.pipeline import plan
 from tests.conftest import HOUSEHOLD
@@ -95,7 +95,7 @@ def test_after_a_goal_the_plan_is_executed_and_the_rest_observed(tmp_path: Path,
 
 
 def test_plan_and_sensor_changes_are_verified_and_recorded(tmp_path: Path, household) -> None:
-    g = SqliteGraph(tmp_path / "w.db")
+    g = open_graph(f"sqlite:{tmp_path / 'w.db'}")
     g.init(household)
     g.load_problem(START)
     report = plan(g, GOAL)

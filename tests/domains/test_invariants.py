@@ -191,7 +191,7 @@ def test_kept_invariants_still_refuse_corruptions(empty_graph) -> None:
 def test_invariants_are_stored_and_read_without_synthesis(store_url: str, empty_graph,
                                                           monkeypatch: pytest.MonkeyPatch) -> None:
     from kgplan.domains import invariants
-    from kgplan.graph.store import open_graph
+    from kgplan.graph.backends import open_graph
 
     domain, problem = _shape("satellite")
     empty_graph.init(domain, problem=problem)
@@ -267,8 +267,8 @@ def test_mining_says_at_most_one_when_some_entity_has_none(empty_graph) -> None:
 
 def test_accepted_mined_invariants_are_stored_and_enforced(store_url: str, empty_graph) -> None:
     from kgplan.domains.verify import ChangeRefused
+    from kgplan.graph.backends import open_graph
     from kgplan.graph.model import Delta, Fact
-    from kgplan.graph.store import open_graph
 
     g = _office(empty_graph, "(person_in_room ann r1) (person_in_room bob r1) (person_in_room cy r2)")
     g.apply(Delta(add=[Fact.parse("(person_in_room ann r2)")]))  # nothing derived forbids it today
@@ -286,13 +286,13 @@ def test_accepted_mined_invariants_are_stored_and_enforced(store_url: str, empty
 
 @pytest.mark.dataset
 def test_l3mp_every_person_is_in_exactly_one_room(tmp_path: Path) -> None:
-    from kgplan.graph.backends.sqlite import SqliteGraph
+    from kgplan.graph.backends import open_graph
 
     root = Path(os.environ.get("KGPLAN_L3MP_DIR", ""))
     runs = sorted(p.parent for p in root.glob("*/problem.pddl")) if root.name else []
     if not runs:
         pytest.skip("KGPLAN_L3MP_DIR unset or without <seed>/problem.pddl")
-    g = SqliteGraph(tmp_path / "l3mp.db")
+    g = open_graph(f"sqlite:{tmp_path / 'l3mp.db'}")
     g.init(Domain.load(runs[0] / "domain.pddl"), problem=Problem.parse((runs[0] / "problem.pddl").read_text()))
     assert MutexGroup((InvariantPart("person_in_room", (0,), 1),), True) in g.suggest_invariants().suggested
 
@@ -340,13 +340,13 @@ def test_a_failed_init_leaves_no_new_store(tmp_path: Path, failure: str) -> None
 
 @pytest.mark.parametrize("failure", FAILURES)
 def test_a_failed_forced_init_leaves_the_store_as_it_was(tmp_path: Path, failure: str) -> None:
-    from kgplan.graph.backends.sqlite import SqliteGraph
+    from kgplan.graph.backends import open_graph
 
     db = tmp_path / "old.db"
     assert _cli("--store", f"sqlite:{db}", "init", "--problem", HOUSEHOLD_WORLD).exit_code == 0
 
     def snapshot() -> tuple:
-        with SqliteGraph(db) as g:
+        with open_graph(f"sqlite:{db}") as g:
             meta = [g.get_meta(k) for k in ("domain_pddl", "domain_toml", "domain_source", "invariants")]
             return meta, g.entities(), g.facts(), [c.delta for c in g.history()]
 

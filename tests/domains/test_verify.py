@@ -12,10 +12,10 @@ from hypothesis import strategies as st
 
 from kgplan.domains.model import Domain, Problem
 from kgplan.domains.verify import ChangeRefused, IssueKind
-from kgplan.graph.backends.neo4j import Neo4jGraph
-from kgplan.graph.backends.sqlite import SqliteGraph
-from kgplan.graph.base import WorldGraph
+from kgplan.graph.backends import open_graph
+from kgplan.graph.backends.neo4j import Neo4jStore
 from kgplan.graph.model import Delta, Entity, Fact
+from kgplan.graph.world import WorldGraph
 from tests.conftest import HOUSEHOLD, l3mp_runs
 from tests.graph.test_dataset import true_deltas
 
@@ -152,10 +152,10 @@ def assert_refused(g: WorldGraph, delta: Delta, kind: IssueKind) -> None:
 def household_graph(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[WorldGraph]:
     """The household world on each backend, shared by the examples (refused changes leave it as is)."""
     if request.param == "sqlite":
-        g: WorldGraph = SqliteGraph(tmp_path_factory.mktemp("fuzz") / "h.db")
+        g: WorldGraph = open_graph(f"sqlite:{tmp_path_factory.mktemp('fuzz') / 'h.db'}")
     else:
         server = request.getfixturevalue("bolt_server")
-        g = Neo4jGraph(server.uri, server.user, server.password, server.database)
+        g = WorldGraph(Neo4jStore(server.uri, server.user, server.password, server.database))
         g.clear()
     g.init(Domain.load(HOUSEHOLD))
     g.load_problem((HOUSEHOLD / "world.pddl").read_text())
@@ -190,7 +190,7 @@ def l3mp_cases(run: Path) -> list[tuple[str, Delta, Problem]]:
 def test_corrupted_l3mp_deltas_are_refused(tmp_path: Path, data: st.DataObject) -> None:
     run = data.draw(st.sampled_from(l3mp_runs()))
     step, delta, state = data.draw(st.sampled_from(l3mp_cases(run)))
-    g = SqliteGraph(tmp_path / "fuzz.db")
+    g = open_graph(f"sqlite:{tmp_path / 'fuzz.db'}")
     g.init(Domain.load(run / "domain.pddl"), force=True)
     g.load_problem(state)
     assert g.check(delta) == [], step

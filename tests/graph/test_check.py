@@ -9,10 +9,10 @@ import pytest
 from typer.testing import CliRunner
 
 from kgplan.domains.verify import IssueKind
-from kgplan.graph.backends.sqlite import SqliteGraph
-from kgplan.graph.base import WorldGraph
+from kgplan.graph.backends import open_graph
 from kgplan.graph.check import check_graph
 from kgplan.graph.model import Delta, Entity, Fact
+from kgplan.graph.world import WorldGraph
 from kgplan.interfaces.cli import app
 from tests.conftest import HOUSEHOLD
 
@@ -34,9 +34,9 @@ def test_unverified_writes_are_all_reported(graph: WorldGraph) -> None:
     assert (IssueKind.INVARIANT, "(agent_at robot hallway) and (agent_at robot kitchen)") in found
 
 
-def test_a_manual_edit_is_reported(world: SqliteGraph) -> None:
+def test_a_manual_edit_is_reported(world: WorldGraph) -> None:
     """Rows written behind the store's back: unknown predicate, wrong arity, unknown entity."""
-    db = sqlite3.connect(world.path)
+    db = sqlite3.connect(world.url.removeprefix("sqlite:"))
     with db:
         db.executemany("INSERT INTO facts(predicate, args) VALUES (?, ?)", [
             ("light_on", '["kitchen_light"]'), ("switched_on", '["kitchen_light","x"]'),
@@ -54,7 +54,7 @@ def test_kgplan_check(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     assert runner.invoke(app, ["init", "--problem", str(world)]).exit_code == 0
     r = runner.invoke(app, ["check"])
     assert r.exit_code == 0 and "no issues" in r.output
-    with SqliteGraph(store) as g:
+    with open_graph(f"sqlite:{store}") as g:
         g.apply(Delta(add=[F("(agent_at robot kitchen)")]), verified=False)
     r = runner.invoke(app, ["check"])
     assert r.exit_code == 1 and "(agent_at robot hallway) and (agent_at robot kitchen)" in r.output

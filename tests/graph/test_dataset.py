@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from kgplan.domains.model import Domain, Problem
-from kgplan.graph.base import WorldGraph
 from kgplan.graph.model import Delta, Fact
+from kgplan.graph.world import WorldGraph
 from tests.conftest import l3mp_runs, run_steps
 
 pytestmark = pytest.mark.dataset

@@ -17,10 +17,10 @@ from hypothesis import strategies as st
 
 from kgplan.domains.model import Domain
 from kgplan.domains.verify import ChangeRefused
-from kgplan.graph.base import WorldGraph
+from kgplan.graph.backends import open_graph
 from kgplan.graph.check import check_graph
 from kgplan.graph.model import Change, Delta, Entity, Fact
-from kgplan.graph.store import open_graph
+from kgplan.graph.world import WorldGraph
 from tests.conftest import HOUSEHOLD
 
 CHECK_EVERY = 500  # whole-graph checks along the way

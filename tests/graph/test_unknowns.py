@@ -13,8 +13,8 @@ from kgplan.agent.agent import Agent
 from kgplan.domains.model import Domain, Problem, resolve_domain
 from kgplan.domains.verify import ChangeRefused, IssueKind
 from kgplan.errors import KgplanError
-from kgplan.graph.base import WorldGraph
 from kgplan.graph.model import Delta, Entity, Fact, Unknown
+from kgplan.graph.world import WorldGraph
 from kgplan.interfaces.cli import app
 from tests.conftest import HOUSEHOLD
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from kgplan.graph.backends.sqlite import SqliteGraph
+from kgplan.graph.backends import open_graph
 from kgplan.graph.model import Unknown
 from kgplan.interfaces.cli import app
 from tests.conftest import HOUSEHOLD
@@ -38,7 +38,7 @@ def test_an_entity_declared_twice_is_refused(store: Path, tmp_path: Path) -> Non
     code, out = observe(tmp_path, [{"text": "x", "add": ["(connected thing thing)"], "new_entities": [
         {"name": "thing", "type": "cup"}, {"name": "thing", "type": "room"}]}])
     assert code == 1 and "'thing' is declared twice" in out
-    with SqliteGraph(store) as g:
+    with open_graph(f"sqlite:{store}") as g:
         assert g.entities(["thing"]) == [] and len(g.history()) == 1
 
 
@@ -47,11 +47,11 @@ def test_observe_and_remove_entities(store: Path, tmp_path: Path) -> None:
     assert code == 0, out
     r = CliRunner().invoke(app, ["remove", "--entity", "red_mug", "--note", "it broke"])
     assert r.exit_code == 0 and "red_mug - cup" in r.output
-    with SqliteGraph(store) as g:
+    with open_graph(f"sqlite:{store}") as g:
         assert g.entities(["apple", "red_mug"]) == [] and g.facts(entity="red_mug") == []
         last = g.history()[-1].id
     assert CliRunner().invoke(app, ["undo", str(last)]).exit_code == 0
-    with SqliteGraph(store) as g:
+    with open_graph(f"sqlite:{store}") as g:
         assert [e.type for e in g.entities(["red_mug"])] == ["cup"] and g.facts(entity="red_mug")
     assert CliRunner().invoke(app, ["remove"]).exit_code == 2  # nothing to remove: a usage error
 
@@ -69,7 +69,7 @@ def test_add_and_remove_set_and_clear_unknown_marks(store: Path) -> None:
 
     code, out = run("remove", "(on apple kitchen_counter)", "--unknown", "(on apple ?)", "--note", "lost it")
     assert code == 0 and "unknown (on apple ?)" in out, out
-    with SqliteGraph(store) as g:
+    with open_graph(f"sqlite:{store}") as g:
         assert g.unknowns() == [Unknown(entity="apple", predicate="on")]
         changes = len(g.history())
     for args, words in [(("add", "--known", "(on apple ?)"), "stop being unknown"),  # it needs its place
@@ -80,7 +80,7 @@ def test_add_and_remove_set_and_clear_unknown_marks(store: Path) -> None:
         assert code == 1 and words in out, (args, out)
     code, out = run("add", "(on apple kitchen_table)", "--known", "(on apple ?)")
     assert code == 0 and "known (on apple ?)" in out, out
-    with SqliteGraph(store) as g:
+    with open_graph(f"sqlite:{store}") as g:
         assert g.unknowns() == [] and len(g.history()) == changes + 1
     assert run("add")[0] == 2  # nothing to do: a usage error
 

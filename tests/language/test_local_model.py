@@ -11,7 +11,7 @@ import os
 
 import pytest
 
-from kgplan.graph.backends.sqlite import SqliteGraph
+from kgplan.graph.world import WorldGraph
 from kgplan.language.llm import LLMConfig, OpenAIClient
 from kgplan.language.update import select_entities, update, write_goal
 from kgplan.planners.pipeline import plan
@@ -26,7 +26,7 @@ def llm() -> OpenAIClient:
     return OpenAIClient(LLMConfig.from_env(timeout_s=600.0, temperature=0.0))
 
 
-def test_a_told_change_is_parsed_verified_and_applied_or_refused(llm: OpenAIClient, world: SqliteGraph) -> None:
+def test_a_told_change_is_parsed_verified_and_applied_or_refused(llm: OpenAIClient, world: WorldGraph) -> None:
     """The pipeline, not the model's skill: replies fit the schema, usage is recorded, and the graph changes
     only by a verified change (a small model may still fail to fix its change within the rounds)."""
     before = world.facts()
@@ -41,7 +41,7 @@ def test_a_told_change_is_parsed_verified_and_applied_or_refused(llm: OpenAIClie
     print(f"applied: {out.change.delta if out.change else None}; refused replies: {out.rounds}")
 
 
-def test_a_task_becomes_a_goal_and_a_plan(llm: OpenAIClient, world: SqliteGraph) -> None:
+def test_a_task_becomes_a_goal_and_a_plan(llm: OpenAIClient, world: WorldGraph) -> None:
     text = "Please switch off the kitchen light."
     goal, out = write_goal(llm, world, text, select_entities(llm, world, text), max_rounds=3)
     assert goal is not None, f"no valid goal: {out.error}; issues: {out.rounds}"

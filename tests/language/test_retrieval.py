@@ -7,8 +7,8 @@ import json
 import pytest
 
 from kgplan.domains.model import Domain
-from kgplan.graph.backends.sqlite import SqliteGraph
 from kgplan.graph.model import Delta, Entity, Fact
+from kgplan.graph.world import WorldGraph
 from kgplan.language.llm import LLMError, ScriptedLLM
 from kgplan.language.prompts import describe_domain
 from kgplan.language.retrieval import entity_index, ground, query_schema, search_retrieve
@@ -24,11 +24,11 @@ def query(*entities: str | tuple[str, str], relations: tuple[tuple[str, int, int
     return json.dumps({"entities": nodes, "relations": [{"predicate": p, "args": list(a)} for p, *a in relations]})
 
 
-def grounded(world: SqliteGraph, reply: str) -> list[str]:
+def grounded(world: WorldGraph, reply: str) -> list[str]:
     return ground(world, query_schema(world.domain).model_validate_json(reply))
 
 
-def test_a_description_finds_its_entity_and_its_neighbourhood(world: SqliteGraph) -> None:
+def test_a_description_finds_its_entity_and_its_neighbourhood(world: WorldGraph) -> None:
     llm, out = ScriptedLLM([query("the laundry room light")]), Outcome("")
     r = search_retrieve(llm, world, "Sandra turned off the laundry room light.", depth=1, out=out)
     assert set(r.entities) == {"laundry_room_light", "laundry_room"}
@@ -36,7 +36,7 @@ def test_a_description_finds_its_entity_and_its_neighbourhood(world: SqliteGraph
     assert len(out.calls) == 1 and out.calls[0].model == "scripted"
 
 
-def test_the_prompt_shows_the_domain_but_no_entity(world: SqliteGraph) -> None:
+def test_the_prompt_shows_the_domain_but_no_entity(world: WorldGraph) -> None:
     llm = ScriptedLLM([query("the laundry room light")])
     search_retrieve(llm, world, "Sandra turned off the laundry room light.")
     text = "\n".join(m["content"] for m in llm.prompts[0])
@@ -46,7 +46,7 @@ def test_the_prompt_shows_the_domain_but_no_entity(world: SqliteGraph) -> None:
     assert len(text) < 2000
 
 
-def test_relations_tell_similar_entities_apart(world: SqliteGraph) -> None:
+def test_relations_tell_similar_entities_apart(world: WorldGraph) -> None:
     sinks = ("the sink", "sink")
     assert grounded(world, query(sinks, ("the kitchen", "room"), relations=(("in_room", 0, 1),))) == [
         "kitchen_sink", "kitchen"]
@@ -60,7 +60,7 @@ def test_relations_tell_similar_entities_apart(world: SqliteGraph) -> None:
         == "red_mug"
 
 
-def test_the_mapping_is_injective_and_the_search_bounded(world: SqliteGraph) -> None:
+def test_the_mapping_is_injective_and_the_search_bounded(world: WorldGraph) -> None:
     lights = grounded(world, query(*[("a light", "light")] * 6))
     assert len(set(lights)) == 6 and all(n.endswith("_light") for n in lights)
     # more nodes than candidates: the extra ones share the best entity rather than staying unmatched
@@ -68,12 +68,12 @@ def test_the_mapping_is_injective_and_the_search_bounded(world: SqliteGraph) -> 
     assert set(mugs) == {"red_mug", "blue_mug"}
 
 
-def test_relations_out_of_range_are_ignored_and_an_empty_query_retrieves_nothing(world: SqliteGraph) -> None:
+def test_relations_out_of_range_are_ignored_and_an_empty_query_retrieves_nothing(world: WorldGraph) -> None:
     assert grounded(world, query("the apple", relations=(("on", 0, 7),))) == ["apple"]
     assert search_retrieve(ScriptedLLM([query()]), world, "Nothing happened.").entities == {}
 
 
-def test_the_schema_allows_only_the_domains_relations_and_types(world: SqliteGraph) -> None:
+def test_the_schema_allows_only_the_domains_relations_and_types(world: WorldGraph) -> None:
     schema = query_schema(world.domain)
     bad = json.dumps({"entities": [{"description": "x", "type": None}],
                       "relations": [{"predicate": "switched_on", "args": [0]}]})  # unary: not a relation
@@ -84,7 +84,7 @@ def test_the_schema_allows_only_the_domains_relations_and_types(world: SqliteGra
     assert schema.__name__ == "QueryGraph"
 
 
-def test_the_index_embeds_only_new_entities(world: SqliteGraph) -> None:
+def test_the_index_embeds_only_new_entities(world: WorldGraph) -> None:
     index = entity_index(world)
     n = index.embedded
     assert n == len(world.entities())
@@ -96,7 +96,7 @@ def test_the_index_embeds_only_new_entities(world: SqliteGraph) -> None:
     assert index.embedded == n + 1
 
 
-def test_domain_descriptions_are_short(world: SqliteGraph) -> None:
+def test_domain_descriptions_are_short(world: WorldGraph) -> None:
     """Prompts show only the predicates that can hold of the retrieved entities, and name long either-types once."""
     r = Retrieval({"laundry_room_light": "light", "laundry_room": "room"},
                   [F("(in_room laundry_room_light laundry_room)")])

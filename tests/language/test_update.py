@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from kgplan.graph.backends.sqlite import SqliteGraph
 from kgplan.graph.model import Fact
+from kgplan.graph.world import WorldGraph
 from kgplan.language.llm import ScriptedLLM
 from kgplan.language.update import full_graph, select_entities, update, write_goal
 
@@ -22,7 +22,7 @@ def reply(add: list[str] = (), remove: list[str] = ()) -> str:
     return json.dumps({"add": facts(list(add)), "remove": facts(list(remove))})
 
 
-def test_update_applies_a_verified_change(world: SqliteGraph) -> None:
+def test_update_applies_a_verified_change(world: WorldGraph) -> None:
     llm = ScriptedLLM([reply(["(on apple kitchen_table)"], ["(on apple kitchen_counter)"])])
     text = "Omar moved the apple to the kitchen table."
     out = update(llm, world, text, full_graph(world))
@@ -35,7 +35,7 @@ def test_update_applies_a_verified_change(world: SqliteGraph) -> None:
     assert text in user["content"] and "(on apple kitchen_counter)" in user["content"]
 
 
-def test_issues_are_fed_back_and_the_corrected_reply_applied(world: SqliteGraph) -> None:
+def test_issues_are_fed_back_and_the_corrected_reply_applied(world: WorldGraph) -> None:
     llm = ScriptedLLM([reply(["(on apple kitchen_table)"]),  # forgets that the apple left the counter
                        reply(["(on apple kitchen_table)"], ["(on apple kitchen_counter)"])])
     out = update(llm, world, "The apple is on the kitchen table now.", full_graph(world))
@@ -46,7 +46,7 @@ def test_issues_are_fed_back_and_the_corrected_reply_applied(world: SqliteGraph)
     assert llm.prompts[1][-2]["role"] == "assistant"
 
 
-def test_refused_every_time_leaves_the_graph_unchanged(world: SqliteGraph) -> None:
+def test_refused_every_time_leaves_the_graph_unchanged(world: WorldGraph) -> None:
     before = world.facts()
     llm = ScriptedLLM([reply(["(switched_on kitchen_light)"])] * 3)
     out = update(llm, world, "The kitchen light came on.", full_graph(world), max_rounds=3)
@@ -54,7 +54,7 @@ def test_refused_every_time_leaves_the_graph_unchanged(world: SqliteGraph) -> No
     assert world.facts() == before
 
 
-def test_names_outside_the_enums_are_rejected_by_the_schema(world: SqliteGraph) -> None:
+def test_names_outside_the_enums_are_rejected_by_the_schema(world: WorldGraph) -> None:
     before = world.facts()
     bad = json.dumps({"add": [{"predicate": "light_on", "args": ["kitchen_light"]}], "remove": []})
     out = update(ScriptedLLM([bad]), world, "The light is on.", full_graph(world), max_rounds=1)
@@ -65,7 +65,7 @@ def test_names_outside_the_enums_are_rejected_by_the_schema(world: SqliteGraph) 
     assert "invalid" in llm.prompts[1][-1]["content"] and "light_on" in llm.prompts[1][-1]["content"]
 
 
-def test_dry_run_and_no_op(world: SqliteGraph) -> None:
+def test_dry_run_and_no_op(world: WorldGraph) -> None:
     n = len(world.history())
     out = update(ScriptedLLM([reply(["(switched_on hallway_light)"])]), world, "hall light on",
                  full_graph(world), dry_run=True)
@@ -74,7 +74,7 @@ def test_dry_run_and_no_op(world: SqliteGraph) -> None:
     assert out.error == "the sentence changes nothing in the graph"
 
 
-def test_entity_selection_retrieves_the_neighbourhood(world: SqliteGraph) -> None:
+def test_entity_selection_retrieves_the_neighbourhood(world: WorldGraph) -> None:
     llm = ScriptedLLM([json.dumps({"entities": ["laundry_room_light"]}),
                        reply(remove=["(switched_on bathroom_faucet)"])])
     r = select_entities(llm, world, "Sandra turned off the laundry room light.", depth=1)
@@ -85,7 +85,7 @@ def test_entity_selection_retrieves_the_neighbourhood(world: SqliteGraph) -> Non
     assert out.change is None and "bathroom_faucet" in out.error
 
 
-def test_goal_is_checked_and_re_prompted(world: SqliteGraph) -> None:
+def test_goal_is_checked_and_re_prompted(world: WorldGraph) -> None:
     llm = ScriptedLLM([json.dumps({"goal": "(not (light_on kitchen_light))"}),
                        json.dumps({"goal": "(forall (?l - light) (not (switched_on ?l)))"})])
     goal, out = write_goal(llm, world, "Switch off all the lights.", full_graph(world))
@@ -152,7 +152,7 @@ def test_chat_mixes_changes_and_tasks(tmp_path: Path, monkeypatch: pytest.Monkey
     assert "Could you bring me the apple?" in llm.prompts[3][-1]["content"]
 
 
-def test_a_sentence_can_remove_an_entity(world: SqliteGraph) -> None:
+def test_a_sentence_can_remove_an_entity(world: WorldGraph) -> None:
     """"The mug broke": the reply lists the entity in removed_entities and its facts go with it;
     undo brings both back."""
     llm = ScriptedLLM([json.dumps({"add": [], "remove": [], "removed_entities": ["apple"]})])

@@ -12,8 +12,8 @@ from kgplan.domains.formula import parse_formula
 from kgplan.domains.model import Domain, Problem
 from kgplan.domains.sexpr import PDDLError, read
 from kgplan.domains.verify import ChangeRefused
-from kgplan.graph.base import WorldGraph
 from kgplan.graph.model import Delta, Fact
+from kgplan.graph.world import WorldGraph
 from kgplan.interfaces.cli import app
 from kgplan.planners.pipeline import plan
 from kgplan.planners.problem import Task

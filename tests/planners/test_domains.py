@@ -13,7 +13,7 @@ import pytest
 
 from kgplan.domains.formula import to_pddl
 from kgplan.domains.model import Domain, Problem
-from kgplan.graph.base import WorldGraph
+from kgplan.graph.world import WorldGraph
 from kgplan.planners.pipeline import plan
 from kgplan.planners.state import State, simulate
 from tests.conftest import DATA
@@ -67,10 +67,10 @@ def test_load_round_trip_plan_validate(path: Path, empty_graph: WorldGraph) -> N
 @pytest.mark.parametrize("path", _cases())
 def test_pruned_task_is_solved_without_fallback(path: Path, tmp_path: Path) -> None:
     """Pruning keeps what plans need: the pruned task is solved (pruning is backend-independent)."""
-    from kgplan.graph.backends.sqlite import SqliteGraph
+    from kgplan.graph.backends import open_graph
 
     domain, problem = load(path)
-    with SqliteGraph(tmp_path / "p.db") as g:
+    with open_graph(f"sqlite:{tmp_path / 'p.db'}") as g:
         g.init(domain)
         g.load_problem(problem)
         r = plan(g, to_pddl(problem.goal))

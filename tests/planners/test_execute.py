@@ -8,8 +8,9 @@ from typing import Any
 
 import pytest
 
-from kgplan.graph.backends.sqlite import SqliteGraph
+from kgplan.graph.backends import open_graph
 from kgplan.graph.model import Delta, Fact
+from kgplan.graph.world import WorldGraph
 from kgplan.planners.execute import execute
 from kgplan.planners.state import State, Step
 
@@ -17,7 +18,7 @@ F = Fact.parse
 
 
 def test_a_concurrent_change_cannot_come_between_check_and_write(
-        world: SqliteGraph, monkeypatch: pytest.MonkeyPatch) -> None:
+        world: WorldGraph, monkeypatch: pytest.MonkeyPatch) -> None:
     """While a step's preconditions are being checked, another connection moves the robot away.
 
     The move must wait for the step's transaction: the step is written on the state it was
@@ -27,7 +28,7 @@ def test_a_concurrent_change_cannot_come_between_check_and_write(
     moved: list[int] = []
 
     def other_writer() -> None:
-        with SqliteGraph(world.path) as other:
+        with open_graph(world.url) as other:
             moved.append(other.apply(move).id)
 
     thread = threading.Thread(target=other_writer)

@@ -11,9 +11,9 @@ from typer.testing import CliRunner
 from kgplan.domains.formula import to_pddl
 from kgplan.domains.model import Domain, Problem
 from kgplan.errors import KgplanError
-from kgplan.graph.backends.sqlite import SqliteGraph
-from kgplan.graph.base import WorldGraph
+from kgplan.graph.backends import open_graph
 from kgplan.graph.model import Delta, Fact
+from kgplan.graph.world import WorldGraph
 from kgplan.interfaces.cli import app
 from kgplan.planners.execute import execute
 from kgplan.planners.pipeline import last_plan, plan
@@ -30,7 +30,7 @@ def full_state(g: WorldGraph) -> State:
     return State(g.domain, {e.name: e.type for e in g.entities()}, [(f.predicate, f.args) for f in g.facts()])
 
 
-def test_either_typed_actions(world: SqliteGraph) -> None:
+def test_either_typed_actions(world: WorldGraph) -> None:
     """`open` takes (either fridge cabinet drawer washer dryer); `wash_dish` (either dish cup)."""
     r = plan(world, "(and (not (closed kitchen_fridge)) (clean plate))")
     assert r.solved, r.message
@@ -40,12 +40,12 @@ def test_either_typed_actions(world: SqliteGraph) -> None:
     assert simulate(full_state(world), steps, None) is None
 
 
-def test_either_type_excludes_other_types(world: SqliteGraph) -> None:
+def test_either_type_excludes_other_types(world: WorldGraph) -> None:
     with pytest.raises(KgplanError, match="'kitchen_sink' is a sink, but closed expects a fridge or cabinet"):
         plan(world, "(closed kitchen_sink)")
 
 
-def test_forall_goal(world: SqliteGraph) -> None:
+def test_forall_goal(world: WorldGraph) -> None:
     goal = "(forall (?d - light) (not (switched_on ?d)))"
     r = plan(world, goal)
     assert r.solved and r.plan and not r.used_full_state
@@ -56,14 +56,14 @@ def test_forall_goal(world: SqliteGraph) -> None:
 
 
 @pytest.mark.parametrize("planner", ["fd-opt", "symk-opt"])
-def test_optimal_planners_handle_forall_goals(world: SqliteGraph, planner: str) -> None:
+def test_optimal_planners_handle_forall_goals(world: WorldGraph, planner: str) -> None:
     r = plan(world, "(forall (?d - light) (not (switched_on ?d)))", planner=planner)
     assert r.solved and r.planner == planner, r.message
     assert len(r.plan) == 5  # hallway -> kitchen, off, -> hallway -> living room, off: optimal
     assert simulate(full_state(world), r.plan, None) is None
 
 
-def test_exists_and_imply_goals(world: SqliteGraph) -> None:
+def test_exists_and_imply_goals(world: WorldGraph) -> None:
     r = plan(world, "(exists (?c - cup) (holding robot ?c))")
     assert r.solved and any("pick_up" in str(s) or "take_out" in str(s) for s in r.plan)
     r = plan(world, "(imply (switched_on living_room_tv) (not (switched_on living_room_tv)))")
@@ -71,12 +71,12 @@ def test_exists_and_imply_goals(world: SqliteGraph) -> None:
                                    "(switch_off robot living_room_tv living_room)"]
 
 
-def test_goal_that_already_holds_needs_no_planner(world: SqliteGraph) -> None:
+def test_goal_that_already_holds_needs_no_planner(world: WorldGraph) -> None:
     r = plan(world, "(switched_on kitchen_light)")
     assert r.solved and r.plan == [] and r.seconds == 0 and "already holds" in r.message
 
 
-def test_unsolvable_goal_is_reported_not_raised(world: SqliteGraph) -> None:
+def test_unsolvable_goal_is_reported_not_raised(world: WorldGraph) -> None:
     """People's places are static: no action moves Omar. The relaxed check sees that without a
     planner call on a pruned state; the planner then proves on the full state that there is no plan."""
     r = plan(world, "(person_at omar bedroom)")
@@ -92,7 +92,7 @@ def test_timeout_is_reported(household: Domain, world_problem: Problem) -> None:
     assert r.status == "timeout" and not r.plan
 
 
-def test_bad_goal_text(world: SqliteGraph) -> None:
+def test_bad_goal_text(world: WorldGraph) -> None:
     with pytest.raises(KgplanError, match="'nosuch' is not a known entity"):
         plan(world, "(switched_on nosuch)")
     with pytest.raises(KgplanError, match="unknown type 'lamp'"):
@@ -103,7 +103,7 @@ def test_bad_goal_text(world: SqliteGraph) -> None:
         plan(world, "(and (switched_on kitchen_light)")
 
 
-def test_execution_applies_effects_as_plan_changes(world: SqliteGraph) -> None:
+def test_execution_applies_effects_as_plan_changes(world: WorldGraph) -> None:
     """Conditional forall effects too: running the washer cleans the clothes inside it."""
     world.apply(Delta(remove=[F("(inside sandra_jeans laundry_basket)")],
                       add=[F("(inside sandra_jeans laundry_washer)")], source="sensor"))
@@ -117,7 +117,7 @@ def test_execution_applies_effects_as_plan_changes(world: SqliteGraph) -> None:
     assert {c.delta.source for c in world.history()[-len(steps):]} == {"plan"}
 
 
-def test_step_failing_on_changed_graph_stops_execution(world: SqliteGraph) -> None:
+def test_step_failing_on_changed_graph_stops_execution(world: WorldGraph) -> None:
     r = plan(world, "(holding robot dune_book)")
     assert r.solved
     world.apply(Delta(remove=[F("(on dune_book bookshelf)")], add=[F("(on dune_book bedroom_bed)")]))
@@ -128,7 +128,7 @@ def test_step_failing_on_changed_graph_stops_execution(world: SqliteGraph) -> No
     assert F("(on dune_book bedroom_bed)") in world.facts()  # the graph was not touched by the failed step
 
 
-def test_validator_names_the_failure(world: SqliteGraph, household: Domain) -> None:
+def test_validator_names_the_failure(world: WorldGraph, household: Domain) -> None:
     state = full_state(world)
     bad = [Step.parse("(switch_off robot kitchen_light kitchen)")]
     failure = simulate(State(household, state.objects, state.facts), bad, None)
@@ -139,7 +139,7 @@ def test_validator_names_the_failure(world: SqliteGraph, household: Domain) -> N
     assert validate(task, [Step.parse("(switch_on robot hallway_light hallway)")]) is None
 
 
-def test_pruning_keeps_what_the_goal_needs(world: SqliteGraph) -> None:
+def test_pruning_keeps_what_the_goal_needs(world: WorldGraph) -> None:
     state = full_state(world)
     goal = Problem.parse("(define (problem p) (:domain household) (:goal (holding robot milk_carton)))").goal
     pruned = Relevance(world.domain).prune(state, goal)
@@ -169,7 +169,7 @@ def test_cli_plan_json_and_run(tmp_path: Path) -> None:
 
 @pytest.mark.dataset
 def test_every_l3mp_goal_is_solved_and_valid_on_the_full_state(tmp_path: Path) -> None:
-    g = SqliteGraph(tmp_path / "l3mp.db")
+    g = open_graph(f"sqlite:{tmp_path / 'l3mp.db'}")
     for run in l3mp_runs():
         domain = Domain.load(run / "domain.pddl")
         for step in [s for s in run_steps(run) if s.name.endswith("_goal")]:
@@ -188,7 +188,7 @@ def test_pruned_state_keeps_the_way_through_many_rooms(tmp_path: Path, household
     from kgplan.domains.synthetic import household_world
 
     problem = household_world(400)
-    g = SqliteGraph(tmp_path / "b.db")
+    g = open_graph(f"sqlite:{tmp_path / 'b.db'}")
     g.init(household)
     g.load_problem(problem)
     r = plan(g, to_pddl(scaling_goal(problem)))
@@ -196,7 +196,7 @@ def test_pruned_state_keeps_the_way_through_many_rooms(tmp_path: Path, household
     assert len(r.plan) > 5 and r.facts_pruned < r.facts_full / 2
 
 
-def test_moving_an_item_keeps_where_it_is_now(world: SqliteGraph) -> None:
+def test_moving_an_item_keeps_where_it_is_now(world: WorldGraph) -> None:
     """Regressing (on apple kitchen_table) meets (on apple kitchen_counter): a different place, not a cycle."""
     r = plan(world, "(on apple kitchen_table)")
     assert r.solved and not r.used_full_state, r.message
@@ -218,7 +218,7 @@ def test_untyped_domain_plans_end_to_end(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("planner", ["fd", "symk-opt"])
-def test_goals_quantifying_over_either_types(world: SqliteGraph, planner: str) -> None:
+def test_goals_quantifying_over_either_types(world: WorldGraph, planner: str) -> None:
     """forall and exists over (either ...) are checked per member type and planned correctly."""
     goal = "(forall (?x - (either light tv)) (not (switched_on ?x)))"
     r = plan(world, goal, planner=planner)
@@ -236,7 +236,7 @@ def test_goals_quantifying_over_either_types(world: SqliteGraph, planner: str) -
     assert all(("clean", (o,)) in state.facts for o in state.of_type(("cloth", "dish", "cup")))
 
 
-def test_either_quantified_goal_types_are_checked(world: SqliteGraph) -> None:
+def test_either_quantified_goal_types_are_checked(world: WorldGraph) -> None:
     # nothing moves furniture or devices: accepted, then proven unsolvable (it used to raise KeyError)
     r = plan(world, "(forall (?x - (either light tv)) (in_room ?x kitchen))")
     assert r.status == "unsolvable"
@@ -244,7 +244,7 @@ def test_either_quantified_goal_types_are_checked(world: SqliteGraph) -> None:
         plan(world, "(forall (?x - (either cloth light)) (clean ?x))")
 
 
-def test_checking_a_plan_leaves_the_full_state_as_it_was(world: SqliteGraph) -> None:
+def test_checking_a_plan_leaves_the_full_state_as_it_was(world: WorldGraph) -> None:
     """The full state is checked in place (no copy) and put back, also after a failing step."""
     from kgplan.planners.pipeline import _check
     from kgplan.planners.solve import PlanResult

@@ -13,7 +13,7 @@ import pytest
 
 from kgplan.domains.formula import GroundAtom
 from kgplan.domains.model import Domain, Problem
-from kgplan.graph.backends.sqlite import SqliteGraph
+from kgplan.graph.backends import open_graph
 from kgplan.planners.pipeline import plan
 from kgplan.planners.problem import Task
 from kgplan.planners.relevance import Pruned, Relevance
@@ -173,7 +173,7 @@ def test_laundry_task_shaped_like_the_held_out_failure(tmp_path: Path, household
     objects["sock"] = "cloth"
     init.append(("on", ("sock", "bed_a")))  # dirty and wet: wash, dry, then into the basket
     goal = " ".join(f"(clean {c}) (dry {c}) (inside {c} basket1)" for c in [*clothes, "sock"])
-    g = SqliteGraph(tmp_path / "laundry.db")
+    g = open_graph(f"sqlite:{tmp_path / 'laundry.db'}")
     g.init(household)
     g.load_problem(Problem("laundry", "household", objects, [GroundAtom(p, a) for p, a in init]))
     r = plan(g, f"(and {goal})", timeout=60)

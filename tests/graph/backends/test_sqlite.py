@@ -20,9 +20,10 @@ from pathlib import Path
 import pytest
 
 from kgplan.graph.backends import sqlite as backend
-from kgplan.graph.backends.sqlite import SqliteGraph
-from kgplan.graph.base import Tx, WorldGraph
+from kgplan.graph.backends.sqlite import SqliteStore
 from kgplan.graph.model import Change, Delta, Entity, Fact
+from kgplan.graph.store import Tx
+from kgplan.graph.world import WorldGraph
 from tests.conftest import HOUSEHOLD, ROOT
 
 pytestmark = pytest.mark.integration
@@ -89,11 +90,16 @@ def writer_state(tag: str, n: int) -> set[Atom]:
 
 
 # ---- helpers ---------------------------------------------------------------------------------------
+def opened(path: str | Path) -> WorldGraph:
+    """The world graph in the sqlite store at `path`."""
+    return WorldGraph(SqliteStore(path))
+
+
 def make_store(path: Path) -> None:
     """A fresh store bound to the household domain with the demo world loaded (change 1)."""
     from kgplan.domains.model import resolve_domain
 
-    with SqliteGraph(path) as g:
+    with opened(path) as g:
         g.init(resolve_domain("household"))
         g.load_problem((HOUSEHOLD / "world.pddl").read_text())
 
@@ -114,9 +120,9 @@ def replay(facts: set[Atom], entities: dict[str, str], changes: list[Change]) ->
             assert entities.setdefault(e.name, e.type) == e.type
 
 
-def check_store(g: SqliteGraph, facts: set[Atom], entities: dict[str, str]) -> None:
+def check_store(g: WorldGraph, facts: set[Atom], entities: dict[str, str]) -> None:
     """Physical integrity, and the fact/argument index agrees with the fact table."""
-    assert g.db.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
+    assert g.store.db.execute("PRAGMA integrity_check").fetchall() == [("ok",)]  # type: ignore[attr-defined]
     assert {f.atom for f in g.facts_about([*entities, *g.domain.constants])} == facts
 
 
@@ -158,7 +164,7 @@ def crash_child(path: str, cache_pages: str) -> None:
         sys.stdout.write(f"{tag} {current[0]}\n")
         sys.stdout.flush()
 
-    class Marked(SqliteGraph):
+    class Marked(SqliteStore):
         @contextmanager
         def transaction(self) -> Iterator[Tx]:
             with super().transaction() as tx:
@@ -172,9 +178,10 @@ def crash_child(path: str, cache_pages: str) -> None:
         return write(self, delta, undo_of)
 
     backend._SqliteTx.write = marked_write  # type: ignore[method-assign]
-    g = Marked(path)
+    store = Marked(path)
+    g = WorldGraph(store)
     if int(cache_pages):  # a tiny page cache spills uncommitted pages into the WAL mid-change
-        g.db.execute(f"PRAGMA cache_size={int(cache_pages)}")
+        store.db.execute(f"PRAGMA cache_size={int(cache_pages)}")
     last = g.history(limit=1)[0].delta.text
     current[0] = int(last.split()[1]) if last.startswith("batch ") else 0
     _ = g.domain
@@ -187,7 +194,7 @@ def crash_child(path: str, cache_pages: str) -> None:
 
 def writer_child(path: str, tag: str, n: str, pause: str) -> None:
     """Wait for 'go' on stdin, apply `n` verified writer deltas, print the change ids as JSON."""
-    g = SqliteGraph(path)
+    g = opened(path)
     _ = g.domain
     print("ready", flush=True)
     assert sys.stdin.readline().strip() == "go"
@@ -204,7 +211,7 @@ def test_sigkill_mid_change_leaves_a_whole_state(tmp_path: Path) -> None:
     """A process SIGKILLed while applying large deltas leaves the state before or after a change."""
     db = tmp_path / "world.db"
     make_store(db)
-    with SqliteGraph(db) as g:
+    with opened(db) as g:
         (load,) = g.history()
         base = atoms(g)
         facts: set[Atom] = set()
@@ -236,7 +243,7 @@ def test_sigkill_mid_change_leaves_a_whole_state(tmp_path: Path) -> None:
         done = max([k for t, k in markers if t == "C"], default=k_prev)
         begun = max([k for t, k in markers if t == "B"], default=k_prev)
 
-        with SqliteGraph(db) as g:
+        with opened(db) as g:
             last = g.history(limit=1)[0]
             k = int(last.delta.text.split()[1])
             # committed changes survive; a change whose transaction never opened cannot be there
@@ -272,7 +279,7 @@ def test_two_writers_lose_nothing(tmp_path: Path, pause: float) -> None:
     """
     db = tmp_path / "world.db"
     make_store(db)
-    with SqliteGraph(db) as g:
+    with opened(db) as g:
         base, (load,) = atoms(g), g.history()
     tags = ("ann", "bob")
     errs = {t: tmp_path / f"{t}.err" for t in tags}
@@ -292,7 +299,7 @@ def test_two_writers_lose_nothing(tmp_path: Path, pause: float) -> None:
         assert p.returncode == 0, errs[t].read_text()
     ids = {t: json.loads(outs[t]) for t in tags}
 
-    with SqliteGraph(db) as g:
+    with opened(db) as g:
         got, got_entities = atoms(g), entity_types(g)
         check_store(g, got, got_entities)
         history = g.history()

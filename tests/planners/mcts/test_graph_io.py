@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 
 from kgplan.domains.model import Problem
-from kgplan.graph.backends.sqlite import SqliteGraph
-from kgplan.graph.base import WorldGraph
+from kgplan.graph.backends import open_graph
 from kgplan.graph.model import Delta, Unknown
+from kgplan.graph.world import WorldGraph
 from kgplan.planners.mcts import belief as bl
 from kgplan.planners.mcts import graph_io
 from kgplan.planners.mcts.priors import UniformPrior
@@ -45,7 +45,7 @@ def test_unknown_items_and_storage_on_each_backend(empty_graph: WorldGraph) -> N
 
 
 def test_decide_on_a_graph_stores_the_belief(tmp_path) -> None:
-    g = SqliteGraph(tmp_path / "w.db")
+    g = open_graph(f"sqlite:{tmp_path / 'w.db'}")
     g.init(DOMAIN, problem=PROBLEM)
     search = graph_io.searcher(g, goal(), UniformPrior(), UniformPrior())
     assert graph_io.unknown_in_goal(g, goal()) == ["milk"]

@@ -1,14 +1,12 @@
-"""The WorldGraph interface; backends implement a small transaction API beneath it."""
+"""The world graph: a domain bound to a store (`graph.store`), its changes verified, recorded and undone."""
 
 from __future__ import annotations
 
 import json
 import tomllib
-from abc import ABC, abstractmethod
 from collections.abc import Callable, Collection, Iterable
 from dataclasses import replace
 from functools import cached_property
-from typing import TypeVar
 
 from kgplan.domains.formula import Formula, GroundAtom
 from kgplan.domains.invariants import Mined, MutexGroup, Synthesis, dump_groups, load_groups, mine_invariants
@@ -16,152 +14,128 @@ from kgplan.domains.model import TOTAL_COST, Domain, Problem
 from kgplan.domains.verify import ChangeRefused, Issue, IssueKind, Mark, check_values, show, verify
 from kgplan.errors import DomainError, InputError, NotFound, StoreError
 from kgplan.graph.model import Change, ChangeSlice, Delta, Entity, Fact, Source, Unknown, by_atom
-
-T = TypeVar("T")
-
-
-class Tx(ABC):
-    """One write transaction: the state reads verification needs, and the writes."""
-
-    @abstractmethod
-    def entity_types(self, names: Collection[str]) -> dict[str, str]: ...
-
-    @abstractmethod
-    def entities(self, names: Collection[str] | None = None) -> list[Entity]:
-        """All entities (constants of the domain excluded), or those named."""
-
-    @abstractmethod
-    def present(self, atoms: Collection[GroundAtom]) -> set[GroundAtom]: ...
-
-    @abstractmethod
-    def facts_about(self, names: Collection[str]) -> list[GroundAtom]: ...
-
-    @abstractmethod
-    def facts_of(self, predicates: Collection[str]) -> list[GroundAtom]: ...
-
-    @abstractmethod
-    def unknown(self, names: Collection[str]) -> set[Mark]:
-        """The unknown marks (entity, predicate or None) of the named entities."""
-
-    @abstractmethod
-    def write(self, delta: Delta, undo_of: int | None) -> Change:
-        """Apply a recorded delta (see `record`) and append it to the history, in this transaction."""
-
-    def record(self, delta: Delta) -> Delta:
-        """The delta as it will be applied: removed entities whole, their facts in `remove` and their
-        unknown marks in `known`."""
-        if not delta.removed_entities:
-            return delta
-        names = delta.removed_names()
-        gone = [f for f in map(Fact.of, self.facts_about(names)) if f not in delta.remove]
-        marks = sorted(self.unknown(names), key=lambda m: (m[0], m[1] or ""))
-        known = [u for u in map(_unknown, marks) if u not in delta.known]
-        return delta.model_copy(update={"removed_entities": self.entities(names),
-                                        "remove": [*delta.remove, *sorted(gone, key=by_atom)],
-                                        "known": [*delta.known, *known]})
-
-    @abstractmethod
-    def change(self, change_id: int) -> Change | None: ...
-
-    def rename(self, old: str, new: str, type: str | None = None) -> Delta:
-        """The delta that renames entity `old` to `new` (as `type`, if given, else its type; its unknown
-        facts stay unknown), or merges it into entity `new` if that exists: its facts re-pointed (those
-        `new` already has dropped). `old` goes with its marks (a placeholder is identified)."""
-        found = {e.name: e for e in self.entities([old, new])}
-        if old not in found:
-            raise NotFound(f"cannot rename '{old}': it is not a known entity")
-        moved = {(p, tuple(new if a == old else a for a in args)) for p, args in self.facts_about([old])}
-        if new in found:
-            return Delta(removed_entities=[old], add=[Fact.of(a) for a in sorted(moved - self.present(moved))])
-        keep = [Unknown(entity=new, predicate=p) for _, p in sorted(self.unknown([old]), key=str) if p]
-        return Delta(new_entities=[Entity(name=new, type=type or found[old].type, attrs=found[old].attrs)],
-                     removed_entities=[old], add=[Fact.of(a) for a in sorted(moved)], unknown=keep)
+from kgplan.graph.store import Store, T, Tx
 
 
-def _unknown(mark: Mark) -> Unknown:
-    return Unknown(entity=mark[0], predicate=mark[1])
+def record(tx: Tx, delta: Delta) -> Delta:
+    """The delta as it will be applied and recorded: removed entities whole, their facts in `remove` and their
+    unknown marks in `known`."""
+    if not delta.removed_entities:
+        return delta
+    names = delta.removed_names()
+    gone = [f for f in map(Fact.of, tx.facts_about(names)) if f not in delta.remove]
+    marks = sorted(tx.unknown(names), key=lambda m: (m[0], m[1] or ""))
+    known = [u for u in (Unknown(entity=e, predicate=p) for e, p in marks) if u not in delta.known]
+    return delta.model_copy(update={"removed_entities": tx.entities(names),
+                                    "remove": [*delta.remove, *sorted(gone, key=by_atom)],
+                                    "known": [*delta.known, *known]})
 
 
-class WorldGraph(ABC):
-    """A typed, closed-world fact graph bound to one PDDL domain, with an append-only history."""
+def rename(tx: Tx, old: str, new: str, type: str | None = None) -> Delta:
+    """The delta that renames entity `old` to `new` (as `type`, if given, else its type; its unknown
+    facts stay unknown), or merges it into entity `new` if that exists: its facts re-pointed (those
+    `new` already has dropped). `old` goes with its marks (a placeholder is identified)."""
+    found = {e.name: e for e in tx.entities([old, new])}
+    if old not in found:
+        raise NotFound(f"cannot rename '{old}': it is not a known entity")
+    moved = {(p, tuple(new if a == old else a for a in args)) for p, args in tx.facts_about([old])}
+    if new in found:
+        return Delta(removed_entities=[old], add=[Fact.of(a) for a in sorted(moved - tx.present(moved))])
+    keep = [Unknown(entity=new, predicate=p) for _, p in sorted(tx.unknown([old]), key=str) if p]
+    return Delta(new_entities=[Entity(name=new, type=type or found[old].type, attrs=found[old].attrs)],
+                 removed_entities=[old], add=[Fact.of(a) for a in sorted(moved)], unknown=keep)
 
-    url: str
 
-    # ---- what a backend implements -----------------------------------------------------------
-    @abstractmethod
+def check_structure(domain: Domain, tx: Tx, delta: Delta) -> None:
+    """Refuse (InputError) what no store can hold as given, as every unverified write is checked: a fact that
+    is not of a predicate or function of the domain with its arity (an added function's fact with a value, a
+    predicate's without), or an added fact or unknown mark about an entity that does not exist or goes with
+    the delta, unless the delta creates it or it is a constant. Verification checks all this and more."""
+    signatures = [(f, (domain.functions if f.value is not None else domain.predicates).get(f.predicate))
+                  for f in delta.add]
+    signatures += [(f, domain.predicates.get(f.predicate) or domain.functions.get(f.predicate)) for f in delta.remove]
+    for f, sig in signatures:
+        if sig is None or sig.arity != len(f.args):
+            raise InputError(f"{f} does not match a predicate of domain {domain.name}")
+    used = {a for f in delta.add for a in f.args} | {u.entity for u in delta.unknown}
+    ask = used - {e.name for e in delta.new_entities} - domain.constants.keys()
+    found = tx.entity_types(ask) if ask else {}
+    if missing := sorted((ask - found.keys()) | (used & set(delta.removed_names()))):
+        raise InputError(f"cannot add facts or unknown marks about entities that do not exist: {', '.join(missing)}")
+
+
+class WorldGraph:
+    """A typed, closed-world fact graph bound to one PDDL domain, with an append-only history, over a `Store`.
+
+    Verification, invariants, undo and export live here, once; the store only keeps what it is given."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        store.bind(self.bound)
+
+    # ---- the store's reads and writes -----------------------------------------------------------
+    @property
+    def url(self) -> str:
+        return self.store.url
+
     def in_transaction(self, work: Callable[[Tx], T]) -> T:
-        """Run `work` in one serialisable write transaction: committed when it returns, rolled
-        back when it raises. A store may run it again after a transient conflict."""
+        """Run `work` in one write transaction of the store (see `Store.in_transaction`)."""
+        return self.store.in_transaction(work)
 
-    @abstractmethod
-    def get_meta(self, key: str) -> str | None: ...
+    def get_meta(self, key: str) -> str | None:
+        return self.store.get_meta(key)
 
-    @abstractmethod
-    def set_meta(self, values: dict[str, str]) -> None: ...
+    def set_meta(self, values: dict[str, str]) -> None:
+        self.store.set_meta(values)
 
-    @abstractmethod
     def entities(self, names: Collection[str] | None = None) -> list[Entity]:
-        """All entities, or those named."""
+        """All entities (the domain's constants excluded), or those named, by name."""
+        return self.store.entities(names)
 
-    @abstractmethod
     def facts(self, predicate: str | None = None, entity: str | None = None) -> list[Fact]:
-        """Facts, optionally only of one predicate and/or mentioning one entity."""
+        """Facts, optionally only of one predicate and/or mentioning one entity, sorted."""
+        return self.store.facts(predicate, entity)
 
-    @abstractmethod
     def facts_about(self, names: Collection[str]) -> list[Fact]:
         """Every fact with one of `names` among its arguments."""
+        return self.store.facts_about(names)
 
-    @abstractmethod
     def unknowns(self, names: Collection[str] | None = None) -> list[Unknown]:
         """What the graph marks unknown (see `graph.model.Unknown`), about every entity or those
         named, sorted by entity then predicate (the placeholder mark first)."""
+        return self.store.unknowns(names)
 
     def snapshot(self) -> tuple[dict[str, str], list[GroundAtom], dict[GroundAtom, float]]:
-        """The whole state as plain data for planning: entity types by name, the true atoms (in no
-        particular order), and the values of numeric functions' facts. Backends may read it faster
-        than this default."""
-        facts = self.facts()
-        return ({e.name: e.type for e in self.entities()}, [f.atom for f in facts if f.value is None],
-                {f.atom: f.value for f in facts if f.value is not None})
+        """The whole state as plain data for planning (see `Store.snapshot`)."""
+        return self.store.snapshot()
 
-    @abstractmethod
     def history(self, limit: int | None = None) -> list[Change]:
         """Applied changes, oldest first (the newest `limit` if given)."""
-
-    @abstractmethod
-    def _summaries(self, limit: int | None, before: int | None) -> list[tuple[int, str, int | None, str | None,
-                                                                               str | None]]:
-        """(id, time, undo_of, summary, delta) of the newest `limit` changes with ids below `before`, newest
-        first; `summary` as stored by `graph.model.summary_json`, `delta` only where it is missing (a change
-        recorded before summaries were)."""
-
-    @abstractmethod
-    def _whole(self, change_id: int) -> tuple[int, str, int | None, str] | None:
-        """(id, time, undo_of, delta as JSON) of one change."""
+        return self.store.history(limit)
 
     def changes(self, limit: int | None = 50, before: int | None = None) -> list[ChangeSlice]:
         """The newest `limit` changes (all if None) with ids below `before`, newest first, summarised:
         provenance whole, each list of the delta cut to its first `PREVIEW` items. Reads no change whole."""
-        return [ChangeSlice(id=i, time=t, undo_of=u, **json.loads(s)) if s is not None
-                else ChangeSlice.cut(i, t, u, json.loads(d or "{}"))
-                for i, t, u, s, d in self._summaries(limit, before)]
+        return [ChangeSlice(id=r.id, time=r.time, undo_of=r.undo_of, **json.loads(r.data))
+                for r in self.store.summaries(limit, before)]
 
     def change_slice(self, change_id: int, offset: int = 0, limit: int | None = 1000) -> ChangeSlice | None:
         """One change with each list of its delta cut to items [offset, offset + limit): its diff, paged."""
-        if (row := self._whole(change_id)) is None:
+        if (row := self.store.whole(change_id)) is None:
             return None
-        return ChangeSlice.cut(*row[:3], json.loads(row[3]), offset, limit)
+        return ChangeSlice.cut(row.id, row.time, row.undo_of, json.loads(row.data), offset, limit)
 
-    @abstractmethod
     def count(self) -> tuple[int, int]:
         """(entities, facts)."""
+        return self.store.count()
 
-    @abstractmethod
     def clear(self) -> None:
         """Delete everything: entities, facts, history and metadata."""
+        self.store.clear()
+        self.__dict__.pop("domain", None)
 
-    @abstractmethod
-    def close(self) -> None: ...
+    def close(self) -> None:
+        self.store.close()
 
     # ---- domain binding -----------------------------------------------------------------------
     def init(self, domain: Domain, force: bool = False, problem: Problem | None = None) -> Synthesis:
@@ -172,6 +146,7 @@ class WorldGraph(ABC):
         touched, so on a KgplanError (a ChangeRefused too) the store is as it was. The domain text and
         the invariants kept are stored; the result also says which groups were dropped.
         """
+        self.store.check_domain(domain)
         if self.get_meta("domain_pddl") is not None and not force:
             raise StoreError(f"{self.url} is already initialised; use --force to start over")
         synthesis, delta = _start(domain, problem)
@@ -198,6 +173,12 @@ class WorldGraph(ABC):
         if (stored := self.get_meta("invariants")) is not None:
             dom.invariants = load_groups(stored)
         return dom
+
+    def bound(self) -> Domain | None:
+        """The domain, or None while the store is not initialised (what `Store.bind` asks)."""
+        if "domain" not in self.__dict__ and self.get_meta("domain_pddl") is None:
+            return None
+        return self.domain
 
     def suggest_invariants(self) -> Mined:
         """Invariants the current graph satisfies for predicates no action changes (see
@@ -235,6 +216,7 @@ class WorldGraph(ABC):
 
     def _verify(self, tx: Tx, delta: Delta, undone: Delta | None = None) -> list[Issue]:
         """Verify `delta`; `undone` is the recorded delta it undoes, if it is an undo."""
+        tx.prefetch(delta)
         if issues := check_values(self.domain, [(f.atom, f.value) for f in delta.add]):
             return issues
         remove = [f.atom for f in delta.remove]
@@ -246,12 +228,15 @@ class WorldGraph(ABC):
 
     def _apply(self, tx: Tx, delta: Delta, verified: bool, undo_of: int | None,
                undone: Delta | None = None) -> Change:
-        if verified and (issues := self._verify(tx, delta, undone)):
+        if not verified:
+            check_structure(self.domain, tx, delta)
+        elif issues := self._verify(tx, delta, undone):
             raise ChangeRefused(issues)
-        return tx.write(tx.record(delta), undo_of)
+        return tx.write(record(tx, delta), undo_of)
 
     def apply(self, delta: Delta, *, verified: bool = True, undo_of: int | None = None) -> Change:
-        """Verify and apply a delta atomically; raises ChangeRefused (graph unchanged) on issues."""
+        """Verify and apply a delta atomically; raises ChangeRefused (graph unchanged) on issues. An unverified
+        delta is only checked to fit the store (`check_structure`)."""
         return self.in_transaction(lambda tx: self._apply(tx, delta, verified, undo_of))
 
     def apply_from(self, make: Callable[[Tx], Delta]) -> Change:
@@ -262,12 +247,12 @@ class WorldGraph(ABC):
 
     def identify(self, placeholder: str, name: str, type: str | None = None, *, source: Source = "sensor",
                  text: str = "") -> Change:
-        """A placeholder becomes known as `name`, in one verified change (see `Tx.rename`)."""
+        """A placeholder becomes known as `name`, in one verified change (see `rename`)."""
 
         def make(tx: Tx) -> Delta:
             if Unknown(entity=placeholder).pair not in tx.unknown([placeholder]):
                 raise InputError(f"'{placeholder}' is not a placeholder")
-            return tx.rename(placeholder, name, type).model_copy(
+            return rename(tx, placeholder, name, type).model_copy(
                 update={"source": source, "text": text or f"{placeholder} is {name}"})
 
         return self.apply_from(make)
