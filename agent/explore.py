@@ -3,7 +3,7 @@ allows it, else for the domain's sub-goals in order; act one step, observe, appl
 replan when the observation brought anything the plan did not expect; stop on success or budget.
 
 Observations become changes in one of two modes: sensor mode reads the environment's structured outputs
-(agent.environments); LLM mode gives the prose to an LLM that edits the problem (kgplan.language.pddl_edit).
+(kgplan.games); LLM mode gives the prose to an LLM that edits the problem (kgplan.language.pddl_edit).
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ its deltas alternate with the backend's on the same graph.
 Targets: sqlite bulk load < 10 s, delta p50 < 5 ms, neighbourhood p50 < 10 ms; neo4j within 3x
 of the hand-written batch (bulk load time, delta p50s).
 
-    python -m benchmarks.graph_ops [--facts 100000] [--ops 200] [--backends sqlite,neo4j]
+    kgplan bench graph_ops [--facts 100000] [--ops 200] [--backends sqlite,neo4j]
                                    [--json results/graph_ops.json]
 
 Exit status 0 when every target is met, 1 otherwise.
@@ -421,7 +421,7 @@ def report(results: dict[str, dict[str, float]], console: Console) -> tuple[Tabl
 
 def main(argv: list[str] | None = None) -> int:
     """Run the benchmark; 0 when every target is met, 1 otherwise."""
-    ap = argparse.ArgumentParser(prog="python -m benchmarks.graph_ops", description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(prog="kgplan bench graph_ops", description=__doc__.split("\n\n")[0])
     ap.add_argument("--facts", type=int, default=100_000, help="facts in the synthetic world (default 100000)")
     ap.add_argument("--ops", type=int, default=200, help="timed operations per kind (default 200)")
     ap.add_argument("--backends", default=",".join(BACKENDS), help="comma-separated: sqlite,neo4j")

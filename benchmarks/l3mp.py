@@ -18,7 +18,7 @@ Variants: R- shows the LLM the whole graph, R+ the neighbourhood of the entities
 the entity list, RS the neighbourhood of its query graph grounded by embeddings and search
 (agent/retrieval.py); a trailing V verifies each change and re-prompts with the issues.
 
-    python -m benchmarks.l3mp ../shared/bench/l3mp-household --variant R+V --llm oracle
+    kgplan bench l3mp ../shared/bench/l3mp-household --variant R+V --llm oracle
 """
 
 from __future__ import annotations

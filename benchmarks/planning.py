@@ -11,7 +11,7 @@ at several sizes) shows how planning time and memory grow with the size of the w
 Times are wall-clock; "cpu" is the CPU time of this process and of the planner processes over
 the same call, which a busy machine inflates less. The targets apply to the first planner.
 
-    python -m benchmarks.planning ../shared/bench/l3mp-household [--scaling 1000,5000,20000,100000]
+    kgplan bench planning ../shared/bench/l3mp-household [--scaling 1000,5000,20000,100000]
 """
 
 from __future__ import annotations

@@ -4,15 +4,15 @@ tw-make's generator makes offline, one per seed, into a temporary folder.
 Reports what `kgplan bench twx` does (success with a 95% Wilson interval, steps among successes, the
 optimum = the game's walkthrough length, invalid actions, replans, planner time) and, at every step, the
 precision and recall of the agent's graph against the true facts about what the player has perceived
-(TextWorld's full state restricted to `agent.environments.observable`, gathered since the start, written
+(TextWorld's full state restricted to `kgplan.games.textworld.observable`, gathered since the start, written
 in the domain's predicates; placeholder rooms are unknowns, not claims, and are left out). The table
 shows the minimum over all steps of all episodes; the target is 1.0.
 
-Games (agent.environments.TW_GAMES): coin (tw-coin_collector level 204: 12 rooms, the coin 4 steps away,
-domains/coin_collector) and cooking (tw-cooking: 6 rooms with doors, 2 ingredients to find, cut and cook,
-domains/textworld_cooking).
+Games (the registry kgplan.games.GAMES; settings in kgplan.games.textworld.TW_GAMES): textworld-coin
+(tw-coin_collector level 204: 12 rooms, the coin 4 steps away, domains/coin_collector) and textworld-cooking
+(tw-cooking: 6 rooms with doors, 2 ingredients to find, cut and cook, domains/textworld_cooking).
 
-    kgplan bench textworld --game coin --seeds 10-59 --json results/textworld-coin.json
+    kgplan bench textworld --game textworld-coin --seeds 10-59 --json results/textworld-coin.json
 """
 
 from __future__ import annotations

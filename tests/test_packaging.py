@@ -1,0 +1,26 @@
+"""The distribution: a wheel of the project holds the `kgplan` package alone (and its metadata), every
+top-level folder of the repository inside it, with the web page's files and the bundled domains."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import ROOT
+
+
+@pytest.mark.integration
+def test_the_wheel_installs_kgplan_and_nothing_else(tmp_path: Path) -> None:
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w",
+                    str(tmp_path), str(ROOT)], check=True, cwd=tmp_path)
+    (wheel,) = tmp_path.glob("kgplan-*.whl")
+    names = zipfile.ZipFile(wheel).namelist()
+    assert {n.split("/")[0] for n in names} == {"kgplan", wheel.name.split("-py3")[0] + ".dist-info"}
+    packages = {n.split("/")[1] for n in names if n.startswith("kgplan/") and n.count("/") > 1}
+    assert packages == {"domains", "graph", "planners", "language", "games", "agent", "interfaces", "benchmarks"}
+    assert {"kgplan/__init__.py", "kgplan/errors.py", "kgplan/interfaces/web/index.html",
+            "kgplan/domains/household/domain.pddl", "kgplan/graph/backends/sqlite.py"} <= set(names)
