@@ -3,6 +3,7 @@ top-level folder of the repository inside it, with the web page's files and the 
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -15,8 +16,13 @@ from tests.conftest import ROOT
 
 @pytest.mark.integration
 def test_the_wheel_installs_kgplan_and_nothing_else(tmp_path: Path) -> None:
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w",
-                    str(tmp_path), str(ROOT)], check=True, cwd=tmp_path)
+    had_build = (ROOT / "build").exists()
+    try:
+        subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w",
+                        str(tmp_path), str(ROOT)], check=True, cwd=tmp_path)
+    finally:  # setuptools builds in the checkout's build/
+        if not had_build:
+            shutil.rmtree(ROOT / "build", ignore_errors=True)
     (wheel,) = tmp_path.glob("kgplan-*.whl")
     names = zipfile.ZipFile(wheel).namelist()
     assert {n.split("/")[0] for n in names} == {"kgplan", wheel.name.split("-py3")[0] + ".dist-info"}
