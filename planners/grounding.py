@@ -12,9 +12,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from kgplan.domains.formula import TRUE, And, Atom, Equals, Formula, Not
+from kgplan.domains.formula import TRUE, And, Atom, Equals, Formula, GroundAtom, Not
 from kgplan.domains.model import Domain
-from kgplan.domains.verify import GroundAtom
 from kgplan.errors import DomainError
 from kgplan.planners.state import State, Step, ground
 

@@ -10,8 +10,7 @@ from __future__ import annotations
 
 import math
 
-from kgplan.domains.formula import Atom, Formula, Not
-from kgplan.domains.verify import GroundAtom
+from kgplan.domains.formula import Atom, Formula, GroundAtom, Not
 from kgplan.planners.grounding import GroundOperator, GroundState, GroundTask, literals
 from kgplan.planners.state import State, ground
 

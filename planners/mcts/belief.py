@@ -15,8 +15,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from kgplan.domains.formula import GroundAtom
 from kgplan.domains.model import Domain
-from kgplan.domains.verify import GroundAtom
 from kgplan.errors import DomainError
 
 Dist = dict[str, float]

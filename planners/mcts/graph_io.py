@@ -8,9 +8,8 @@ import json
 import random
 from collections.abc import Mapping, Sequence
 
-from kgplan.domains.formula import Formula, atoms
+from kgplan.domains.formula import Formula, GroundAtom, atoms
 from kgplan.domains.model import Domain
-from kgplan.domains.verify import GroundAtom
 from kgplan.graph.world import WorldGraph
 from kgplan.planners.grounding import GroundTask
 from kgplan.planners.mcts import belief as bl

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from kgplan.domains.formula import Atom, Not, parse_formula
+from kgplan.domains.formula import Atom, GroundAtom, Not, parse_formula
 from kgplan.domains.sexpr import read
-from kgplan.domains.verify import GroundAtom
 from kgplan.errors import DomainError
 from kgplan.planners.grounding import GroundState, GroundTask, literals
 from kgplan.planners.mcts import belief as bl
