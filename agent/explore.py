@@ -20,6 +20,7 @@ from kgplan.games import GAMES
 from kgplan.games.base import Environment, Observation, Sensor
 from kgplan.graph.model import Change, Delta
 from kgplan.language.llm import LLM
+from kgplan.planners.pipeline import PlanReport
 from kgplan.planners.state import Step
 
 
@@ -144,14 +145,25 @@ def _read(agent: Agent, action: str | None, obs: Observation, ep: Episode, round
     return out.change
 
 
-def _plan(agent: Agent, cfg: dict, planner: str, ep: Episode, show: Callable[[str], None]) -> list[Step]:
-    """A plan for the end goal, else for the first sub-goal that has one (empty if none)."""
-    ep.replans += 1
-    for goal in [cfg["goal"], *cfg.get("subgoals", [])]:
-        report = agent.plan(goal=goal, planner=planner, prune=False)
-        ep.planner_seconds += report.seconds
+def first_plan(agent: Agent, goals: list[str], planner: str, prune: bool = True,
+               seen: Callable[[str, PlanReport], None] = lambda goal, report: None) -> list[Step]:
+    """PDDLEGO's choice of what to plan for: a plan for the first of `goals` (the end goal, then the domain's
+    sub-goals in order) that has one, empty if none; `seen` is told each goal tried and its report."""
+    for goal in goals:
+        report = agent.plan(goal=goal, planner=planner, prune=prune)
+        seen(goal, report)
         if report.solved and report.plan:
-            show(f"goal {goal}: plan {[str(s) for s in report.plan]}")
             return list(report.plan)
-        show(f"goal {goal}: {report.status}")
     return []
+
+
+def _plan(agent: Agent, cfg: dict, planner: str, ep: Episode, show: Callable[[str], None]) -> list[Step]:
+    """A plan for the end goal, else for the first sub-goal that has one, on the whole graph (it is small)."""
+
+    def seen(goal: str, report: PlanReport) -> None:
+        ep.planner_seconds += report.seconds
+        show(f"goal {goal}: plan {[str(s) for s in report.plan]}" if report.solved and report.plan
+             else f"goal {goal}: {report.status}")
+
+    ep.replans += 1
+    return first_plan(agent, [cfg["goal"], *cfg.get("subgoals", [])], planner, prune=False, seen=seen)

@@ -240,6 +240,7 @@ def episode(scene: Scene, task: Task, method: str, seed: int, simulations: int, 
             llm=None, llm_calls: int = 10) -> Episode:
     """One task with one method, through an Agent on a fresh sqlite graph."""
     from kgplan.agent.agent import Agent
+    from kgplan.agent.explore import first_plan
     from kgplan.agent.search import SEARCH_METHODS
     from kgplan.domains.formula import parse_formula
     from kgplan.domains.model import Problem, resolve_domain
@@ -252,6 +253,10 @@ def episode(scene: Scene, task: Task, method: str, seed: int, simulations: int, 
     domain = resolve_domain("rearrange")
     how = SEARCH_METHODS[method]
     ep = Episode(scene.name, task.family, method, seed, simulations if how.tree else 0)
+
+    def count(goal: str, report: object) -> None:
+        ep.planner_calls += 1
+
     calls = len(llm.records) if llm is not None else 0
     world = World(scene, task, domain)
     goal = goal_text(task)
@@ -296,7 +301,7 @@ def episode(scene: Scene, task: Task, method: str, seed: int, simulations: int, 
                 step = d.step
             else:
                 if not plan:
-                    plan = _symbolic(agent, goal, cfg, ep)
+                    plan = first_plan(agent, [goal, *cfg["subgoals"]], cfg["planner"], seen=count)
                     if not plan:
                         break
                 step = plan.pop(0)
@@ -309,16 +314,6 @@ def episode(scene: Scene, task: Task, method: str, seed: int, simulations: int, 
         agent.close()
     ep.llm_calls = len(llm.records) - calls if llm is not None else 0  # belief, prior and reflections
     return ep
-
-
-def _symbolic(agent, goal: str, cfg: dict, ep: Episode) -> list:
-    """A plan for the end goal, else for the first sub-goal that has one (PDDLEGO's fallback)."""
-    for g in [goal, *cfg["subgoals"]]:
-        ep.planner_calls += 1
-        report = agent.plan(goal=g, planner=cfg["planner"])
-        if report.solved and report.plan:
-            return list(report.plan)
-    return []
 
 
 # ---- reporting --------------------------------------------------------------------------------------------
