@@ -128,6 +128,8 @@ def update(llm: LLM, graph: WorldGraph, text: str, retrieval: Retrieval, *, veri
                 except ChangeRefused as e:  # the graph changed since the check
                     out.rounds.append([str(i) for i in e.issues])
                     continue
+                except InputError as e:  # unverified: a fact no store can hold as given (see WorldGraph.apply)
+                    out.error = str(e)
             return out
         out.rounds.append([str(i) for i in issues])
         messages += retry(reply.model_dump_json(), change_refused(issues))

@@ -163,3 +163,14 @@ def test_a_sentence_can_remove_an_entity(world: WorldGraph) -> None:
     assert "removed_entities" in llm.prompts[0][-1]["content"]
     world.undo(out.change.id)
     assert sorted(map(str, world.facts())) == before
+
+
+def test_an_unverified_reply_no_store_can_hold_is_an_error_not_a_crash(world: WorldGraph) -> None:
+    """The harness's unverified variants apply a reply as it is, but a fact of the wrong arity cannot be stored
+    on any backend: the outcome says so and the graph is unchanged."""
+    before = world.facts()
+    bad = json.dumps({"add": [{"predicate": "switched_on", "args": ["kitchen_light", "hallway_light"]}],
+                      "remove": []})
+    out = update(ScriptedLLM([bad]), world, "Both lights came on.", full_graph(world), verify=False)
+    assert out.change is None and "does not match a predicate" in out.error
+    assert world.facts() == before
