@@ -16,7 +16,7 @@ tokenizer (offline) for every LLM kind.
 
 Variants: R- shows the LLM the whole graph, R+ the neighbourhood of the entities it picks from
 the entity list, RS the neighbourhood of its query graph grounded by embeddings and search
-(agent/retrieval.py); a trailing V verifies each change and re-prompts with the issues.
+(language/retrieval.py); a trailing V verifies each change and re-prompts with the issues.
 
     kgplan bench l3mp ../shared/bench/l3mp-household --variant R+V --llm oracle
 """

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The system packages some tests need, from Debian: chromium for the browser test (tests/test_web.py drives
-# it through Playwright; no browser download) and Java 17 for TextWorld-Express (tests/test_explore.py).
+# The system packages some tests need, from Debian: chromium for the browser test (tests/interfaces/test_web.py drives
+# it through Playwright; no browser download) and Java 17 for TextWorld-Express (tests/agent/test_explore.py).
 # Installs what is missing where apt-get can (root); otherwise says so, and those tests are skipped.
 missing=()
 command -v chromium >/dev/null 2>&1 || missing+=(chromium)

@@ -1,5 +1,5 @@
 """The MCP server end to end: the MCP SDK's own client spawns `python -m kgplan.interfaces.mcp` over stdio; the LLM
-behind `tell` is the fake OpenAI-compatible server on 127.0.0.1 of tests/test_llm.py."""
+behind `tell` is the fake OpenAI-compatible server on 127.0.0.1 of tests/support/fake_llm.py."""
 
 from __future__ import annotations
 
