@@ -8,19 +8,20 @@ import dataclasses
 import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from kgplan.domains.formula import Formula
 from kgplan.domains.model import Domain
 from kgplan.errors import InputError
 from kgplan.graph.world import WorldGraph
-from kgplan.language.llm import LLM
-from kgplan.language.mcts import LLMPrior, Memory, goal_text, llm_belief
-from kgplan.language.retrieval import similarity
 from kgplan.planners.mcts.belief import BeliefPrior, embedding_prior
 from kgplan.planners.mcts.graph_io import decide, searcher
 from kgplan.planners.mcts.priors import BeliefMassPrior, Prior, UniformPrior
 from kgplan.planners.mcts.search import Budget, Decision, Search, Settings
 from kgplan.registry import Registry
+
+if TYPE_CHECKING:
+    from kgplan.language.llm import LLM
 
 
 @dataclass(frozen=True)
@@ -56,18 +57,34 @@ class PriorKind:
 
 BELIEFS: Registry[BeliefKind] = Registry("belief")
 BELIEFS.add(BeliefKind("uniform", "no commonsense: every place equally likely", lambda llm: None))
-BELIEFS.add(BeliefKind("embedding", "softmax of the MiniLM similarity of item and place",
-                       lambda llm: embedding_prior(similarity)))
+def _embedding(llm: LLM | None) -> BeliefPrior:
+    from kgplan.language.retrieval import similarity  # the embedding model is loaded when first used
+
+    return embedding_prior(similarity)
+
+
+def _llm_belief(llm: LLM | None) -> BeliefPrior:
+    from kgplan.language.mcts import llm_belief  # the LLM client (openai) is imported when first used
+
+    return llm_belief(llm)
+
+
+def _llm_prior(given: PriorInput) -> Prior:
+    from kgplan.language.mcts import LLMPrior, Memory, goal_text
+
+    return LLMPrior(given.llm, goal_text(given.domain, given.goal), Memory(), given.fallback,
+                    given.domain.meta.get("explore", {}).get("actions", {}))
+
+
+BELIEFS.add(BeliefKind("embedding", "softmax of the MiniLM similarity of item and place", _embedding))
 BELIEFS.add(BeliefKind("llm", "LLM-MCTS: the LLM's sampled answers of where each item is, counted",
-                       llm_belief, needs_llm=True))
+                       _llm_belief, needs_llm=True))
 
 PRIORS: Registry[PriorKind] = Registry("prior")
 PRIORS.add(PriorKind("uniform", "every action alike (UCT)", lambda given: UniformPrior()))
 PRIORS.add(PriorKind("belief_mass", "the belief's mass at the places an action reaches",
                      lambda given: BeliefMassPrior(given.domain)))
-PRIORS.add(PriorKind("llm", "MC-DML: the LLM's scores with its memories, then the fallback",
-                     lambda given: LLMPrior(given.llm, goal_text(given.domain, given.goal), Memory(), given.fallback,
-                                            given.domain.meta.get("explore", {}).get("actions", {})),
+PRIORS.add(PriorKind("llm", "MC-DML: the LLM's scores with its memories, then the fallback", _llm_prior,
                      needs_llm=True))
 
 

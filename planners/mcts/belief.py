@@ -12,16 +12,18 @@ import math
 import random
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from kgplan.domains.formula import GroundAtom
 from kgplan.domains.model import Domain
 from kgplan.errors import DomainError
 
+if TYPE_CHECKING:
+    import numpy as np
+
 Dist = dict[str, float]
 # similarity(item texts, place texts) -> a matrix of scores, one row per item
-Scorer = Callable[[Sequence[str], Sequence[str]], np.ndarray]
+Scorer = Callable[[Sequence[str], Sequence[str]], "np.ndarray"]
 # (items, places), each name -> type -> a distribution over the places for each item
 BeliefPrior = Callable[[Mapping[str, str], Mapping[str, str]], dict[str, Dist]]
 FLOOR = 0.01  # the least probability a possible place keeps under a commonsense prior
@@ -57,6 +59,8 @@ def text_of(name: str, type_: str) -> str:
 def prior(items: Mapping[str, str], places: Mapping[str, str], score: Scorer, floor: float = FLOOR,
           temperature: float = TEMPERATURE) -> dict[str, Dist]:
     """A commonsense prior: softmax of the similarity of each item to each place, floored at `floor`."""
+    import numpy as np  # here, not at import: the CLI's start need not load it
+
     if not items or not places:
         return {i: {} for i in items}
     names = list(places)

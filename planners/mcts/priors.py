@@ -6,8 +6,6 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Protocol
 
-import numpy as np
-
 from kgplan.domains.model import Domain
 from kgplan.planners.state import Step
 
@@ -52,6 +50,8 @@ class BeliefMassPrior(Prior):
             self.leads_to[act.name] = [i for i, p in enumerate(act.params) if p.name in names]
 
     def __call__(self, history: tuple[str, ...], actions: Sequence[Step], beliefs: Beliefs) -> list[float]:
+        import numpy as np  # here, not at import: the CLI's start need not load it
+
         mass = np.array([sum(d.get(a.args[i], 0.0) for d in beliefs.values() for i in self.leads_to[a.action])
                          for a in actions])
         w = mass / mass.sum() if mass.sum() > 0 else np.full(len(actions), 1 / len(actions))
