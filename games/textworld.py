@@ -7,6 +7,7 @@ from __future__ import annotations
 import shutil
 import sys
 import tempfile
+import threading
 from collections.abc import Iterable
 from pathlib import Path
 from types import ModuleType
@@ -82,6 +83,11 @@ def tw_symbol(name: str) -> str:
     return name.strip().lower().replace(" ", "_")
 
 
+# TextWorld's engine is not thread-safe (its logic parser is shared: two games made or played at once in one
+# process break each other), so every TextWorld game of a process makes, starts and steps under this lock.
+_ENGINE = threading.RLock()
+
+
 class TextWorld:
     """A TextWorld game (see TW_GAMES), generated for each seed into a temporary folder (kept until `close`).
 
@@ -110,25 +116,28 @@ class TextWorld:
     def game_file(self, seed: int) -> Path:
         """The compiled game for a seed, made offline on first use (tw-make's challenge generator)."""
         path = self.folder / f"{self.challenge}-{seed}.z8"
-        if not path.exists():
-            options = self.tw.GameOptions()
-            options.seeds, options.path = seed, str(path)
-            _, make, _ = self.tw.challenges.CHALLENGES[self.challenge]
-            self.tw.generator.compile_game(make(self.settings, options), options)
+        with _ENGINE:
+            if not path.exists():
+                options = self.tw.GameOptions()
+                options.seeds, options.path = seed, str(path)
+                _, make, _ = self.tw.challenges.CHALLENGES[self.challenge]
+                self.tw.generator.compile_game(make(self.settings, options), options)
         return path
 
     def reset(self, seed: int) -> Observation:
-        if self.env:
-            self.env.close()
-        self.env = self.tw.start(str(self.game_file(seed)), request_infos=self.infos)
-        self.seen, self.truth, self.perceived, self.recipe = set(), frozenset(), frozenset(), False
-        return self._observation(self.env.reset())
+        with _ENGINE:
+            if self.env:
+                self.env.close()
+            self.env = self.tw.start(str(self.game_file(seed)), request_infos=self.infos)
+            self.seen, self.truth, self.perceived, self.recipe = set(), frozenset(), frozenset(), False
+            return self._observation(self.env.reset())
 
     def step(self, action: str) -> Observation:
         self.recipe |= action == "examine cookbook" and any(a[0] in ("at", "in", "on") and a[1] == "cookbook"
                                                              for a in self.perceived)
-        state, _, _ = self.env.step(action)
-        return self._observation(state)
+        with _ENGINE:
+            state, _, _ = self.env.step(action)
+            return self._observation(state)
 
     def optimum(self, seed: int) -> int:
         """The length of the game's walkthrough (its winning policy from the start: the quest's shortest way)."""

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import threading
 
 import pytest
 
@@ -143,3 +144,28 @@ def test_agent_on_a_replica_map_with_the_coin_anywhere():
     assert steps[(1, 0)].steps == 5  # west, east, open door, east, take
     _, bound = explorer_bound(corridor)
     assert sum(ep.steps for ep in steps.values()) / 3 >= bound
+
+
+@needs_textworld
+def test_games_made_and_played_at_once_in_one_process_do_not_break_each_other():
+    """TextWorld's engine shares its logic parser: two games made at once in threads (the API's explore jobs)
+    broke each other (IndexError, TypeError in the parser) until kgplan's TextWorld serialised its engine."""
+    from kgplan.games.textworld import TextWorld
+
+    errors: list[str] = []
+
+    def play(seed: int) -> None:
+        env = TextWorld("coin")
+        try:
+            env.step(env.reset(seed).admissible[0])
+        except Exception as e:
+            errors.append(repr(e))
+        finally:
+            env.close()
+
+    threads = [threading.Thread(target=play, args=(seed,)) for seed in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
