@@ -24,7 +24,6 @@ from kgplan.graph.model import Change, ChangeSlice, Delta, Entity, Fact, Unknown
 from kgplan.graph.world import WorldGraph
 
 if TYPE_CHECKING:
-
     from kgplan.language.llm import LLM, LLMConfig
     from kgplan.language.pddl_edit import EditOutcome
     from kgplan.language.update import Outcome, Retrieval
@@ -241,10 +240,8 @@ class Agent:
             return [self.graph.apply(d) for d in deltas]
 
     def undo(self, change_id: int) -> Change:
-        """Apply the inverse of a change as a new change."""
+        """Apply the inverse of a change as a new change (NotFound if there is no such change)."""
         with self.writes:
-            if self.graph.in_transaction(lambda tx: tx.change(change_id)) is None:
-                raise NotFound(f"no change with id {change_id}")
             return self.graph.undo(change_id)
 
     # ---- language -----------------------------------------------------------------------------

@@ -55,8 +55,6 @@ class PriorKind:
     needs_llm: bool = False
 
 
-BELIEFS: Registry[BeliefKind] = Registry("belief")
-BELIEFS.add(BeliefKind("uniform", "no commonsense: every place equally likely", lambda llm: None))
 def _embedding(llm: LLM | None) -> BeliefPrior:
     from kgplan.language.retrieval import similarity  # the embedding model is loaded when first used
 
@@ -76,6 +74,8 @@ def _llm_prior(given: PriorInput) -> Prior:
                     given.domain.meta.get("explore", {}).get("actions", {}))
 
 
+BELIEFS: Registry[BeliefKind] = Registry("belief")
+BELIEFS.add(BeliefKind("uniform", "no commonsense: every place equally likely", lambda llm: None))
 BELIEFS.add(BeliefKind("embedding", "softmax of the MiniLM similarity of item and place", _embedding))
 BELIEFS.add(BeliefKind("llm", "LLM-MCTS: the LLM's sampled answers of where each item is, counted",
                        _llm_belief, needs_llm=True))

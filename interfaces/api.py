@@ -1,9 +1,10 @@
 """The HTTP API (FastAPI, OpenAPI at /openapi.json, docs at /docs) and the web page at `/`, over one Agent.
 
 Reads are open; writes (POST) need ``Authorization: Bearer $KGPLAN_API_TOKEN`` when that token is set.
-A refused change answers 422 with the verifier's issues; bad input 400; an unknown entity or change 404;
-an LLM that fails 424. Long operations (tell, plan, run) also run as jobs: POST /api/jobs/{op} answers
-202 with a job whose `progress` lines and final `result` GET /api/jobs/{id} reports (polling).
+The errors are mapped in one place (`problem_of`): a refused change answers 422 with the verifier's issues;
+bad input 400; an unknown entity or change 404; an LLM that fails 424; a store that cannot be reached 503.
+Long operations (tell, plan, run, explore) also run as jobs: POST /api/jobs/{op} answers 202 with a job whose
+`progress` lines and final `result` GET /api/jobs/{id} reports (polling).
 """
 
 from __future__ import annotations
@@ -166,7 +167,7 @@ def create_app(agent: Agent, token: str | None = None) -> FastAPI:
     app = FastAPI(title="kgplan", version="0.1.0", description=__doc__)
     jobs = Jobs()
     bearer = HTTPBearer(auto_error=False, description="KGPLAN_API_TOKEN, when the server has one")
-    errors: dict[int | str, dict[str, Any]] = {s: {"model": ErrorOut} for s in (400, 401, 404, 422, 424)}
+    errors: dict[int | str, dict[str, Any]] = {s: {"model": ErrorOut} for s in (400, 401, 404, 422, 424, 503)}
 
     def write_access(cred: HTTPAuthorizationCredentials | None = Depends(bearer)) -> None:
         if token and not (cred and secrets.compare_digest(cred.credentials.encode(), token.encode())):
