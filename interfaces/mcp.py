@@ -1,56 +1,132 @@
 """The agent as an MCP server on stdio, so that an LLM assistant can use the world graph as its memory and
 planner: `kgplan mcp`, or `python -m kgplan.interfaces.mcp` (store from $KGPLAN_STORE, LLM from the environment).
 
-Tools: tell, plan, decide, run, show, search, history, change, undo. Their results are the JSON shapes of
-`kgplan.interfaces.views`; an error (a refused change, an unknown entity, a goal that does not parse) is the
-tool's error message.
+Tools: domain, show, search, history, history_entry (reads); change (a verified correction, as POST /api/changes),
+tell, plan, decide, run, undo. Their results are the JSON shapes of `kgplan.interfaces.views`; an error (a refused
+change, an unknown entity, a goal that does not parse) is the tool's error, with the message and issues the HTTP
+API answers (`kgplan.interfaces.api.problem_of`).
 """
 
 from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Annotated, Any, TypeVar
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp.types import ToolAnnotations
+from pydantic import BaseModel, Field
 
 from kgplan.agent.agent import Agent, quiet
 from kgplan.agent.search import SEARCH_METHODS
+from kgplan.domains.formula import Param
+from kgplan.domains.model import Domain
+from kgplan.graph.model import Entity, Unknown
 from kgplan.interfaces import views
+from kgplan.interfaces.api import EXPECTED, problem_of
 from kgplan.planners.engines import PLANNERS
 
 F = TypeVar("F", bound=Callable[..., Any])
+READ = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True)
+PLANS = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True)  # keep a plan for run
+WRITES = ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=False)  # change the graph
+Limit = Annotated[int, Field(ge=1, le=100_000)]
+Offset = Annotated[int, Field(ge=0)]
+Id = Annotated[int, Field(ge=1)]
 
 
 def said(fn: F) -> F:
-    """The tool with the message of an expected error passed on to the client (MCP hides other errors)."""
+    """The tool with an expected error passed on to the client as the HTTP API words it (MCP hides other errors)."""
 
     @functools.wraps(fn)
     def wrapped(*args: Any, **kwargs: Any) -> Any:
         try:
             return fn(*args, **kwargs)
-        except views.EXPECTED as e:
-            raise ToolError(str(e)) from e
+        except EXPECTED as e:
+            d = problem_of(e).detail  # type: ignore[union-attr]  (EXPECTED errors all have one)
+            raise ToolError("\n".join([d.message, *(f"- [{i.kind}] {i.message}" for i in d.issues),
+                                       *(f"reply {n} refused: {'; '.join(r)}" for n, r in enumerate(d.rounds, 1))])
+                            ) from e
 
     return wrapped  # type: ignore[return-value]
+
+
+class ParamOut(BaseModel):
+    name: str
+    types: list[str] = Field(description="Its type, or the types of an (either ...)")
+
+
+class PredicateOut(BaseModel):
+    name: str
+    params: list[ParamOut]
+    gloss: str = Field(description="What a fact of it means, in English, with the parameters' names")
+
+
+class ActionOut(BaseModel):
+    name: str
+    params: list[ParamOut]
+
+
+class DomainOut(BaseModel):
+    name: str
+    types: dict[str, str | None] = Field(description="Each type with its parent type")
+    predicates: list[PredicateOut]
+    functions: list[PredicateOut] = Field(description="Numeric functions, e.g. action costs: (= (f args) value)")
+    actions: list[ActionOut]
+
+
+def domain_out(d: Domain) -> DomainOut:
+    def params(ps: tuple[Param, ...]) -> list[ParamOut]:
+        return [ParamOut(name=p.name, types=list(d.reduce_types(p.types))) for p in ps]
+
+    def predicates(ps: dict[str, Any]) -> list[PredicateOut]:
+        return [PredicateOut(name=p.name, params=params(p.params), gloss=d.gloss(p.name).format(
+            *(a.name for a in p.params))) for p in ps.values()]
+
+    return DomainOut(name=d.name, types=d.types, predicates=predicates(d.predicates),
+                     functions=predicates(d.functions),
+                     actions=[ActionOut(name=a.name, params=params(a.params)) for a in d.actions.values()])
 
 
 def create_server(agent: Agent) -> MCPServer:
     """An MCP server whose tools call `agent`."""
     server = MCPServer("kgplan", instructions=(
-        "A world-state graph of PDDL facts with verified changes and a symbolic planner. Use `search` and `show` "
-        "to look things up, `tell` to report a change in English, `plan` for a task or a PDDL goal, then `run`."))
+        "A world-state graph of PDDL facts with verified changes and a symbolic planner. Use `domain` for the "
+        "types, predicates and actions, `search` and `show` to look things up, `change` to correct facts (or "
+        "`tell` to report a change in English), `plan` for a task or a PDDL goal, then `run`."))
 
-    @server.tool()
+    @server.tool(annotations=READ)
+    @said
+    def domain() -> DomainOut:
+        """The domain: its types (with their parents), its predicates with what each means in English, its
+        numeric functions and its actions with their parameters."""
+        return domain_out(agent.domain)
+
+    @server.tool(annotations=WRITES)
+    @said
+    def change(add: list[str] | None = None, remove: list[str] | None = None,
+               new_entities: list[Entity] | None = None, removed_entities: list[str] | None = None,
+               unknown: list[Unknown] | None = None, known: list[Unknown] | None = None, note: str = "",
+               dry_run: bool = False) -> views.ChangeOut:
+        """Correct the graph with one verified change (all or nothing): facts to `add` and `remove` such as
+        "(on apple kitchen_table)", `new_entities` ({name, type}), `removed_entities` (with all their facts),
+        `unknown` marks to set and `known` marks to clear ({entity, predicate}: which facts of the predicate hold
+        for the entity is not known; no predicate: the entity is a placeholder), a `note` saying why. Moving
+        something is one change: remove its old place and add the new one. With dry_run it is verified only.
+        A refused change fails with the verifier's issues; the graph is then unchanged."""
+        return views.change_out(agent.change(add or (), remove or (), note, new_entities or (), dry_run,
+                                             removed_entities or (), unknown or (), known or ()))
+
+    @server.tool(annotations=WRITES)
     @said
     def tell(text: str, dry_run: bool = False) -> views.TellOut:
-        """Report a state change in English (e.g. "Sandra turned off the laundry room light"); it is turned
-        into facts, verified and applied (only verified with dry_run). Fails with the reasons if no valid
-        change came out; the graph is then unchanged."""
+        """Report a state change in English (e.g. "Sandra turned off the laundry room light"); kgplan's own LLM
+        turns it into facts, verified and applied (only verified with dry_run). Fails with the reasons if no
+        valid change came out; the graph is then unchanged."""
         return views.do_tell(agent, views.TellIn(text=text, dry_run=dry_run), quiet)
 
-    @server.tool()
+    @server.tool(annotations=PLANS)
     @said
     def plan(task: str | None = None, goal: str | None = None, planner: PLANNERS.field = "fd",
              timeout: float = 60.0) -> views.PlanOut:
@@ -58,50 +134,50 @@ def create_server(agent: Agent) -> MCPServer:
         The plan, with each step's effects, is kept for `run`."""
         return views.do_plan(agent, views.PlanIn(task=task, goal=goal, planner=planner, timeout=timeout), quiet)
 
-    @server.tool()
+    @server.tool(annotations=PLANS)
     @said
     def decide(goal: str, method: SEARCH_METHODS.field = "puct_dr", simulations: int = 100) -> views.DecisionOut:
         """Decide one step towards a PDDL goal whose items' places are unknown, by a tree search over where they
         probably are; the step is kept for `run`. Observe what it shows, then decide again."""
         return views.do_decide(agent, views.DecideIn(goal=goal, method=method, simulations=simulations), quiet)
 
-    @server.tool()
+    @server.tool(annotations=WRITES)
     @said
     def run() -> views.RunOut:
         """Execute the last plan on the graph, one verified change per step."""
         return views.do_run(agent, quiet)
 
-    @server.tool()
+    @server.tool(annotations=READ)
     @said
-    def show(entity: str, depth: int = 1) -> views.NeighbourhoodOut:
+    def show(entity: str, depth: Annotated[int, Field(ge=0, le=5)] = 1) -> views.NeighbourhoodOut:
         """An entity with the entities and facts within `depth` fact hops of it."""
         return views.do_show(agent, entity, depth)
 
-    @server.tool()
+    @server.tool(annotations=READ)
     @said
-    def search(text: str = "", type: str | None = None, predicate: str | None = None, limit: int = 200
+    def search(text: str = "", type: str | None = None, predicate: str | None = None, limit: Limit = 200
                ) -> dict[str, Any]:
         """Entities whose name, type or attributes contain `text` (optionally of a `type`), and facts that
-        contain it (optionally of a `predicate`); at most `limit` of each."""
+        contain it (optionally of a `predicate`); at most `limit` of each (`total` says how many there are)."""
         return {"entities": views.entities_out(agent, agent.entities(type, text or None), limit).model_dump(),
                 "facts": views.facts_out(agent, agent.facts(predicate, None, text or None), limit).model_dump()}
 
-    @server.tool()
+    @server.tool(annotations=READ)
     @said
-    def history(limit: int = 20, before: int | None = None) -> list[views.ChangeOut]:
+    def history(limit: Limit = 20, before: Id | None = None) -> list[views.ChangeOut]:
         """The newest changes first (ids below `before`), with provenance and the first few items of what each
-        changed (`sizes` gives the totals; `change` shows the rest)."""
+        changed (`sizes` gives the totals; `history_entry` shows the rest)."""
         return views.do_history(agent, limit, before)
 
-    @server.tool()
+    @server.tool(annotations=READ)
     @said
-    def change(change_id: int, offset: int = 0, limit: int = 200) -> views.ChangeOut:
+    def history_entry(change_id: Id, offset: Offset = 0, limit: Limit = 200) -> views.ChangeOut:
         """One change from `history` with items [offset, offset + limit) of each list of what it changed."""
         return views.change_out(agent.diff(change_id, offset, limit))
 
-    @server.tool()
+    @server.tool(annotations=WRITES)
     @said
-    def undo(change_id: int) -> views.ChangeOut:
+    def undo(change_id: Id) -> views.ChangeOut:
         """Undo a change (by its id in `history`) by applying its inverse as a new change."""
         return views.change_out(agent.undo(change_id))
 

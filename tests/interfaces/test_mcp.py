@@ -37,7 +37,7 @@ def test_mcp_tools_end_to_end(tmp_path: Path, server: FakeServer) -> None:
     async def session() -> None:
         async with Client(params, read_timeout_seconds=120) as client:
             tools = {t.name for t in (await client.list_tools()).tools}
-            assert {"tell", "plan", "run", "show", "search", "history", "change", "undo"} <= tools
+            assert {"tell", "plan", "run", "show", "search", "history", "history_entry", "change", "undo"} <= tools
             told = structured(await client.call_tool("tell", {"text": "Omar switched the kitchen light off"}))
             assert told["change"]["remove"][0]["text"] == "(switched_on kitchen_light)"
             assert "Omar switched the kitchen light off" in json.dumps(server.requests[-1])
@@ -51,7 +51,7 @@ def test_mcp_tools_end_to_end(tmp_path: Path, server: FakeServer) -> None:
             assert "(switched_on kitchen_light)" in {f["text"] for f in found["facts"]["facts"]}
             history = structured(await client.call_tool("history", {"limit": 3}))
             newest = history["result"][0] if "result" in history else history[0]
-            diff = structured(await client.call_tool("change", {"change_id": newest["id"], "limit": 1}))
+            diff = structured(await client.call_tool("history_entry", {"change_id": newest["id"], "limit": 1}))
             assert diff["id"] == newest["id"] and len(diff["add"]) <= 1 and diff["sizes"] == newest["sizes"]
             undone = structured(await client.call_tool("undo", {"change_id": newest["id"]}))
             assert undone["undo_of"] == newest["id"]
@@ -59,5 +59,62 @@ def test_mcp_tools_end_to_end(tmp_path: Path, server: FakeServer) -> None:
             assert bad.is_error and "flying" in bad.content[0].text
             missing = await client.call_tool("show", {"entity": "atlantis"})
             assert missing.is_error and "atlantis" in missing.content[0].text
+
+    anyio.run(session)
+
+
+@pytest.mark.integration
+def test_mcp_writes_verified_changes_and_describes_the_domain(tmp_path: Path) -> None:
+    """`change` is POST /api/changes for assistants (a move is one change: remove and add), refused with the API's
+    message and issues; `domain` describes types, predicates (with glosses) and actions; the tools say what they
+    do (annotations), name their choices (enums) and refuse negative limits."""
+    store = f"sqlite:{tmp_path / 'mcp.db'}"
+    with Agent(store) as a:
+        a.init("household", HOUSEHOLD / "world.pddl")
+    params = StdioServerParameters(command=sys.executable, args=["-m", "kgplan.interfaces.mcp"],
+                                   env={**os.environ, "KGPLAN_STORE": store}, cwd=ROOT)
+
+    async def session() -> None:
+        async with Client(params, read_timeout_seconds=120) as client:
+            tools = {t.name: t for t in (await client.list_tools()).tools}
+            hints = {n: (t.annotations.read_only_hint, t.annotations.destructive_hint) for n, t in tools.items()}
+            assert {hints[n] for n in ("domain", "show", "search", "history", "history_entry")} == {(True, False)}
+            assert {hints[n] for n in ("change", "tell", "run", "undo")} == {(False, True)}
+            assert "fd" in tools["plan"].input_schema["properties"]["planner"]["enum"]
+            assert "puct_dr" in tools["decide"].input_schema["properties"]["method"]["enum"]
+
+            d = structured(await client.call_tool("domain", {}))
+            assert d["types"]["food"] == "item" and {"pick_up", "move"} <= {x["name"] for x in d["actions"]}
+            on = next(p for p in d["predicates"] if p["name"] == "on")
+            assert on["gloss"] == "item ?i is on ?f" and on["params"][0] == {"name": "?i", "types": ["item"]}
+
+            # the refusal's own advice (also remove the old place) followed in one change
+            alone = await client.call_tool("change", {"add": ["(on apple kitchen_table)"]})
+            assert alone.is_error and "change refused; the graph is unchanged" in alone.content[0].text
+            assert "apple" in alone.content[0].text.split("unchanged", 1)[1]  # the issues, as the API lists them
+            move = {"add": ["(on apple kitchen_table)"], "remove": ["(on apple kitchen_counter)"], "note": "moved"}
+            checked = structured(await client.call_tool("change", {**move, "dry_run": True}))
+            assert checked["id"] == 0
+            moved = structured(await client.call_tool("change", move))
+            assert moved["id"] > 0 and moved["text"] == "moved"
+            assert [f["text"] for f in moved["remove"]] == ["(on apple kitchen_counter)"]
+            made = structured(await client.call_tool("change", {
+                "new_entities": [{"name": "teal_mug", "type": "cup"}], "add": ["(on teal_mug kitchen_table)"],
+                "removed_entities": ["bowl"], "unknown": [{"entity": "apple", "predicate": "on"}],
+                "remove": ["(on apple kitchen_table)"]}))
+            assert made["new_entities"][0]["name"] == "teal_mug" and made["removed_entities"] == ["bowl"]
+            assert made["unknown"] == [{"entity": "apple", "predicate": "on"}]
+            shown = structured(await client.call_tool("show", {"entity": "teal_mug"}))
+            assert "(on teal_mug kitchen_table)" in {f["text"] for f in shown["facts"]}
+            gone = await client.call_tool("show", {"entity": "bowl"})
+            assert gone.is_error and "bowl" in gone.content[0].text
+
+            for tool, args in [("history", {"limit": -1}), ("history_entry", {"change_id": 1, "offset": -1}),
+                               ("search", {"limit": 0}), ("show", {"entity": "apple", "depth": -1}),
+                               ("plan", {"goal": "(clean plate)", "planner": "nope"})]:
+                refused = await client.call_tool(tool, args)
+                assert refused.is_error, (tool, args)
+            empty = await client.call_tool("change", {})
+            assert empty.is_error and "the change is empty" in empty.content[0].text
 
     anyio.run(session)
