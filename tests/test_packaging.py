@@ -29,4 +29,5 @@ def test_the_wheel_installs_kgplan_and_nothing_else(tmp_path: Path) -> None:
     packages = {n.split("/")[1] for n in names if n.startswith("kgplan/") and n.count("/") > 1}
     assert packages == {"domains", "graph", "planners", "language", "games", "agent", "interfaces", "benchmarks"}
     assert {"kgplan/__init__.py", "kgplan/errors.py", "kgplan/interfaces/web/index.html",
+            "kgplan/interfaces/web/vendor/cytoscape.min.js", "kgplan/interfaces/web/vendor/LICENSE",
             "kgplan/domains/household/domain.pddl", "kgplan/graph/backends/sqlite.py"} <= set(names)

@@ -1,10 +1,9 @@
-// kgplan's page: plain JavaScript and SVG over the HTTP API (no library, nothing fetched from elsewhere).
+// kgplan's page: plain JavaScript over the HTTP API; the graph is drawn by Cytoscape.js (shipped in vendor/).
 "use strict";
 
 const $ = (sel) => document.querySelector(sel);
 const el = (tag, attrs = {}, ...children) => {
-  const svg = ["svg", "g", "circle", "line", "text", "title"].includes(tag);
-  const e = svg ? document.createElementNS("http://www.w3.org/2000/svg", tag) : document.createElement(tag);
+  const e = document.createElement(tag);
   for (const [k, v] of Object.entries(attrs)) {
     if (k.startsWith("on")) e.addEventListener(k.slice(2), v);
     else e.setAttribute(k, v);
@@ -12,14 +11,17 @@ const el = (tag, attrs = {}, ...children) => {
   for (const c of children) e.append(c);
   return e;
 };
-const state = { selected: null, highlight: { add: new Set(), remove: new Set() }, plan: [], view: null };
+const state = { selected: null, drawn: null, draws: 0, highlight: { add: new Set(), remove: new Set() }, plan: [],
+  head: undefined };
 
 // ---- the API ------------------------------------------------------------------------------------
-async function api(method, path, body) {
-  const headers = { "Content-Type": "application/json" };
+async function api(method, path, body) {  // a write always sends a JSON body (`{}` if none) and says it is the page's
+  const headers = {};
   const token = $("#token").value || localStorage.getItem("kgplan-token");
   if (token) headers.Authorization = "Bearer " + token;
-  const r = await fetch(path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+  const write = method !== "GET";
+  if (write) Object.assign(headers, { "Content-Type": "application/json", "X-Requested-With": "kgplan" });
+  const r = await fetch(path, { method, headers, body: write ? JSON.stringify(body === undefined ? {} : body) : undefined });
   const data = await r.json().catch(() => ({}));
   if (!r.ok) {
     const d = data.detail;
@@ -51,15 +53,30 @@ async function job(op, body) {
   return j.result;
 }
 
-// ---- colours by type ------------------------------------------------------------------------------
-const colours = new Map();
-function colour(type) {
-  if (!colours.has(type)) {
-    let h = 0;
-    for (const c of type) h = (h * 31 + c.charCodeAt(0)) % 360;
-    colours.set(type, `hsl(${h}, 60%, 70%)`);
-  }
-  return colours.get(type);
+// ---- messages: they clear after a few seconds, or when the user acts again -----------------------------
+const timers = new Map();
+function say(box, kind, text) {  // kind: ok, issues or note; no text clears the box
+  clearTimeout(timers.get(box));
+  box.replaceChildren(...(text ? [el("div", { class: kind }, text)] : []));
+  if (text) timers.set(box, setTimeout(() => box.replaceChildren(), kind === "ok" ? 4000 : 10000));
+}
+document.addEventListener("click", (e) => {
+  if (e.target.closest("button")) document.querySelectorAll(".msg").forEach((box) => say(box));
+}, true);
+
+// ---- colours by type: a fixed categorical palette (Kelly's colours) in the order the page meets the types ---
+const PALETTE = ["#f3c300", "#875692", "#f38400", "#a1caf1", "#be0032", "#c2b280", "#848482", "#008856", "#e68fac",
+  "#0067a5", "#f99379", "#604e97", "#f6a600", "#b3446c", "#dcd300", "#882d17", "#8db600", "#654522", "#e25822",
+  "#2b3d26"];
+const SHAPES = ["ellipse", "round-rectangle", "diamond", "hexagon"];  // past the palette, the shape tells types apart
+const types = [];
+function learnTypes(names) {
+  for (const t of [...new Set(names)].sort()) if (!types.includes(t)) types.push(t);
+}
+function look(type) {
+  learnTypes([type]);
+  const i = types.indexOf(type);
+  return { colour: PALETTE[i % PALETTE.length], shape: SHAPES[Math.floor(i / PALETTE.length) % SHAPES.length] };
 }
 
 // ---- unknowns: placeholders (seen, not yet identified) and entities with facts the graph does not know ---
@@ -69,15 +86,14 @@ const markText = (e) => [e.placeholder ? "placeholder: not yet identified" : "",
 const markName = (u) => (u.predicate ? `(${u.predicate} ${u.entity} ?)` : `${u.entity} (placeholder)`);
 const markBadge = (e) => (e.placeholder || e.unknown.length
   ? el("span", { class: "mark", title: markText(e).join("\n") }, "?") : "");
-
-function showMarks(e) {  // the selected entity's panel
-  $("#entity-marks").replaceChildren(...markText(e).map((t) => el("div", { class: "unknown-mark" }, t)));
-}
+const counted = (shown, total, what) => (shown < total ? `showing ${shown} of ${total} ${what}` : `${total} ${what}`);
 
 // ---- entities -------------------------------------------------------------------------------------
 async function loadEntities() {
   const q = $("#entity-search").value;
   const data = await api("GET", "/api/entities?limit=500" + (q ? "&search=" + encodeURIComponent(q) : ""));
+  learnTypes(data.entities.map((e) => e.type));
+  $("#entity-count").textContent = counted(data.entities.length, data.total, "entities");
   $("#entity-list").replaceChildren(...data.entities.map((e) =>
     el("li", { "data-name": e.name, class: (e.name === state.selected ? "current " : "") + marksClass(e),
       onclick: () => select(e.name) }, e.name, " ", el("span", { class: "type" }, e.type), markBadge(e))));
@@ -85,132 +101,142 @@ async function loadEntities() {
 
 async function select(name) {
   state.selected = name;
-  state.view = null;  // fit the new neighbourhood to the view
-  $("#selected").textContent = name;
+  $("#selected").textContent = name || "(select an entity)";
   document.querySelectorAll("#entity-list li").forEach((li) => li.classList.toggle("current", li.dataset.name === name));
   await Promise.all([drawGraph(), loadFacts()]);
 }
 
-// ---- the graph view -------------------------------------------------------------------------------
-function layout(center, entities, facts) {
-  const adj = new Map(entities.map((e) => [e.name, new Set()]));
-  for (const f of facts) for (const a of f.args) for (const b of f.args) if (a !== b && adj.has(a)) adj.get(a).add(b);
-  const ring = new Map([[center, 0]]);
-  const queue = [center];
-  while (queue.length) {
-    const n = queue.shift();
-    for (const m of adj.get(n) || []) if (!ring.has(m)) { ring.set(m, ring.get(n) + 1); queue.push(m); }
-  }
-  const rings = [];
-  for (const e of entities) {
-    const r = ring.has(e.name) ? ring.get(e.name) : 1;
-    (rings[r] = rings[r] || []).push(e.name);
-  }
-  const pos = new Map();
-  rings.forEach((names, r) => names.sort().forEach((n, i) => {
-    const a = (2 * Math.PI * i) / names.length + r * 0.4;
-    const radius = r === 0 ? 0 : 90 + (r - 1) * 170 + (names.length > 24 ? (i % 2) * 45 : 0);
-    pos.set(n, { x: radius * Math.cos(a), y: radius * Math.sin(a) });
-  }));
-  return pos;
+function lost(name) {  // the selected entity is gone (an undo, another client): say so, show the whole graph's facts
+  if (state.selected !== name) return;
+  say($("#graph-msg"), "note", `${name} no longer exists (a change removed it); nothing is selected now`);
+  return select(null);
 }
 
-async function drawGraph() {
-  if (!state.selected) return;
-  const depth = $("#depth").value;
-  const n = await api("GET", `/api/entities/${encodeURIComponent(state.selected)}?depth=${depth}`);
-  const pos = layout(n.entity.name, n.entities, n.facts);
-  const types = new Map(n.entities.map((e) => [e.name, e.type]));
-  const ents = new Map(n.entities.map((e) => [e.name, e]));
-  showMarks(n.entity);
+// ---- the graph view (Cytoscape.js) -------------------------------------------------------------------
+let cy = null;
+
+function makeGraph() {
+  cy = cytoscape({ container: $("#graph"), minZoom: 0.2, maxZoom: 3, style: [
+    { selector: "node", style: { label: "data(label)", "background-color": "data(colour)", shape: "data(shape)",
+      width: 24, height: 24, "border-width": 1, "border-color": "#333", "font-size": 14, "text-valign": "bottom",
+      "text-margin-y": 4, "text-wrap": "wrap", "text-max-width": 160, "text-background-color": "#fff",
+      "text-background-opacity": 0.75, "text-background-padding": 1 } },
+    { selector: "node.center", style: { width: 36, height: 36, "border-width": 3, "font-weight": "bold" } },
+    { selector: "node.placeholder", style: { "border-style": "dashed", "background-opacity": 0.45 } },
+    { selector: "node.has-unknown", style: { "border-style": "dashed", "border-color": "#ef6c00", "border-width": 3 } },
+    { selector: "node.plan", style: { "underlay-color": "#ffb300", "underlay-opacity": 0.35, "underlay-padding": 6 } },
+    { selector: "node.added", style: { "underlay-color": "#2e7d32", "underlay-opacity": 0.5, "underlay-padding": 8 } },
+    { selector: "edge", style: { label: "data(label)", "curve-style": "bezier", width: 1.5, "line-color": "#9e9e9e",
+      "target-arrow-shape": "triangle", "target-arrow-color": "#9e9e9e", "arrow-scale": 0.8, "font-size": 12,
+      "min-zoomed-font-size": 7,
+      color: "#37474f", "text-rotation": "autorotate", "text-background-color": "#fcfcfb",
+      "text-background-opacity": 1, "text-background-padding": 1 } },
+    { selector: "edge.unknown", style: { "line-style": "dashed" } },
+    { selector: "edge.added", style: { "line-color": "#2e7d32", "target-arrow-color": "#2e7d32", width: 4 } },
+    { selector: "edge.removed", style: { "line-color": "#c62828", "target-arrow-color": "#c62828", width: 3,
+      "line-style": "dashed" } },
+  ] });
+  cy.on("tap", "node", (e) => select(e.target.id()));
+}
+
+const factArgs = (text) => text.slice(1, -1).split(" ").slice(1);  // "(on apple table)" -> [apple, table]
+const stepNames = (step) => [...step.add, ...step.remove].flatMap((f) => f.args);
+
+function elements(center, entities, facts) {
   const unary = new Map();
+  for (const f of facts) if (f.args.length === 1) unary.set(f.args[0], [...(unary.get(f.args[0]) || []), f.predicate]);
+  const inPlan = new Set(state.plan.flatMap(stepNames));
+  const nodes = entities.map((e) => {
+    const flags = [...(unary.get(e.name) || []), ...e.unknown.map((p) => p + " ?")];
+    const touched = [...state.highlight.add, ...state.highlight.remove].some((t) => factArgs(t).includes(e.name));
+    return { group: "nodes", data: { id: e.name, ...look(e.type),
+      label: (e.placeholder ? "? " : "") + e.name + (flags.length ? "\n" + flags.join(", ") : "") },
+    classes: [marksClass(e), e.name === center ? "center" : "", inPlan.has(e.name) ? "plan" : "",
+      touched ? "added" : ""].join(" ") };
+  });
+  const names = new Set(entities.map((e) => e.name));
   const edges = [];
-  for (const f of n.facts) {
-    if (f.args.length === 1) (unary.get(f.args[0]) || unary.set(f.args[0], []).get(f.args[0])).push(f.predicate);
+  const edge = (fact, from, to, classes) => edges.push({ group: "edges", classes,
+    data: { id: `${fact}#${to}`, source: from, target: to, fact, label: fact.slice(1).split(" ")[0] } });
+  for (const f of facts) {
     for (const b of f.args.slice(1)) {
-      const p = pos.get(f.args[0]), q = pos.get(b);
-      if (!p || !q) continue;
-      const cls = "edge" + (state.highlight.add.has(f.text) ? " added" : "") + (f.unknown ? " unknown" : "");
-      edges.push(el("g", { class: cls, "data-fact": f.text },
-        el("line", { x1: p.x, y1: p.y, x2: q.x, y2: q.y }),
-        el("text", { x: (p.x + q.x) / 2, y: (p.y + q.y) / 2 - 3 }, f.predicate),
-        el("title", {}, f.text)));
+      if (names.has(f.args[0]) && names.has(b)) {
+        edge(f.text, f.args[0], b, (state.highlight.add.has(f.text) ? "added" : "") + (f.unknown ? " unknown" : ""));
+      }
     }
   }
   for (const t of state.highlight.remove) {  // a step's removed relations, drawn dashed
-    const f = t.slice(1, -1).split(" ");
-    const p = pos.get(f[1]), q = pos.get(f[2]);
-    if (p && q) edges.push(el("g", { class: "edge removed", "data-fact": t },
-      el("line", { x1: p.x, y1: p.y, x2: q.x, y2: q.y }), el("title", {}, "removed: " + t)));
+    const [a, ...rest] = factArgs(t);
+    for (const b of rest) if (names.has(a) && names.has(b)) edge(t, a, b, "removed");
   }
-  const nodes = [...pos].map(([name, p]) => {
-    const flags = unary.get(name) || [];
-    const e = ents.get(name);
-    const touched = [...state.highlight.add].some((t) => t.slice(1, -1).split(" ").slice(1).includes(name));
-    const r = name === n.entity.name ? 16 : 11;
-    return el("g", { class: "node " + marksClass(e) + (name === n.entity.name ? " center" : "") + (touched ? " added" : ""),
-      "data-name": name, transform: `translate(${p.x},${p.y})`, onclick: (ev) => { ev.stopPropagation(); select(name); } },
-    el("circle", { r, fill: colour(types.get(name)) }),
-    e.unknown.length ? el("circle", { r: r + 4, class: "unknown-ring" }) : "",
-    e.placeholder ? el("text", { y: 4, class: "qmark" }, "?") : "",
-    el("text", { y: -15 }, name),
-    el("text", { y: 24, class: "unary" }, [...flags, ...e.unknown.map((p) => p + " ?")].join(", ")),
-    el("title", {}, [`${name} - ${types.get(name)}`, ...flags, ...markText(e)].join("\n")));
+  return [...nodes, ...edges];
+}
+
+async function drawGraph() {
+  const draw = ++state.draws, name = state.selected, depth = $("#depth").value;
+  if (!name) {
+    cy.elements().remove();
+    state.drawn = null;
+    $("#entity-marks").replaceChildren();
+    $("#legend").replaceChildren();
+    return;
+  }
+  let n;
+  try {
+    n = await api("GET", `/api/entities/${encodeURIComponent(name)}?depth=${depth}`);
+  } catch (e) {
+    if (e.status === 404) return lost(name);
+    throw e;
+  }
+  const have = new Set(n.entities.map((e) => e.name));
+  const missing = state.highlight.step ? [...new Set([...state.highlight.add, ...state.highlight.remove]
+    .flatMap(factArgs))].filter((x) => !have.has(x)) : [];  // a plan step's entities outside the neighbourhood
+  const extra = await Promise.all(missing.map((x) => api("GET", `/api/entities/${encodeURIComponent(x)}?depth=0`)
+    .then((r) => r.entity, () => null)));
+  if (draw !== state.draws) return;  // a newer drawing is on its way
+  const entities = [...n.entities, ...extra.filter(Boolean)];
+  $("#entity-marks").replaceChildren(...markText(n.entity).map((t) => el("div", { class: "unknown-mark" }, t)));
+  const key = [name, depth, ...entities.map((e) => e.name).sort()].join(" ");
+  const kept = new Map(cy.nodes().map((v) => [v.id(), { ...v.position() }]));
+  cy.batch(() => {
+    cy.elements().remove();
+    cy.add(elements(name, entities, n.facts));
   });
-  $("#viewport").replaceChildren(...edges, ...nodes);
-  if (!state.view) {
-    const svg = $("#graph");
-    const extent = Math.max(...[...pos.values()].map((p) => Math.max(Math.abs(p.x), Math.abs(p.y)))) + 60;
-    state.view = { x: 0, y: 0, k: Math.min(1.5, Math.min(svg.clientWidth, svg.clientHeight) / 2 / extent) };
+  if (key === state.drawn) cy.nodes().forEach((v) => kept.has(v.id()) && v.position(kept.get(v.id())));
+  else arrange(name);
+  state.drawn = key;
+  legend(entities);
+}
+
+function arrange(center) {  // rings by distance from the centre, refined by a force-directed layout, turned to the view
+  cy.layout({ name: "breadthfirst", roots: [center], circle: true, animate: false }).run();
+  cy.layout({ name: "cose", randomize: false, animate: false, nodeDimensionsIncludeLabels: true,
+    idealEdgeLength: () => 35, nodeRepulsion: () => 8000, gravity: 4, numIter: 1500 }).run();
+  const box = cy.nodes().boundingBox();
+  if ((box.h > box.w) !== (cy.height() > cy.width())) {  // a tall drawing in a wide view: mirror it on the diagonal
+    cy.nodes().positions((v) => ({ x: v.position("y"), y: v.position("x") }));
   }
-  $("#legend").replaceChildren(...[...new Set(types.values())].sort().map((t) =>
-    el("span", {}, el("i", { style: `background:${colour(t)}` }), t)),
+  cy.fit(undefined, 20);
+}
+
+function legend(entities) {
+  const shown = [...new Set(entities.map((e) => e.type))].sort();
+  $("#legend").replaceChildren(...shown.map((t) => el("span", { "data-type": t },
+    el("i", { class: look(t).shape, style: `background:${look(t).colour}` }), t)),
   el("span", { class: "legend-placeholder" }, el("i", { class: "placeholder" }), "placeholder (not yet identified)"),
   el("span", { class: "legend-unknown" }, el("i", { class: "has-unknown" }), "has unknown facts (name ?)"),
   el("span", { class: "legend-edge" }, el("b", {}, "- - "), "fact about an unknown"));
-  applyView();
-}
-
-function applyView() {
-  if (!state.view) return;
-  const svg = $("#graph");
-  const { x, y, k } = state.view;
-  $("#viewport").setAttribute("transform",
-    `translate(${svg.clientWidth / 2 + x},${svg.clientHeight / 2 + y}) scale(${k})`);
-}
-
-function panAndZoom() {
-  const svg = $("#graph");
-  let drag = null;
-  svg.addEventListener("mousedown", (e) => {
-    if (state.view) drag = { x: e.clientX - state.view.x, y: e.clientY - state.view.y };
-  });
-  window.addEventListener("mousemove", (e) => {
-    if (!drag) return;
-    state.view.x = e.clientX - drag.x;
-    state.view.y = e.clientY - drag.y;
-    applyView();
-  });
-  window.addEventListener("mouseup", () => { drag = null; });
-  svg.addEventListener("wheel", (e) => {
-    e.preventDefault();
-    if (!state.view) return;
-    const r = svg.getBoundingClientRect();
-    const cx = e.clientX - r.left - svg.clientWidth / 2, cy = e.clientY - r.top - svg.clientHeight / 2;
-    const f = Math.exp(-e.deltaY / 500);
-    state.view = { k: state.view.k * f, x: cx - (cx - state.view.x) * f, y: cy - (cy - state.view.y) * f };
-    applyView();
-  }, { passive: false });
-  window.addEventListener("resize", applyView);
 }
 
 // ---- facts: search, inline correction, removal, addition ---------------------------------------------
 async function loadFacts() {
+  if (document.activeElement && document.activeElement.matches("input.fact-edit")) return;  // the user is editing
   const q = $("#fact-search").value;
   let path = "/api/facts?limit=500";
   if (state.selected) path += "&entity=" + encodeURIComponent(state.selected);
   if (q) path += "&search=" + encodeURIComponent(q);
   const data = await api("GET", path);
+  $("#fact-count").textContent = counted(data.facts.length, data.total, "facts");
   $("#facts tbody").replaceChildren(...data.facts.map(factRow));
 }
 
@@ -220,29 +246,63 @@ function factRow(f) {
   const row = el("tr", { "data-fact": f.text, class: f.unknown ? "unknown" : "" }, cell);
   const edit = el("button", { class: "edit", onclick: () => {
     const input = el("input", { class: "fact-edit", value: f.text });
-    const msg = el("div", { class: "issues" });
-    const save = el("button", { class: "save", onclick: () => correct(f.text, input.value, msg) }, "Save");
+    const msg = el("div", { class: "issues msg" });
+    const save = el("button", { class: "save",
+      onclick: () => change({ remove: [f.text], add: [input.value], note: "corrected in the web page" }, msg) }, "Save");
     const cancel = el("button", { onclick: loadFacts }, "Cancel");
     cell.replaceChildren(input, msg);
     row.lastChild.replaceChildren(save, cancel);
     input.addEventListener("keydown", (e) => { if (e.key === "Enter") save.click(); });
     input.focus();
   } }, "edit");
-  const remove = el("button", { class: "remove-fact", onclick: () => correct(f.text, null, $("#facts-msg")) }, "remove");
+  const remove = el("button", { class: "remove-fact",
+    onclick: () => change({ remove: [f.text], note: "corrected in the web page" }, $("#facts-msg")) }, "remove");
   row.append(el("td", {}, edit, " ", remove));
   return row;
 }
 
-async function correct(old, fact, msg) {
-  msg.textContent = "";
-  const body = { remove: old ? [old] : [], add: fact ? [fact] : [], note: "corrected in the web page" };
+// ---- one verified change: facts, entities and unknown marks together -------------------------------------
+async function change(body, box, dryRun = false) {  // true when it was applied (or, dry, verified)
+  let c;
   try {
-    const c = await api("POST", "/api/changes", body);
-    $("#facts-msg").replaceChildren(el("span", { class: "ok" }, `applied as change #${c.id}`));
-    await refresh();
+    c = await api("POST", "/api/changes", { ...body, dry_run: dryRun });
   } catch (e) {
-    msg.textContent = describeError(e);
+    say(box, "issues", describeError(e));
+    return false;
   }
+  say(box, "ok", dryRun ? "checked: the change is valid (nothing applied)" : `applied as change #${c.id}`);
+  if (!dryRun) {
+    state.highlight = { add: new Set(c.add.map((f) => f.text)), remove: new Set(c.remove.map((f) => f.text)) };
+    await refresh();
+  }
+  return true;
+}
+
+const items = (sel, sep) => $(sel).value.split(sep).map((s) => s.trim()).filter(Boolean);
+const mark = (text) => {  // "(on apple ?)": the apple's place is unknown; "room_east": a placeholder
+  const m = text.match(/^\(\s*(\S+)\s+(\S+)\s+\?\s*\)$/);
+  return m ? { entity: m[2], predicate: m[1] } : { entity: text };
+};
+
+function changeForm() {
+  const newEntities = items("#change-new", /[,\n]/).map((s) => {
+    const [name, type] = s.split(":").map((x) => x.trim());
+    if (!type) throw new Error(`write a new entity as name:type (${s})`);
+    return { name, type };
+  });
+  return { add: items("#change-add", "\n"), remove: items("#change-remove", "\n"), new_entities: newEntities,
+    removed_entities: items("#change-gone", /[,\s]+/), unknown: items("#change-unknown", ",").map(mark),
+    known: items("#change-known", ",").map(mark), note: $("#change-note").value.trim() || "changed in the web page" };
+}
+
+async function submitChange(dryRun) {
+  let body;
+  try {
+    body = changeForm();
+  } catch (e) {
+    return say($("#change-msg"), "issues", e.message);
+  }
+  if (await change(body, $("#change-msg"), dryRun) && !dryRun) $("#change-form").reset();
 }
 
 // ---- history with provenance and undo ----------------------------------------------------------------
@@ -285,20 +345,23 @@ async function loadHistory(before) {
   const changes = await api("GET", `/api/history?limit=${PAGE}` + (before ? `&before=${before}` : ""));
   const items = changes.map(changeItem);
   if (before) $("#history").append(...items);
-  else $("#history").replaceChildren(...items);
+  else {
+    $("#history").replaceChildren(...items);
+    state.head = changes.length ? changes[0].id : 0;
+  }
   const older = $("#history-older");
   older.hidden = changes.length < PAGE;
   older.onclick = () => loadHistory(changes[changes.length - 1].id);
 }
 
 async function undo(id) {
-  $("#history-msg").textContent = "";
   try {
-    await api("POST", `/api/undo/${id}`);
-    await refresh();
+    const c = await api("POST", `/api/undo/${id}`);
+    say($("#history-msg"), "ok", `undone by change #${c.id}`);
   } catch (e) {
-    $("#history-msg").textContent = describeError(e);
+    return say($("#history-msg"), "issues", describeError(e));
   }
+  await refresh();
 }
 
 // ---- tell and plan ----------------------------------------------------------------------------------
@@ -308,18 +371,19 @@ async function tell(dryRun) {
   const text = $("#ask").value.trim();
   if (!text) return;
   outcome(el("span", { class: "dim" }, "working…"));
+  let r;
   try {
-    const r = await job("tell", { text, dry_run: dryRun });
-    const c = r.change || r.proposed;
-    outcome(el("div", { class: "ok" }, r.change ? `applied as change #${c.id}` : "dry run: verified, not applied"),
-      ...c.remove.map((f) => el("div", { class: "remove" }, "- " + f.text)),
-      ...c.add.map((f) => el("div", { class: "add" }, "+ " + f.text)),
-      ...r.rounds.map((issues, i) => el("div", { class: "dim" }, `reply ${i + 1} refused: ${issues.join("; ")}`)));
-    state.highlight = { add: new Set(c.add.map((f) => f.text)), remove: new Set(c.remove.map((f) => f.text)) };
-    await refresh();
+    r = await job("tell", { text, dry_run: dryRun });
   } catch (e) {
-    outcome(el("div", { class: "issues" }, describeError(e)));
+    return outcome(el("div", { class: "issues" }, describeError(e)));
   }
+  const c = r.change || r.proposed;
+  outcome(el("div", { class: "ok" }, r.change ? `applied as change #${c.id}` : "dry run: verified, not applied"),
+    ...c.remove.map((f) => el("div", { class: "remove" }, "- " + f.text)),
+    ...c.add.map((f) => el("div", { class: "add" }, "+ " + f.text)),
+    ...r.rounds.map((issues, i) => el("div", { class: "dim" }, `reply ${i + 1} refused: ${issues.join("; ")}`)));
+  state.highlight = { add: new Set(c.add.map((f) => f.text)), remove: new Set(c.remove.map((f) => f.text)) };
+  await refresh();
 }
 
 async function plan(kind) {
@@ -328,48 +392,79 @@ async function plan(kind) {
   outcome(el("span", { class: "dim" }, "planning…"));
   $("#plan-steps").replaceChildren();
   $("#run-btn").hidden = true;
+  let p;
   try {
-    const p = await job("plan", kind === "goal" ? { goal: text } : { task: text });
-    const where = p.used_full_state ? "the full state" : `${p.report.facts_pruned} of ${p.report.facts_full} facts`;
-    outcome(el("div", { class: p.status === "solved" ? "ok" : "issues" },
-      `${p.status} by ${p.planner} in ${p.seconds.toFixed(2)} s on ${where}`),
-    el("div", { class: "dim" }, "goal: " + p.goal), p.message ? el("div", { class: "dim" }, p.message) : "");
-    state.plan = p.steps;
-    $("#plan-steps").replaceChildren(...p.steps.map((s, i) => el("li", { onclick: () => showStep(i) }, s.action,
-      el("div", {}, ...s.remove.map((f) => el("div", { class: "remove" }, "- " + f.text)),
-        ...s.add.map((f) => el("div", { class: "add" }, "+ " + f.text))))));
-    $("#run-btn").hidden = !p.steps.length;
-    if (p.steps.length) showStep(0);
+    p = await job("plan", kind === "goal" ? { goal: text } : { task: text });
   } catch (e) {
-    outcome(el("div", { class: "issues" }, describeError(e)));
+    return outcome(el("div", { class: "issues" }, describeError(e)));
   }
+  const where = p.used_full_state ? "the full state" : `${p.report.facts_pruned} of ${p.report.facts_full} facts`;
+  outcome(el("div", { class: p.status === "solved" ? "ok" : "issues" },
+    `${p.status} by ${p.planner} in ${p.seconds.toFixed(2)} s on ${where}`),
+  el("div", { class: "dim" }, "goal: " + p.goal), p.message ? el("div", { class: "dim" }, p.message) : "");
+  state.plan = p.steps;
+  $("#plan-steps").replaceChildren(...p.steps.map((s, i) => el("li", { onclick: () => showStep(i) }, s.action,
+    el("div", {}, ...s.remove.map((f) => el("div", { class: "remove" }, "- " + f.text)),
+      ...s.add.map((f) => el("div", { class: "add" }, "+ " + f.text))))));
+  $("#run-btn").hidden = !p.steps.length;
+  if (p.steps.length) showStep(0);
 }
 
 function showStep(i) {
   const s = state.plan[i];
   document.querySelectorAll("#plan-steps li").forEach((li, j) => li.classList.toggle("current", i === j));
-  state.highlight = { add: new Set(s.add.map((f) => f.text)), remove: new Set(s.remove.map((f) => f.text)) };
+  state.highlight = { add: new Set(s.add.map((f) => f.text)), remove: new Set(s.remove.map((f) => f.text)), step: true };
   drawGraph();
 }
 
 async function runPlan() {
+  let r;
   try {
-    const r = await job("run");
-    outcome(el("div", { class: r.done ? "ok" : "issues" },
-      `executed ${r.changes.length} of ${r.steps} steps` + (r.failure ? `; stopped: ${r.failure}` : "")));
-    $("#run-btn").hidden = true;
-    await refresh();
+    r = await job("run");
   } catch (e) {
-    outcome(el("div", { class: "issues" }, describeError(e)));
+    return outcome(el("div", { class: "issues" }, describeError(e)));
+  }
+  outcome(el("div", { class: r.done ? "ok" : "issues" },
+    `executed ${r.changes.length} of ${r.steps} steps` + (r.failure ? `; stopped: ${r.failure}` : "")));
+  $("#run-btn").hidden = true;
+  state.plan = [];
+  state.highlight = { add: new Set(), remove: new Set() };
+  await refresh();
+}
+
+// ---- following the server: every view again when the history's head moves (this page or another client) --
+let refreshing = null, again = false;
+async function refresh() {  // never fails: a part that cannot load says so and the others go on
+  if (refreshing) {
+    again = true;
+    return refreshing;
+  }
+  refreshing = (async () => {
+    do {
+      again = false;
+      const parts = await Promise.allSettled([drawGraph().then(loadFacts), loadEntities(), loadHistory()]);
+      const failed = parts.find((p) => p.status === "rejected");
+      if (failed) say($("#graph-msg"), "issues", "cannot refresh: " + failed.reason.message);
+    } while (again);
+  })();
+  try {
+    await refreshing;
+  } finally {
+    refreshing = null;
   }
 }
 
-// ---- start -----------------------------------------------------------------------------------------
-async function refresh() {  // what the user looks at first, then the lists
-  await Promise.all([drawGraph(), loadFacts()]);
-  await Promise.all([loadEntities(), loadHistory()]);
+async function follow() {
+  try {
+    const [head] = await api("GET", "/api/history?limit=1");
+    if ((head ? head.id : 0) !== state.head) await refresh();
+  } catch (e) {
+    say($("#graph-msg"), "issues", "cannot reach the server: " + e.message);
+  }
+  setTimeout(follow, 2000);
 }
 
+// ---- start -----------------------------------------------------------------------------------------
 async function start() {
   const s = await api("GET", "/api/settings");
   $("#settings").textContent = `${s.domain || "no domain"} · ${s.store} · LLM ${s.llm.model}`;
@@ -379,15 +474,20 @@ async function start() {
   $("#entity-search").addEventListener("input", loadEntities);
   $("#fact-search").addEventListener("input", loadFacts);
   $("#depth").addEventListener("change", drawGraph);
-  $("#add-btn").addEventListener("click", () => correct(null, $("#new-fact").value, $("#facts-msg")));
+  $("#fit-btn").addEventListener("click", () => cy.fit(undefined, 20));
+  $("#add-btn").addEventListener("click", () =>
+    change({ add: [$("#new-fact").value], note: "corrected in the web page" }, $("#facts-msg")));
   $("#tell-btn").addEventListener("click", () => tell(false));
   $("#dry-btn").addEventListener("click", () => tell(true));
   $("#plan-btn").addEventListener("click", () => plan("task"));
   $("#goal-btn").addEventListener("click", () => plan("goal"));
   $("#run-btn").addEventListener("click", runPlan);
-  panAndZoom();
+  $("#check-btn").addEventListener("click", () => submitChange(true));
+  $("#change-form").addEventListener("submit", (e) => { e.preventDefault(); submitChange(false); });
+  makeGraph();
   await refresh();
   document.body.dataset.ready = "1";
+  setTimeout(follow, 2000);
 }
 
 start().catch((e) => outcome(el("div", { class: "issues" }, "cannot reach the API: " + e.message)));

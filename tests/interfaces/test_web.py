@@ -1,12 +1,14 @@
 """The web page in headless Debian Chromium driven by Playwright (no browser download): select an entity, correct
-a fact, see a refused correction's message, undo, tell a change through the scripted LLM, see the graph update,
-plan; on an open-world graph, see placeholders and unknown facts marked. Screenshots go to a temporary folder (its
-path is printed)."""
+a fact, see a refused correction's message, undo, tell a change through the scripted LLM, see the graph (drawn by
+Cytoscape.js, read back through its `cy` object) update, plan; make one change of facts, entities and marks; follow
+changes made by another client; on an open-world graph, see placeholders and unknown facts marked. Screenshots go
+to a temporary folder (its path is printed)."""
 
 from __future__ import annotations
 
 import json
 import shutil
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -19,6 +21,36 @@ from kgplan.language.llm import ScriptedLLM
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 pytestmark = [pytest.mark.integration,
               pytest.mark.skipif(CHROMIUM is None, reason="Debian's chromium is absent: apt-get install -y chromium")]
+
+
+GRAPH = """() => ({zoom: cy.zoom(), width: cy.width(), height: cy.height(),
+  nodes: cy.nodes().map((n) => ({id: n.id(), classes: n.classes(), colour: n.style("background-color"),
+    label: n.data("label"), x: n.renderedPosition("x"), y: n.renderedPosition("y"), size: n.renderedWidth(),
+    font: parseFloat(n.style("font-size")) * cy.zoom()})),
+  edges: cy.edges().map((e) => ({fact: e.data("fact"), classes: e.classes(),
+    font: parseFloat(e.style("font-size")) * cy.zoom()}))})"""
+
+
+def graph(page: object) -> dict:
+    """What Cytoscape.js draws: nodes (rendered positions, sizes, colours, classes) and edges, by fact."""
+    return page.evaluate(GRAPH)  # type: ignore[attr-defined]
+
+
+def node(page: object, name: str) -> dict:
+    return next(n for n in graph(page)["nodes"] if n["id"] == name)
+
+
+def drawn(page: object, name: str, cls: str = "center") -> None:
+    """Wait until the node `name` is drawn with class `cls`."""
+    page.wait_for_function(f"cy.$id({name!r}).hasClass({cls!r})")  # type: ignore[attr-defined]
+
+
+def other_client(url: str, body: dict) -> dict:
+    """POST /api/changes from another client than the page."""
+    req = urllib.request.Request(url + "/api/changes", json.dumps(body).encode(), method="POST", headers={
+        "Content-Type": "application/json", "X-Requested-With": "kgplan"})
+    with urllib.request.urlopen(req) as r:
+        return json.loads(r.read())
 
 
 @pytest.fixture
@@ -48,9 +80,9 @@ def test_page_inspect_correct_undo_tell_plan(agent: Agent, live_server: str,
         # select an entity: the graph centres on it, the fact table lists its facts
         page.fill("#entity-search", "kitchen_light")
         page.click("#entity-list li[data-name='kitchen_light']")
-        page.wait_for_selector("#graph .node.center[data-name='kitchen_light']")
-        assert page.locator("#graph .node[data-name='kitchen']").count() == 1
-        assert "switched_on" in page.text_content("#graph .node[data-name='kitchen_light'] .unary")
+        drawn(page, "kitchen_light")
+        assert "kitchen" in {n["id"] for n in graph(page)["nodes"]}
+        assert "switched_on" in node(page, "kitchen_light")["label"]
         page.wait_for_selector("#facts tr[data-fact='(switched_on kitchen_light)']")
         page.screenshot(path=shots / "1-selected.png")
 
@@ -97,8 +129,7 @@ def test_page_inspect_correct_undo_tell_plan(agent: Agent, live_server: str,
         page.fill("#ask", "Omar switched the kitchen light off")
         page.click("#tell-btn")
         page.wait_for_selector("#outcome .ok")
-        page.wait_for_function("!document.querySelector(\"#graph .node[data-name='kitchen_light'] .unary\")"
-                               ".textContent.includes('switched_on')")
+        page.wait_for_function("!cy.$id('kitchen_light').data('label').includes('switched_on')")
         page.wait_for_selector("#history li:first-child:has-text('Omar switched the kitchen light off')")
         assert page.locator("#progress li").count() >= 1
         page.screenshot(path=shots / "4-told.png")
@@ -111,14 +142,19 @@ def test_page_inspect_correct_undo_tell_plan(agent: Agent, live_server: str,
         steps = page.locator("#plan-steps li")
         steps.last.click()
         assert "+ (switched_on kitchen_light)" in steps.last.text_content()
-        page.wait_for_selector("#graph .node.added[data-name='kitchen_light']")
+        drawn(page, "kitchen_light", "added")
+        steps.first.click()  # the robot's move: the robot is further than the depth from the light, drawn anyway
+        assert steps.first.text_content().startswith("(move robot hallway kitchen)")
+        page.wait_for_function("['robot', 'hallway', 'kitchen'].every((n) => cy.$id(n).hasClass('added'))")
+        assert {n["id"] for n in graph(page)["nodes"] if "plan" in n["classes"]} >= {"robot", "hallway", "kitchen"}
         page.screenshot(path=shots / "5-plan.png")
 
-        # pan and zoom change the view's transform
-        before = page.get_attribute("#viewport", "transform")
-        page.mouse.move(700, 300)
+        # the wheel zooms
+        before = page.evaluate("cy.zoom()")
+        box = page.locator("#graph").bounding_box()
+        page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
         page.mouse.wheel(0, -300)
-        page.wait_for_function(f"document.querySelector('#viewport').getAttribute('transform') !== {before!r}")
+        page.wait_for_function(f"cy.zoom() !== {before}")
         browser.close()
     assert not errors, errors
     assert sorted(x.name for x in Path(shots).iterdir()) == [
@@ -144,11 +180,12 @@ def test_page_marks_placeholders_and_unknown_facts(open_agent: Agent, browser: o
 
         # the graph view draws the placeholder room distinctly, and the exit to it dashed; the legend says so
         page.click("#entity-list li[data-name='kitchen']")
-        page.wait_for_selector("#graph .node.center[data-name='kitchen']")
-        assert page.locator("#graph .node.placeholder[data-name='room_east'] .qmark").count() == 1
-        assert page.locator("#graph .node.placeholder").count() == 1
-        exit_east = page.locator("#graph .edge.unknown[data-fact='(connected kitchen east room_east)']").count()
-        assert exit_east >= 1 and page.locator("#graph .edge.unknown").count() == exit_east  # one per other argument
+        drawn(page, "kitchen")
+        g = graph(page)
+        assert [n["id"] for n in g["nodes"] if "placeholder" in n["classes"]] == ["room_east"]
+        assert node(page, "room_east")["label"].startswith("? ")
+        unknown = [e["fact"] for e in g["edges"] if "unknown" in e["classes"]]
+        assert unknown and set(unknown) == {"(connected kitchen east room_east)"}  # one per other argument
         assert "placeholder (not yet identified)" in page.text_content("#legend")
         # the fact table marks the fact that names it; the kitchen itself has no marks
         page.wait_for_selector("#facts tr.unknown[data-fact='(connected kitchen east room_east)'] .mark")
@@ -158,11 +195,93 @@ def test_page_marks_placeholders_and_unknown_facts(open_agent: Agent, browser: o
 
         # the coin: ringed, and its panel says where it is not known
         page.click("#entity-list li[data-name='coin']")
-        page.wait_for_selector("#graph .node.center.has-unknown[data-name='coin'] .unknown-ring")
+        drawn(page, "coin")
+        assert "has-unknown" in node(page, "coin")["classes"] and "coin_in ?" in node(page, "coin")["label"]
         assert "unknown: (coin_in coin ?)" in page.text_content("#entity-marks")
         page.click("#entity-list li[data-name='room_east']")
-        page.wait_for_selector("#graph .node.center.placeholder[data-name='room_east']")
+        drawn(page, "room_east")
+        assert "placeholder" in node(page, "room_east")["classes"]
         assert "placeholder: not yet identified" in page.text_content("#entity-marks")
         page.screenshot(path=shots / "open-2-placeholder.png")
     assert not errors, errors
     assert sorted(x.name for x in Path(shots).iterdir()) == ["open-1-kitchen.png", "open-2-placeholder.png"]
+
+
+def test_page_draws_readably_changes_at_once_and_follows_other_clients(agent: Agent, live_server: str,
+                                                                        browser: object) -> None:
+    """Cytoscape.js draws the neighbourhood at the default depth without overlaps, legible labels and distinct
+    colours for room, food and phone, fitted again when the depth changes; one change carries a move (remove and
+    add), and another new and removed entities and an unknown mark; a change by another client appears without
+    a reload, and the page survives its selected entity being removed elsewhere."""
+    page = browser.new_page(viewport={"width": 1500, "height": 1000})  # type: ignore[attr-defined]
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.goto(live_server)
+    page.wait_for_selector("body[data-ready='1']")
+    assert page.evaluate("typeof cytoscape") == "function"
+    page.click("#entity-list li[data-name='kitchen']")
+    drawn(page, "kitchen")
+    g = graph(page)
+    nodes = {n["id"]: n for n in g["nodes"]}
+    assert len(nodes) > 20 and {"omar_phone", "milk_carton", "kitchen_fridge"} <= set(nodes)  # depth 2
+    assert len({nodes[n]["colour"] for n in ("kitchen", "milk_carton", "omar_phone")}) == 3  # room, food, phone
+    assert min(n["font"] for n in g["nodes"]) >= 10 and min(e["font"] for e in g["edges"]) >= 9
+    for a in nodes.values():  # inside the view, and no two nodes on each other
+        assert 0 <= a["x"] <= g["width"] and 0 <= a["y"] <= g["height"], a
+        for b in nodes.values():
+            if a["id"] < b["id"]:
+                assert (a["x"] - b["x"]) ** 2 + (a["y"] - b["y"]) ** 2 >= ((a["size"] + b["size"]) / 2) ** 2, (a, b)
+    page.select_option("#depth", "3")
+    page.wait_for_function(f"cy.nodes().length > {len(nodes)}")
+    g = graph(page)
+    assert all(0 <= n["x"] <= g["width"] and 0 <= n["y"] <= g["height"] for n in g["nodes"])  # fitted again
+
+    # the refusal's advice followed: the apple's move is one change, removing its old place and adding the new
+    page.fill("#change-add", "(on apple kitchen_table)")
+    page.click("#apply-btn")
+    page.wait_for_selector("#change-msg .issues")
+    assert "refused" in page.text_content("#change-msg") and "apple" in page.text_content("#change-msg")
+    page.fill("#change-remove", "(on apple kitchen_counter)")
+    page.click("#check-btn")
+    page.wait_for_selector("#change-msg .ok:has-text('checked')")
+    assert "(on apple kitchen_counter)" in {str(f) for f in agent.facts("on")}
+    page.click("#apply-btn")
+    page.wait_for_selector("#change-msg .ok:has-text('applied')")
+    on = {str(f) for f in agent.facts("on")}
+    assert "(on apple kitchen_table)" in on and "(on apple kitchen_counter)" not in on
+    page.wait_for_selector("#history li:first-child:has-text('+ (on apple kitchen_table)')")
+    assert page.input_value("#change-add") == ""  # the form is cleared once applied
+    page.click("#fit-btn")  # the next action clears the message
+    assert page.text_content("#change-msg") == ""
+
+    # new and removed entities and an unknown mark, with facts, in one change
+    page.fill("#change-new", "teal_mug:cup")
+    page.fill("#change-add", "(on teal_mug kitchen_table)")
+    page.fill("#change-remove", "(on apple kitchen_table)")
+    page.fill("#change-gone", "plate")
+    page.fill("#change-unknown", "(on apple ?)")
+    page.fill("#change-note", "tidied up")
+    page.click("#apply-btn")
+    page.wait_for_selector("#change-msg .ok:has-text('applied')")
+    newest = agent.graph.history()[-1].delta
+    assert [e.name for e in newest.new_entities] == ["teal_mug"] and newest.removed_names() == ["plate"]
+    assert [(u.entity, u.predicate) for u in newest.unknown] == [("apple", "on")] and newest.text == "tidied up"
+    page.wait_for_function("cy.$id('teal_mug').length === 1")  # drawn beside the kitchen table
+
+    # another client removes the selected entity: the page says so, deselects, and goes on following the server
+    page.click("#entity-list li[data-name='bowl']")
+    drawn(page, "bowl")
+    other_client(live_server, {"removed_entities": ["bowl"], "note": "someone else"})
+    page.wait_for_selector("#graph-msg:has-text('bowl no longer exists')")
+    assert page.text_content("#selected") == "(select an entity)" and page.evaluate("cy.nodes().length") == 0
+    assert page.locator("#entity-list li[data-name='bowl']").count() == 0
+    other_client(live_server, {"add": ["(switched_on hallway_light)"], "note": "from elsewhere"})
+    page.wait_for_selector("#history li:first-child:has-text('from elsewhere')")
+    page.wait_for_selector("#facts tr[data-fact='(switched_on hallway_light)']")
+
+    # lists capped at 500 say so
+    assert page.text_content("#entity-count") == f"{len(agent.entities())} entities"
+    other_client(live_server, {"new_entities": [{"name": f"mug_{i}", "type": "cup"} for i in range(460)]})
+    page.wait_for_selector(f"#entity-count:has-text('showing 500 of {len(agent.entities())} entities')")
+    assert page.locator("#entity-list li").count() == 500
+    assert not errors, errors
