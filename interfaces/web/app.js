@@ -155,19 +155,15 @@ function elements(center, entities, facts) {
       touched ? "added" : ""].join(" ") };
   });
   const names = new Set(entities.map((e) => e.name));
+  const present = new Set(facts.map((f) => f.text));
+  const shown = [...state.highlight.add, ...state.highlight.remove].filter((t) => !present.has(t))  // a step's effects
+    .map((text) => ({ text, args: factArgs(text), unknown: false }));
   const edges = [];
-  const edge = (fact, from, to, classes) => edges.push({ group: "edges", classes,
-    data: { id: `${fact}#${to}`, source: from, target: to, fact, label: fact.slice(1).split(" ")[0] } });
-  for (const f of facts) {
-    for (const b of f.args.slice(1)) {
-      if (names.has(f.args[0]) && names.has(b)) {
-        edge(f.text, f.args[0], b, (state.highlight.add.has(f.text) ? "added" : "") + (f.unknown ? " unknown" : ""));
-      }
-    }
-  }
-  for (const t of state.highlight.remove) {  // a step's removed relations, drawn dashed
-    const [a, ...rest] = factArgs(t);
-    for (const b of rest) if (names.has(a) && names.has(b)) edge(t, a, b, "removed");
+  for (const f of [...facts, ...shown]) {
+    const cls = [state.highlight.add.has(f.text) ? "added" : "", state.highlight.remove.has(f.text) ? "removed" : "",
+      f.unknown ? "unknown" : ""].join(" ");
+    f.args.slice(1).forEach((b, i) => names.has(f.args[0]) && names.has(b) && edges.push({ group: "edges", classes: cls,
+      data: { id: `${f.text}#${i}`, source: f.args[0], target: b, fact: f.text, label: f.text.slice(1).split(" ")[0] } }));
   }
   return [...nodes, ...edges];
 }
@@ -217,6 +213,7 @@ function arrange(center) {  // rings by distance from the centre, refined by a f
     cy.nodes().positions((v) => ({ x: v.position("y"), y: v.position("x") }));
   }
   cy.fit(undefined, 20);
+  if (cy.zoom() > 1.2) cy.zoom({ level: 1.2, position: cy.$id(center).position() });  // a small graph: not enlarged
 }
 
 function legend(entities) {

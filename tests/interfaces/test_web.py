@@ -147,6 +147,13 @@ def test_page_inspect_correct_undo_tell_plan(agent: Agent, live_server: str,
         assert steps.first.text_content().startswith("(move robot hallway kitchen)")
         page.wait_for_function("['robot', 'hallway', 'kitchen'].every((n) => cy.$id(n).hasClass('added'))")
         assert {n["id"] for n in graph(page)["nodes"] if "plan" in n["classes"]} >= {"robot", "hallway", "kitchen"}
+        edges = {e["fact"]: e["classes"] for e in graph(page)["edges"]}
+        assert "added" in edges["(agent_at robot kitchen)"] and "removed" in edges["(agent_at robot hallway)"]
+        page.fill("#entity-search", "hallway")
+        page.click("#entity-list li[data-name='hallway']")  # where the step's removed fact is one of the graph's
+        drawn(page, "hallway")
+        edges = {e["fact"]: e["classes"] for e in graph(page)["edges"]}
+        assert "removed" in edges["(agent_at robot hallway)"] and "added" in edges["(agent_at robot kitchen)"]
         page.screenshot(path=shots / "5-plan.png")
 
         # the wheel zooms
