@@ -451,10 +451,12 @@ async function refresh() {  // never fails: a part that cannot load says so and 
   }
 }
 
-async function follow() {
+async function follow() {  // the history's head every 2 s while the page is in view
   try {
-    const [head] = await api("GET", "/api/history?limit=1");
-    if ((head ? head.id : 0) !== state.head) await refresh();
+    if (!document.hidden) {
+      const [head] = await api("GET", "/api/history?limit=1");
+      if ((head ? head.id : 0) !== state.head) await refresh();
+    }
   } catch (e) {
     say($("#graph-msg"), "issues", "cannot reach the server: " + e.message);
   }
