@@ -82,13 +82,13 @@ def load_observations(path: Path) -> list[Delta]:
 def problem_file(domain: Domain, problem: Path) -> Path:
     """A problem file: the path, else one of the domain's folder by that file name or name (`world.pddl` or
     `world` for a bundled domain's problem, from any directory)."""
-    if problem.exists():
-        return problem
-    folder = domain.path.parent if domain.path else None
-    for candidate in ([folder / problem.name, folder / f"{problem.name}.pddl"] if folder else []):
+    if problem.exists() or domain.path is None:
+        return problem  # read_text says what is wrong with it
+    folder = domain.path.parent
+    for candidate in (folder / problem.name, folder / f"{problem.name}.pddl"):
         if candidate.is_file():
             return candidate
-    shipped = sorted(f.name for f in folder.glob("*.pddl") if f.name != "domain.pddl") if folder else []
+    shipped = sorted(f.name for f in folder.glob("*.pddl") if f.name != "domain.pddl")
     raise NotFound(f"no problem file at {problem}" + (f" (the domain's folder has {', '.join(shipped)})"
                                                       if shipped else ""))
 
@@ -217,7 +217,7 @@ class Agent:
 
     def diff(self, change_id: int, offset: int = 0, limit: int | None = 1000) -> ChangeSlice:
         """One change with items [offset, offset + limit) of each list of its delta."""
-        if (c := None if not 0 < change_id <= MAX_ID else self.graph.change_slice(change_id, offset, limit)) is None:
+        if (c := self.graph.change_slice(_stored_id(change_id), offset, limit)) is None:
             raise NotFound(f"no change with id {change_id}")
         return c
 
@@ -290,10 +290,8 @@ class Agent:
 
     def undo(self, change_id: int) -> Change:
         """Apply the inverse of a change as a new change (NotFound if there is no such change)."""
-        if not 0 < change_id <= MAX_ID:
-            raise NotFound(f"no change with id {change_id}")
         with self.writes:
-            return self.graph.undo(change_id)
+            return self.graph.undo(_stored_id(change_id))
 
     # ---- language -----------------------------------------------------------------------------
     def _retrieve(self, text: str, whole: bool = False, depth: int = 1) -> Retrieval:
@@ -418,8 +416,15 @@ class Agent:
                                  f"executed: {failure}; plan again (`kgplan plan`)")
             progress(f"executing {len(steps)} steps")
             done = execute(self.graph, steps, f"plan for {goal}")
-            mark_ran(self.graph, done.changes)
+            mark_ran(self.graph, goal, steps, done.changes)
             return goal, len(steps), done
+
+
+def _stored_id(change_id: int) -> int:
+    """A change id a store can hold (a positive 64-bit integer); NotFound for any other: there is no such change."""
+    if not 0 < change_id <= MAX_ID:
+        raise NotFound(f"no change with id {change_id}")
+    return change_id
 
 
 def _fact(f: str | Fact) -> Fact:

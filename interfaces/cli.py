@@ -211,7 +211,7 @@ def pick(items: list, spec: str) -> list:
 
 @app.command()
 def show(entity: Annotated[str | None, typer.Argument(help="Entity to show; omit for a summary.")] = None,
-         depth: Annotated[int, typer.Option(help="Fact hops around the entity.")] = 1,
+         depth: Annotated[int, typer.Option(min=0, help="Fact hops around the entity.")] = 1,
          unknown: Annotated[bool, typer.Option(
              "--unknown", help="List what the graph marks unknown (about ENTITY, if given).")] = False,
          belief: Annotated[str | None, typer.Option("--belief", help="Show where an item whose place is unknown "
@@ -555,8 +555,8 @@ def tell(
                                              'room light".')],
     dry_run: Annotated[bool, typer.Option(help="Show the verified change without applying it.")] = False,
     whole: Annotated[bool, typer.Option("--full-graph", help="Show the LLM the whole graph (no retrieval).")] = False,
-    depth: Annotated[int, typer.Option(help="Fact hops around the entities the LLM selects.")] = 1,
-    rounds: Annotated[int, typer.Option(help="Replies allowed before giving up.")] = 3,
+    depth: Annotated[int, typer.Option(min=0, help="Fact hops around the entities the LLM selects.")] = 1,
+    rounds: Annotated[int, typer.Option(min=1, help="Replies allowed before giving up.")] = 3,
 ) -> None:
     """Tell the agent what changed: the LLM proposes a change, verification checks it, issues go back to the LLM.
 
@@ -588,7 +588,7 @@ def plan(
     search: Annotated[SEARCH_METHODS.choice | None, typer.Option(
         help="Decide one step by a tree search over the belief about unknown places instead (a one-step plan; "
              "observe, then decide again); `kgplan list searches` says what each method is.")] = None,
-    simulations: Annotated[int, typer.Option(help="Simulations per decision (with --search).")] = 100,
+    simulations: Annotated[int, typer.Option(min=1, help="Simulations per decision (with --search).")] = 100,
 ) -> None:
     """Plan for a task (English, through the LLM) or a PDDL goal; `kgplan run` then executes the plan."""
 
@@ -715,7 +715,8 @@ ExploreLLM = StrEnum("ExploreLLM", ["openai", "oracle"])
 @app.command()
 def explore(
     game: Annotated[GAMES.choice, typer.Option(help="The game (`kgplan list games` says what each is).")] = "coin",
-    seed: Annotated[int, typer.Option(help="Game seed (0-9 for development, 10-59 are the reported ones).")] = 0,
+    seed: Annotated[int, typer.Option(min=0, max=2**31 - 1, help="Game seed (0-9 for development, 10-59 are the "
+                                                                   "reported ones).")] = 0,
     planner: Annotated[PLANNERS.choice | None, typer.Option(
         help="Planner for the goal and the sub-goals (default: the domain's, see its domain.toml).")] = None,
     mode: Annotated[ExploreMode, typer.Option(
@@ -749,8 +750,8 @@ def explore(
         model = SensorOracleLLM(GAMES[game].sensor)
         env = model.watch(env)
     try:
-        ep = play(env, str(game), seed, planner=planner and str(planner), llm=model,
-                  show=lambda line: out.print(line, highlight=False, markup=False))
+        ep = run_guarded(lambda: play(env, str(game), seed, planner=planner and str(planner), llm=model,
+                                      show=lambda line: out.print(line, highlight=False, markup=False)))
     finally:
         env.close()
     raise typer.Exit(0 if ep.success else 1)

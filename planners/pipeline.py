@@ -197,7 +197,9 @@ def last_plan(graph: WorldGraph) -> tuple[str, list[Step]]:
     return data["goal"], [Step.parse(s) for s in data["plan"]]
 
 
-def mark_ran(graph: WorldGraph, changes: list[int]) -> None:
-    """Record that the last plan has run (as these changes), so that it is not run again."""
-    if (raw := graph.get_meta(LAST_PLAN)) is not None:
-        graph.set_meta({LAST_PLAN: json.dumps(json.loads(raw) | {"ran": changes})})
+def mark_ran(graph: WorldGraph, goal: str, plan: list[Step], changes: list[int]) -> None:
+    """Record that the last plan, this one, has run (as these changes), so that it is not run again (a newer plan
+    stored meanwhile, by another process, is left as it is)."""
+    data = json.loads(graph.get_meta(LAST_PLAN) or "{}")
+    if data.get("goal") == goal and data.get("plan") == [str(s) for s in plan]:
+        graph.set_meta({LAST_PLAN: json.dumps(data | {"ran": changes})})

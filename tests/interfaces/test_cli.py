@@ -276,7 +276,9 @@ def bad_inputs(tmp: Path) -> list[list[str]]:
             ["plan", "--goal", "(switched_on hallway_light"], ["plan", "--goal", "(flying apple)"],
             ["add", "(on apple"], ["add", "(= (x a b) 1e999)"], ["change", "--new", ":cup"],
             ["change", "--add", "(on apple kitchen_table)"], ["add", "--unknown", "apple on table"],
-            ["show", "atlantis"], ["facts", "--predicate", "flying"], ["list", "nothing"]]
+            ["show", "atlantis"], ["show", "kitchen", "--depth", "-1"], ["facts", "--predicate", "flying"],
+            ["list", "nothing"], ["explore", "--seed", str(2**70)], ["tell", "x", "--rounds", "0"],
+            ["plan", "--goal", "(switched_on hallway_light)", "--search", "puct", "--simulations", "0"]]
 
 
 def test_bad_input_gives_a_message_not_a_traceback(store: Path, tmp_path: Path) -> None:
