@@ -61,7 +61,7 @@ def main(
     """kgplan: a planning agent whose memory is a verified world-state graph.
 
     Start with `kgplan init --domain household --problem world.pddl`, then inspect it with
-    `show` and `facts`, correct it with `add`/`remove`/`observe`, and look back with `history`.
+    `show` and `facts`, correct it with `add`/`remove`/`change`/`observe`, and look back with `history`.
     """
     STATE["store"] = store
     STATE["llm"] = {k: v for k, v in (("base_url", llm_url), ("model", llm_model)) if v}
@@ -454,6 +454,11 @@ def history(limit: Annotated[int, typer.Option(min=1, help="Show the newest N ch
 LARGE_UNDO = 10  # entities and facts an undo may remove without asking
 
 
+def interactive() -> bool:
+    """Whether a person can be asked (standard input is a terminal)."""
+    return sys.stdin.isatty()
+
+
 @app.command()
 def undo(change_id: Annotated[int, typer.Argument(help="The id shown by `kgplan history`.")],
          yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask, however much the undo removes.")]
@@ -470,7 +475,7 @@ def undo(change_id: Annotated[int, typer.Argument(help="The id shown by `kgplan 
             ents, facts = c.sizes["new_entities"], c.sizes["add"]
             if not yes and (ents + facts > LARGE_UNDO or c.delta.source == "load"):
                 what = f"undoing change #{change_id} ({c.delta.source}) removes {ents} entities and {facts} facts"
-                if not sys.stdin.isatty():
+                if not interactive():
                     raise InputError(f"{what}: give --yes to do it")
                 if not typer.confirm(f"{what}. Undo it?"):
                     raise InputError("not undone")

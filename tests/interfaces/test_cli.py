@@ -14,6 +14,7 @@ from typer.testing import CliRunner
 
 from kgplan.graph.backends import open_graph
 from kgplan.graph.model import Unknown
+from kgplan.interfaces import cli as cli_module
 from kgplan.interfaces.cli import app
 from tests.conftest import HOUSEHOLD
 
@@ -223,6 +224,16 @@ def test_a_large_undo_asks_first(store: Path) -> None:
     assert cli("add", "--unknown", "robot")[0] == 1  # no entities left: a small change needs no confirmation
     code, out = cli("undo", "2")  # restoring the world removes nothing
     assert code == 0 and graph_state(store)[:2] == before[:2], out
+
+
+def test_a_large_undo_asks_at_a_terminal(store: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(cli_module, "interactive", lambda: True)
+    before = graph_state(store)
+    code, out = cli("undo", "1", input="n\n")
+    assert code == 1 and "removes 51 entities and 72 facts. Undo it?" in out and "not undone" in out, out
+    assert graph_state(store) == before
+    code, out = cli("undo", "1", input="y\n")
+    assert code == 0 and graph_state(store)[:2] == ([], []), out
 
 
 def test_show_fills_in_the_glosses(store: Path) -> None:
