@@ -404,8 +404,8 @@ def observe(file: Annotated[Path, typer.Argument(help="JSON: {\"add\": [\"(fact 
         for i, r in enumerate(results, 1):
             if isinstance(r, Change):
                 print_change(r, f"Observation {i} applied as change")
-            elif not report(r, f"Observation {i} refused"):
-                raise r
+            else:
+                report(r, f"Observation {i} refused")
         refused = [i for i in range(1, len(results) + 1) if i not in applied]
         summary = [f"{len(applied)} applied ({', '.join(f'{i}: change #{c.id}' for i, c in applied.items())})"
                    if applied else "none applied"]
