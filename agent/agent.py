@@ -15,10 +15,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pydantic import ValidationError
+
 from kgplan.domains.invariants import Mined, MutexGroup, Synthesis
 from kgplan.domains.model import Domain, Problem, resolve_domain
 from kgplan.domains.verify import ChangeRefused, Issue
 from kgplan.errors import InputError, LLMError, NotFound
+from kgplan.files import read_text
 from kgplan.graph.backends import open_graph
 from kgplan.graph.model import Change, ChangeSlice, Delta, Entity, Fact, Unknown
 from kgplan.graph.world import WorldGraph
@@ -33,6 +36,7 @@ if TYPE_CHECKING:
     from kgplan.planners.state import Step
 
 Progress = Callable[[str], None]
+MAX_ID = 2**63 - 1  # the largest change id a store can hold (a 64-bit integer)
 
 
 def quiet(_: str) -> None:
@@ -50,17 +54,43 @@ class Neighbourhood:
 
 def load_observations(path: Path) -> list[Delta]:
     """Read sensor observations: one JSON object or a list, each {add, remove, new_entities,
-    removed_entities, text}."""
-    data = json.loads(path.read_text())
+    removed_entities, unknown, known, text}; InputError (naming the observation) if one is malformed."""
+    try:
+        data = json.loads(read_text(path, "observation file"))
+    except json.JSONDecodeError as e:
+        raise InputError(f"{path} is not JSON: {e.msg} at line {e.lineno}, column {e.colno}") from None
+    except RecursionError:
+        raise InputError(f"{path}: the JSON is nested too deeply") from None
     deltas = []
-    for i, item in enumerate(data if isinstance(data, list) else [data]):
+    for i, item in enumerate(data if isinstance(data, list) else [data], 1):
         if not isinstance(item, dict):
             raise InputError(f"{path}: observation {i} must be a JSON object")
         item = {**item, "source": "sensor"}
-        for k in ("add", "remove"):
-            item[k] = [Fact.parse(x) if isinstance(x, str) else x for x in item.get(k, [])]
-        deltas.append(Delta.model_validate(item))
+        try:
+            for k in ("add", "remove"):
+                if isinstance(item.get(k), list):
+                    item[k] = [Fact.parse(x) if isinstance(x, str) else x for x in item[k]]
+            deltas.append(Delta.model_validate(item))
+        except ValidationError as e:
+            wrong = "; ".join(f"{'.'.join(map(str, x['loc'])) or 'it'}: {x['msg']}" for x in e.errors())
+            raise InputError(f"{path}: observation {i} is malformed: {wrong}") from None
+        except InputError as e:
+            raise InputError(f"{path}: observation {i}: {e}") from None
     return deltas
+
+
+def problem_file(domain: Domain, problem: Path) -> Path:
+    """A problem file: the path, else one of the domain's folder by that file name or name (`world.pddl` or
+    `world` for a bundled domain's problem, from any directory)."""
+    if problem.exists() or domain.path is None:
+        return problem  # read_text says what is wrong with it
+    folder = domain.path.parent
+    for candidate in (folder / problem.name, folder / f"{problem.name}.pddl"):
+        if candidate.is_file():
+            return candidate
+    shipped = sorted(f.name for f in folder.glob("*.pddl") if f.name != "domain.pddl")
+    raise NotFound(f"no problem file at {problem}" + (f" (the domain's folder has {', '.join(shipped)})"
+                                                      if shipped else ""))
 
 
 class Agent:
@@ -125,7 +155,9 @@ class Agent:
         """Bind the store to a domain, optionally loading a PDDL problem (all or nothing); which
         invariants were derived for its initial state and which dropped."""
         dom = resolve_domain(domain)
-        prob = Problem.parse(problem.read_text(), str(problem)) if problem else None
+        if problem is not None:
+            problem = problem_file(dom, Path(problem))
+        prob = Problem.parse(read_text(problem, "problem file"), str(problem)) if problem else None
         with self.writes:
             return self.graph.init(dom, force=force, problem=prob)
 
@@ -178,11 +210,14 @@ class Agent:
     def history(self, limit: int | None = 50, before: int | None = None) -> list[ChangeSlice]:
         """The newest `limit` changes (all if None) with ids below `before`, newest first, each with its
         provenance and the first few items of each list of its delta (`sizes` gives the totals)."""
-        return self.graph.changes(limit, before)
+        if limit is not None and limit < 1:
+            raise InputError("limit must be 1 or more")
+        limit = limit if limit is None else min(limit, MAX_ID)  # more than there can be: all
+        return self.graph.changes(limit, before if before is None else min(before, MAX_ID))
 
     def diff(self, change_id: int, offset: int = 0, limit: int | None = 1000) -> ChangeSlice:
         """One change with items [offset, offset + limit) of each list of its delta."""
-        if (c := self.graph.change_slice(change_id, offset, limit)) is None:
+        if (c := self.graph.change_slice(_stored_id(change_id), offset, limit)) is None:
             raise NotFound(f"no change with id {change_id}")
         return c
 
@@ -217,10 +252,13 @@ class Agent:
                new_entities: Iterable[Entity] = (), dry_run: bool = False,
                removed_entities: Iterable[str] = (), unknown: Iterable[Unknown] = (),
                known: Iterable[Unknown] = ()) -> Change:
-        """Verify and apply a user's correction (all or nothing); `dry_run` verifies only. `unknown` marks
-        what becomes unknown, `known` clears marks (see graph.model.Unknown).
+        """Verify and apply a user's correction as one change (all or nothing); `dry_run` verifies only.
 
-        Raises ChangeRefused with the issues (graph unchanged), PDDLError for a malformed fact.
+        `add`/`remove`: facts (PDDL text or Fact), e.g. a moved item's old place removed and its new one added;
+        `new_entities` are created and `removed_entities` (names) removed with all their facts; `unknown` marks
+        what becomes unknown, `known` clears marks (see graph.model.Unknown); `note` says why (in the history).
+        Raises ChangeRefused with the issues (graph unchanged), PDDLError for a malformed fact, InputError for
+        an empty change.
         """
         delta = Delta(add=[_fact(f) for f in add], remove=[_fact(f) for f in remove],
                       new_entities=list(new_entities), removed_entities=list(removed_entities),
@@ -239,10 +277,21 @@ class Agent:
         with self.writes:
             return [self.graph.apply(d) for d in deltas]
 
+    def observe_each(self, deltas: Iterable[Delta]) -> list[Change | InputError]:
+        """Apply sensor observations each on its own, one verified change each: per observation, in order, its
+        change or why it was refused (a refused one leaves the graph as it was and the next ones still apply)."""
+        out: list[Change | InputError] = []
+        for d in deltas:
+            try:
+                out.extend(self.observe([d]))
+            except InputError as e:
+                out.append(e)
+        return out
+
     def undo(self, change_id: int) -> Change:
         """Apply the inverse of a change as a new change (NotFound if there is no such change)."""
         with self.writes:
-            return self.graph.undo(change_id)
+            return self.graph.undo(_stored_id(change_id))
 
     # ---- language -----------------------------------------------------------------------------
     def _retrieve(self, text: str, whole: bool = False, depth: int = 1) -> Retrieval:
@@ -257,19 +306,21 @@ class Agent:
         """Turn a sentence into a verified change through the LLM (verified only, with `dry_run`).
 
         The outcome says what happened: its `change` (or, in a dry run, its `delta`), the issues of each
-        refused reply, and `error` when no valid change came out (the graph is then unchanged).
+        refused reply, and `error` when no valid change came out (the graph is then unchanged). The LLM is asked
+        without the writers' lock: other changes go on meanwhile; the reply is verified against the graph as it
+        is when applied.
         """
         from kgplan.language.update import Outcome, update
 
         if not text.strip():
             raise InputError("say what changed")
-        with self.writes:
-            progress("retrieving the entities the sentence is about")
-            out = Outcome(text)
-            retrieval = self._retrieve(text, whole, depth)
-            progress(f"asking the LLM for the change ({len(retrieval.entities)} entities, "
-                     f"{len(retrieval.facts)} facts shown)")
-            return update(self.llm, self.graph, text, retrieval, max_rounds=rounds, dry_run=dry_run, out=out)
+        progress("retrieving the entities the sentence is about")
+        out = Outcome(text)
+        retrieval = self._retrieve(text, whole, depth)
+        progress(f"asking the LLM for the change ({len(retrieval.entities)} entities, "
+                 f"{len(retrieval.facts)} facts shown)")
+        return update(self.llm, self.graph, text, retrieval, max_rounds=rounds, dry_run=dry_run, out=out,
+                      lock=self.writes)
 
     def read_observation(self, text: str, action: str | None = None, rounds: int = 3) -> EditOutcome:
         """LLM mode of exploration (PDDL-edit): the LLM edits the problem to hold what a prose observation
@@ -349,14 +400,31 @@ class Agent:
         return out
 
     def run(self, progress: Progress = quiet) -> tuple[str, int, Execution]:
-        """Execute the last plan, one verified change per step: its goal, its length and how far it got."""
-        from kgplan.planners.execute import execute
-        from kgplan.planners.pipeline import last_plan
+        """Execute the last plan, one verified change per step: its goal, its length and how far it got.
+
+        The whole plan is first simulated on the graph as it is: InputError, nothing applied, if a step no
+        longer applies (its unmet precondition named). A plan runs once: it is then marked as run, and running
+        it again is an InputError.
+        """
+        from kgplan.planners.execute import execute, stale
+        from kgplan.planners.pipeline import last_plan, mark_ran
 
         with self.writes:
             goal, steps = last_plan(self.graph)
+            if (failure := stale(self.graph, steps)) is not None:
+                raise InputError(f"the last plan (for {goal}) no longer applies to the graph, nothing was "
+                                 f"executed: {failure}; plan again (`kgplan plan`)")
             progress(f"executing {len(steps)} steps")
-            return goal, len(steps), execute(self.graph, steps, f"plan for {goal}")
+            done = execute(self.graph, steps, f"plan for {goal}")
+            mark_ran(self.graph, goal, steps, done.changes)
+            return goal, len(steps), done
+
+
+def _stored_id(change_id: int) -> int:
+    """A change id a store can hold (a positive 64-bit integer); NotFound for any other: there is no such change."""
+    if not 0 < change_id <= MAX_ID:
+        raise NotFound(f"no change with id {change_id}")
+    return change_id
 
 
 def _fact(f: str | Fact) -> Fact:

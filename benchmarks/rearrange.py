@@ -395,14 +395,14 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     llm = None
     if need := [m for m in methods if SEARCH_METHODS[m].needs_llm]:
-        from kgplan.language.llm import LLMConfig, OpenAIClient
+        from kgplan.language.llm import NOT_CONFIGURED, LLMConfig, OpenAIClient
 
         config = LLMConfig.from_env()
-        if config.model:
+        if config.configured:
             llm = OpenAIClient(config)
         else:
             methods = [m for m in methods if m not in need]
-            out.print(f"{', '.join(need)} skipped: no model configured (KGPLAN_LLM_MODEL)")
+            out.print(f"{', '.join(need)} skipped: {NOT_CONFIGURED}")
     vh = virtualhome_scenes() if args.scenes != "generated" else []
     if args.scenes != "generated" and not vh:
         out.print("VirtualHome scenes skipped: virtualhome-eval is not installed "

@@ -35,6 +35,7 @@ from kgplan.domains.formula import (
 )
 from kgplan.domains.sexpr import Expr, PDDLError, SList, Sym, pos_of, read
 from kgplan.errors import DomainError, NotFound
+from kgplan.files import read_text
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
@@ -219,11 +220,11 @@ class Domain:
         pddl = path / "domain.pddl" if path.is_dir() else path
         if not pddl.is_file():
             raise NotFound(f"no domain file at {pddl}")
-        dom = cls.parse(pddl.read_text(), str(pddl))
+        dom = cls.parse(read_text(pddl, "domain file"), str(pddl))
         dom.path = pddl
         toml = folder / "domain.toml"
         if toml.is_file() and toml.resolve() != pddl.resolve():
-            dom.meta = tomllib.loads(toml.read_text())
+            dom.meta = tomllib.loads(read_text(toml, "domain.toml"))
         return dom
 
     def _check_types(self, p: Param, what: str, source: str) -> None:

@@ -5,32 +5,33 @@ from __future__ import annotations
 import json
 import sys
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict
 from enum import StrEnum
 from importlib.metadata import EntryPoint, entry_points
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
-from pydantic import ValidationError
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 from rich.tree import Tree
 
-from kgplan.agent.agent import Agent, load_observations
+from kgplan.agent.agent import Agent, load_observations, problem_file
 from kgplan.agent.search import SEARCH_METHODS
+from kgplan.domains.model import resolve_domain
 from kgplan.domains.verify import ChangeRefused
 from kgplan.errors import InputError, KgplanError, LLMError
 from kgplan.games import GAMES
 from kgplan.graph.backends import BACKENDS, creating
-from kgplan.graph.model import Change, Fact, Unknown
+from kgplan.graph.model import Change, Entity, Fact, Unknown
 from kgplan.planners.engines import PLANNERS
 from kgplan.registry import Registry
 
 if TYPE_CHECKING:
+    from kgplan.domains.model import Domain
     from kgplan.language.llm import LLMConfig
     from kgplan.language.update import Outcome
     from kgplan.planners.mcts import Decision
@@ -41,7 +42,7 @@ app = typer.Typer(help=__doc__, no_args_is_help=True, pretty_exceptions_enable=F
 out = Console()
 err = Console(stderr=True)
 STATE: dict[str, Any] = {"store": None, "llm": {}}
-EXPECTED = (KgplanError, FileNotFoundError, ValidationError, json.JSONDecodeError)  # what a user can act on
+T = TypeVar("T")
 
 
 @app.callback()
@@ -60,29 +61,29 @@ def main(
     """kgplan: a planning agent whose memory is a verified world-state graph.
 
     Start with `kgplan init --domain household --problem world.pddl`, then inspect it with
-    `show` and `facts`, correct it with `add`/`remove`/`observe`, and look back with `history`.
+    `show` and `facts`, correct it with `add`/`remove`/`change`/`observe`, and look back with `history`.
     """
     STATE["store"] = store
     STATE["llm"] = {k: v for k, v in (("base_url", llm_url), ("model", llm_model)) if v}
 
 
-def report(e: Exception) -> bool:
+def report(e: Exception, refused: str = "Change refused") -> bool:
     """Print an expected error (refused change, bad input, unreachable store or LLM); False if unexpected."""
     if isinstance(e, ChangeRefused):
-        err.print("[red]Change refused[/red] (the graph is unchanged):")
+        err.print(f"[red]{escape(refused)}[/red] (the graph is unchanged):")
         for issue in e.issues:
             err.print(f"  [yellow]-[/yellow] {escape(f'[{issue.kind}]')} {escape(issue.message)}", highlight=False)
-    elif isinstance(e, EXPECTED):
+    elif isinstance(e, KgplanError):
         err.print(f"[red]error:[/red] {escape(str(e))}", highlight=False)
     else:
         return False
     return True
 
 
-def run_guarded(fn: Callable[[], None]) -> None:
-    """Run a command, turning expected errors into a red message and exit code 1."""
+def run_guarded(fn: Callable[[], T]) -> T:
+    """Run a command (its value), turning expected errors into a red message and exit code 1."""
     try:
-        fn()
+        return fn()
     except Exception as e:
         if not report(e):
             raise
@@ -129,8 +130,9 @@ def print_change(c: Change, title: str = "Applied change") -> None:
 def init(
     domain: Annotated[str, typer.Option(help="A bundled domain name (e.g. household) or a path "
                                              "to a domain.pddl or its folder.")] = "household",
-    problem: Annotated[Path | None, typer.Option(help="A PDDL problem whose :objects and :init "
-                                                      "become the initial graph.")] = None,
+    problem: Annotated[Path | None, typer.Option(help="A PDDL problem whose :objects and :init become the "
+                                                      "initial graph: a path, or a problem of the domain's folder "
+                                                      "by name from any directory (household: world).")] = None,
     force: Annotated[bool, typer.Option(help="Wipe an existing store first.")] = False,
 ) -> None:
     """Create the world graph for a domain, optionally loading a PDDL problem.
@@ -142,9 +144,10 @@ def init(
     """
 
     def go() -> None:
+        path = problem and problem_file(resolve_domain(domain), problem)  # to say which file was loaded
         with creating(STATE["store"]) as g:
             a = Agent(g)
-            synthesis = a.init(domain, problem, force)
+            synthesis = a.init(domain, path, force)
             dom = a.domain
             out.print(f"Initialised {g.url} with domain [bold]{dom.name}[/bold] "
                       f"({len(dom.predicates)} predicates, {len(dom.actions)} actions, "
@@ -153,9 +156,9 @@ def init(
                 out.print(f"  [yellow]not an invariant here:[/yellow] {d.describe()}", highlight=False)
             if not synthesis.complete:
                 out.print("  [yellow]the invariant search ran out of time: some may be missing[/yellow]")
-            if problem:
+            if path:
                 n_ent, n_fact = a.count()
-                out.print(f"Loaded {problem}: {n_ent} entities, {n_fact} facts")
+                out.print(f"Loaded {path}: {n_ent} entities, {n_fact} facts")
 
     run_guarded(go)
 
@@ -208,7 +211,7 @@ def pick(items: list, spec: str) -> list:
 
 @app.command()
 def show(entity: Annotated[str | None, typer.Argument(help="Entity to show; omit for a summary.")] = None,
-         depth: Annotated[int, typer.Option(help="Fact hops around the entity.")] = 1,
+         depth: Annotated[int, typer.Option(min=0, help="Fact hops around the entity.")] = 1,
          unknown: Annotated[bool, typer.Option(
              "--unknown", help="List what the graph marks unknown (about ENTITY, if given).")] = False,
          belief: Annotated[str | None, typer.Option("--belief", help="Show where an item whose place is unknown "
@@ -236,7 +239,7 @@ def show(entity: Annotated[str | None, typer.Argument(help="Entity to show; omit
                 t = Table("entity", "type", "unknown", "meaning", title=f"Unknowns ({len(marks)})")
                 for u in marks:
                     t.add_row(u.entity, types.get(u.entity, "?"), "placeholder" if u.predicate is None else str(u),
-                              "not yet identified" if u.predicate is None else dom.gloss(u.predicate))
+                              "not yet identified" if u.predicate is None else said(dom, u.predicate))
                 out.print(t)
                 return
             if entity is None:
@@ -248,7 +251,7 @@ def show(entity: Annotated[str | None, typer.Argument(help="Entity to show; omit
                     t.add_row(k, str(v))
                 p = Table("predicate", "facts", "meaning", title="Facts by predicate")
                 for k, v in sorted(Counter(f.predicate for f in facts).items()):
-                    p.add_row(k, str(v), dom.gloss(k))
+                    p.add_row(k, str(v), said(dom, k))
                 out.print(t, p)
                 return
             n = a.show(entity, depth)
@@ -259,21 +262,33 @@ def show(entity: Annotated[str | None, typer.Argument(help="Entity to show; omit
             tree = Tree(f"[bold]{entity}[/bold] - {n.entity.type}{placeholder}")
             for u in marks:
                 if u.predicate is not None:
-                    tree.add(f"[yellow]unknown: {u}[/yellow]  [dim]{dom.gloss(u.predicate)}[/dim]")
+                    tree.add(f"[yellow]unknown: {u}[/yellow]  [dim]{escape(said(dom, u.predicate))}[/dim]")
             for k, v in n.entity.attrs.items():
                 tree.add(f"[dim]{k}: {v}[/dim]")
             by_pred: dict[str, list[Fact]] = {}
             for f in n.facts:
                 by_pred.setdefault(f.predicate, []).append(f)
             for pred, fs in sorted(by_pred.items()):
-                branch = tree.add(f"[cyan]{pred}[/cyan]  [dim]{dom.gloss(pred)}[/dim]")
+                branch = tree.add(f"[cyan]{pred}[/cyan]  [dim]{escape(said(dom, pred))}[/dim]")
                 for f in fs:
                     args = ", ".join(f"{a} ({types.get(a, '?')})" if a != entity else f"[bold]{a}[/bold]"
                                      for a in f.args)
-                    branch.add(args or "(true)")
+                    branch.add(f"{args or '(true)'}  [dim]{escape(said(dom, pred, f.args))}[/dim]")
             out.print(tree)
 
     run_guarded(go)
+
+
+def said(dom: Domain, predicate: str, args: Sequence[str] | None = None) -> str:
+    """A predicate's gloss (domain.toml's) in words: filled in with the arguments, or with its parameters' types
+    (e.g. "the robot <robot> is in room <room>")."""
+    pred = dom.predicates.get(predicate)
+    if args is None:
+        args = [f"<{' or '.join(p.types)}>" for p in pred.params] if pred else []
+    try:
+        return dom.gloss(predicate).format(*args)
+    except (IndexError, KeyError, ValueError):  # a gloss whose braces are not its arguments
+        return dom.gloss(predicate)
 
 
 @app.command()
@@ -291,17 +306,37 @@ def facts(predicate: Annotated[str | None, typer.Option(help="Only this predicat
 
 
 def _edit(adds: list[str], removes: list[str], text: str, entities: list[str] | None = None,
-          unknown: list[str] | None = None, known: list[str] | None = None) -> None:
-    if not (adds or removes or entities or unknown or known):
-        raise typer.BadParameter("nothing to change: give facts or marks (--unknown, --known; remove: --entity)")
+          unknown: list[str] | None = None, known: list[str] | None = None, new: list[str] | None = None,
+          dry_run: bool = False, hint: bool = True) -> None:
+    """Verify and apply one change (print it), or print why it was refused; `hint`: say how to add and remove
+    in one change (after `add` or `remove` alone)."""
+    if not (adds or removes or entities or unknown or known or new):
+        raise typer.BadParameter("nothing to change: give facts, entities or marks (see --help)")
 
     def go() -> None:
         with agent() as a:
-            print_change(a.change(adds, removes, text, removed_entities=entities or (),
-                                  unknown=[Unknown.parse(m) for m in unknown or ()],
-                                  known=[Unknown.parse(m) for m in known or ()]))
+            try:
+                c = a.change(adds, removes, text, [_entity(e) for e in new or ()], dry_run, entities or (),
+                             [Unknown.parse(m) for m in unknown or ()], [Unknown.parse(m) for m in known or ()])
+            except ChangeRefused as e:
+                report(e)
+                if hint and any(i.kind == "invariant" for i in e.issues):  # e.g. "also remove" the old place
+                    err.print('to add and remove in one change: kgplan change --add "(FACT)" --remove "(FACT)"',
+                              markup=False, highlight=False)
+                raise typer.Exit(1) from None
+        if dry_run:
+            out.print("[cyan]dry run[/cyan], verified but not applied:")
+        print_change(c, "Proposed change" if dry_run else "Applied change")
 
     run_guarded(go)
+
+
+def _entity(spec: str) -> Entity:
+    """An entity written NAME:TYPE."""
+    name, colon, type_ = spec.partition(":")
+    if not (colon and name.strip() and type_.strip()):
+        raise InputError(f"--new takes NAME:TYPE, e.g. green_mug:cup, not {spec!r}")
+    return Entity(name=name.strip(), type=type_.strip())
 
 
 UnknownOpt = Annotated[list[str] | None, typer.Option(
@@ -332,17 +367,53 @@ def remove(facts: Annotated[list[str] | None, typer.Argument(
 
 
 @app.command()
+def change(
+    add: Annotated[list[str] | None, typer.Option(
+        "--add", help='A fact to add, e.g. "(on apple kitchen_table)"; repeatable.')] = None,
+    remove: Annotated[list[str] | None, typer.Option("--remove", help="A fact to remove; repeatable.")] = None,
+    new: Annotated[list[str] | None, typer.Option(
+        "--new", help="A new entity NAME:TYPE, e.g. green_mug:cup; repeatable.")] = None,
+    remove_entity: Annotated[list[str] | None, typer.Option(
+        "--remove-entity", help="An entity to remove with all its facts; repeatable.")] = None,
+    unknown: UnknownOpt = None, known: KnownOpt = None,
+    note: Annotated[str, typer.Option(help="Why (kept in the history).")] = "",
+    dry_run: Annotated[bool, typer.Option(help="Verify only: show the change without applying it.")] = False,
+) -> None:
+    """Correct the graph in one verified change (all or nothing): facts added and removed, entities created and
+    removed, unknown marks set and cleared.
+
+    E.g. the apple moved: kgplan change --remove "(on apple kitchen_counter)" --add "(on apple kitchen_table)";
+    a new mug: kgplan change --new green_mug:cup --add "(on green_mug kitchen_counter)" --add "(clean green_mug)".
+    """
+    _edit(add or [], remove or [], note, remove_entity, unknown, known, new, dry_run, hint=False)
+
+
+@app.command()
 def observe(file: Annotated[Path, typer.Argument(help="JSON: {\"add\": [\"(fact ...)\"], \"remove\": "
                                                      "[...], \"new_entities\": [{\"name\", \"type\"}], "
                                                      "\"removed_entities\": [\"name\"], "
                                                      "\"text\": \"...\"}, or a list of those.")]) -> None:
-    """Apply sensor observations; each is verified and applied as one change."""
+    """Apply sensor observations, each on its own: each is verified and applied as one change, or refused
+    (the others still apply). Says which were applied and which refused; exit status 1 if any was refused."""
 
     def go() -> None:
         deltas = load_observations(file)
         with agent() as a:
-            for c in a.observe(deltas):
-                print_change(c)
+            results = a.observe_each(deltas)
+        applied = {i: r for i, r in enumerate(results, 1) if isinstance(r, Change)}
+        for i, r in enumerate(results, 1):
+            if isinstance(r, Change):
+                print_change(r, f"Observation {i} applied as change")
+            else:
+                report(r, f"Observation {i} refused")
+        refused = [i for i in range(1, len(results) + 1) if i not in applied]
+        summary = [f"{len(applied)} applied ({', '.join(f'{i}: change #{c.id}' for i, c in applied.items())})"
+                   if applied else "none applied"]
+        if refused:
+            summary.append(f"{len(refused)} refused ({', '.join(map(str, refused))})")
+        out.print(f"{len(results)} observation(s): " + "; ".join(summary), highlight=False)
+        if refused:
+            raise typer.Exit(1)
 
     run_guarded(go)
 
@@ -365,7 +436,7 @@ def check() -> None:
 
 
 @app.command()
-def history(limit: Annotated[int, typer.Option(help="Show the newest N changes.")] = 20) -> None:
+def history(limit: Annotated[int, typer.Option(min=1, help="Show the newest N changes.")] = 20) -> None:
     """Show the change history with provenance."""
 
     def go() -> None:
@@ -380,12 +451,34 @@ def history(limit: Annotated[int, typer.Option(help="Show the newest N changes."
     run_guarded(go)
 
 
+LARGE_UNDO = 10  # entities and facts an undo may remove without asking
+
+
+def interactive() -> bool:
+    """Whether a person can be asked (standard input is a terminal)."""
+    return sys.stdin.isatty()
+
+
 @app.command()
-def undo(change_id: Annotated[int, typer.Argument(help="The id shown by `kgplan history`.")]) -> None:
-    """Undo a change by applying its inverse as a new change."""
+def undo(change_id: Annotated[int, typer.Argument(help="The id shown by `kgplan history`.")],
+         yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask, however much the undo removes.")]
+         = False) -> None:
+    """Undo a change by applying its inverse as a new change.
+
+    An undo that would remove more than a handful of entities and facts (e.g. of the change that loaded the
+    world) asks first; without a terminal it is refused unless --yes is given.
+    """
 
     def go() -> None:
         with agent() as a:
+            c = a.diff(change_id, 0, 0)
+            ents, facts = c.sizes["new_entities"], c.sizes["add"]
+            if not yes and (ents + facts > LARGE_UNDO or c.delta.source == "load"):
+                what = f"undoing change #{change_id} ({c.delta.source}) removes {ents} entities and {facts} facts"
+                if not interactive():
+                    raise InputError(f"{what}: give --yes to do it")
+                if not typer.confirm(f"{what}. Undo it?"):
+                    raise InputError("not undone")
             print_change(a.undo(change_id), "Undo applied as change")
 
     run_guarded(go)
@@ -467,8 +560,8 @@ def tell(
                                              'room light".')],
     dry_run: Annotated[bool, typer.Option(help="Show the verified change without applying it.")] = False,
     whole: Annotated[bool, typer.Option("--full-graph", help="Show the LLM the whole graph (no retrieval).")] = False,
-    depth: Annotated[int, typer.Option(help="Fact hops around the entities the LLM selects.")] = 1,
-    rounds: Annotated[int, typer.Option(help="Replies allowed before giving up.")] = 3,
+    depth: Annotated[int, typer.Option(min=0, help="Fact hops around the entities the LLM selects.")] = 1,
+    rounds: Annotated[int, typer.Option(min=1, help="Replies allowed before giving up.")] = 3,
 ) -> None:
     """Tell the agent what changed: the LLM proposes a change, verification checks it, issues go back to the LLM.
 
@@ -492,7 +585,7 @@ def plan(
     planner: Annotated[PLANNERS.choice, typer.Option(help="The planner (`kgplan list planners` says what each is).")
                        ] = "fd",
     timeout: Annotated[float, typer.Option(help="Seconds per planner call.")] = 60.0,
-    memory: Annotated[int, typer.Option(help="Memory cap for the planner in MB.")] = 4096,
+    memory: Annotated[int, typer.Option(min=1, help="Memory cap for the planner in MB.")] = 4096,
     prune: Annotated[bool, typer.Option(help="Plan on the relevance-pruned state first.")] = True,
     explain: Annotated[bool, typer.Option(help="Also print the problem file the planner answered on, saying "
                                                "whether that was the pruned or the full state.")] = False,
@@ -500,7 +593,7 @@ def plan(
     search: Annotated[SEARCH_METHODS.choice | None, typer.Option(
         help="Decide one step by a tree search over the belief about unknown places instead (a one-step plan; "
              "observe, then decide again); `kgplan list searches` says what each method is.")] = None,
-    simulations: Annotated[int, typer.Option(help="Simulations per decision (with --search).")] = 100,
+    simulations: Annotated[int, typer.Option(min=1, help="Simulations per decision (with --search).")] = 100,
 ) -> None:
     """Plan for a task (English, through the LLM) or a PDDL goal; `kgplan run` then executes the plan."""
 
@@ -534,6 +627,7 @@ def chat() -> None:
 
     def go() -> None:
         with agent() as a:
+            a.llm  # noqa: B018  (no LLM configured: say so before the first line)
             while (line := typer.prompt("you", default="", show_default=False).strip()) not in ("", "/quit"):
                 try:
                     if line in ("/run", "/history"):
@@ -557,7 +651,11 @@ def chat() -> None:
 
 @app.command(name="run")
 def run_plan() -> None:
-    """Execute the last plan on the graph, one verified change per action (provenance `plan`)."""
+    """Execute the last plan on the graph, one verified change per action (provenance `plan`).
+
+    The plan is first simulated on the graph as it is now: one that no longer applies is refused, nothing
+    executed. A plan runs once; plan again to run anew.
+    """
 
     def go() -> None:
         with agent() as a:
@@ -565,7 +663,7 @@ def run_plan() -> None:
         out.print(f"Executed {len(result.changes)} of {n} steps as changes "
                   f"{', '.join(f'#{c}' for c in result.changes) or '(none)'}")
         if result.failure:
-            err.print(f"[red]stopped:[/red] {escape(result.failure)}; replan with `kgplan plan --goal ...`",
+            err.print(f"[red]stopped:[/red] {escape(str(result.failure))}; replan with `kgplan plan --goal ...`",
                       highlight=False)
             raise typer.Exit(1)
 
@@ -622,7 +720,8 @@ ExploreLLM = StrEnum("ExploreLLM", ["openai", "oracle"])
 @app.command()
 def explore(
     game: Annotated[GAMES.choice, typer.Option(help="The game (`kgplan list games` says what each is).")] = "coin",
-    seed: Annotated[int, typer.Option(help="Game seed (0-9 for development, 10-59 are the reported ones).")] = 0,
+    seed: Annotated[int, typer.Option(min=0, max=2**31 - 1, help="Game seed (0-9 for development, 10-59 are the "
+                                                                   "reported ones).")] = 0,
     planner: Annotated[PLANNERS.choice | None, typer.Option(
         help="Planner for the goal and the sub-goals (default: the domain's, see its domain.toml).")] = None,
     mode: Annotated[ExploreMode, typer.Option(
@@ -642,22 +741,22 @@ def explore(
     from kgplan.games.base import GameUnavailable
     from kgplan.games.oracle import SensorOracleLLM
 
+    model = None
+    if mode == ExploreMode.llm and llm == ExploreLLM.openai:
+        from kgplan.language.llm import LLMConfig, OpenAIClient
+
+        model = run_guarded(lambda: OpenAIClient(_llm() or LLMConfig.from_env()))
     try:
         env = GAMES[game].environment()
     except GameUnavailable as e:
         err.print(f"[red]error:[/red] {e}")
         raise typer.Exit(2) from None
-    model = None
     if mode == ExploreMode.llm and llm == ExploreLLM.oracle:
         model = SensorOracleLLM(GAMES[game].sensor)
         env = model.watch(env)
-    elif mode == ExploreMode.llm:
-        from kgplan.language.llm import LLMConfig, OpenAIClient
-
-        model = OpenAIClient(_llm() or LLMConfig.from_env())
     try:
-        ep = play(env, str(game), seed, planner=planner and str(planner), llm=model,
-                  show=lambda line: out.print(line, highlight=False, markup=False))
+        ep = run_guarded(lambda: play(env, str(game), seed, planner=planner and str(planner), llm=model,
+                                      show=lambda line: out.print(line, highlight=False, markup=False)))
     finally:
         env.close()
     raise typer.Exit(0 if ep.success else 1)

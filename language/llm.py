@@ -30,6 +30,9 @@ M = TypeVar("M", bound=BaseModel)
 Mode = Literal["json_schema", "json_object", "text"]
 MODES: tuple[Mode, ...] = ("json_schema", "json_object", "text")
 FORMAT_WORDS = ("response_format", "json_schema", "json_object")  # in an error that rejects the reply format
+NOT_CONFIGURED = ("no LLM is configured: set KGPLAN_LLM_BASE_URL (an OpenAI-compatible endpoint, e.g. "
+                  "http://127.0.0.1:8080/v1, or --llm-url) or OPENAI_API_KEY (OpenAI), and KGPLAN_LLM_MODEL for the "
+                  "model")
 
 
 @dataclass(frozen=True)
@@ -79,12 +82,13 @@ class LLMConfig:
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, **overrides: Any) -> LLMConfig:
-        """`KGPLAN_LLM_BASE_URL`, `KGPLAN_LLM_MODEL`, `OPENAI_API_KEY`, `KGPLAN_LLM_RESPONSE_FORMAT`,
-        `KGPLAN_LLM_TIMEOUT` (seconds per request: raise it for a slow local model), `KGPLAN_LLM_MAX_TOKENS`."""
+        """`KGPLAN_LLM_BASE_URL` (else the openai client's `OPENAI_BASE_URL`), `KGPLAN_LLM_MODEL`, `OPENAI_API_KEY`,
+        `KGPLAN_LLM_RESPONSE_FORMAT`, `KGPLAN_LLM_TIMEOUT` (seconds per request: raise it for a slow local
+        model), `KGPLAN_LLM_MAX_TOKENS`."""
         env = os.environ if env is None else env
         config = cls(
             model=env.get("KGPLAN_LLM_MODEL") or cls.model,
-            base_url=env.get("KGPLAN_LLM_BASE_URL") or None,
+            base_url=env.get("KGPLAN_LLM_BASE_URL") or env.get("OPENAI_BASE_URL") or None,
             api_key=env.get("OPENAI_API_KEY") or None,
             timeout_s=float(env.get("KGPLAN_LLM_TIMEOUT") or cls.timeout_s),
         )
@@ -99,6 +103,11 @@ class LLMConfig:
                 raise InputError(f"KGPLAN_LLM_RESPONSE_FORMAT={fmt!r}: expected one of {', '.join(MODES)}")
             config = replace(config, response_format=fmt)
         return replace(config, **overrides)
+
+    @property
+    def configured(self) -> bool:
+        """Whether there is an endpoint to ask: a base URL (a local server needs no key), or a key for OpenAI."""
+        return bool(self.base_url or self.api_key)
 
 
 def choice(values: Iterable[str]) -> Any:
@@ -204,11 +213,16 @@ class LLM(ABC):
 
 
 class OpenAIClient(LLM):
-    """An OpenAI-compatible chat endpoint: the openai client's own retries, and the reply-format fallback."""
+    """An OpenAI-compatible chat endpoint: the openai client's own retries, and the reply-format fallback.
+
+    LLMError at once, before any request, when the settings name no endpoint (see `LLMConfig.configured`).
+    """
 
     def __init__(self, config: LLMConfig | None = None) -> None:
         super().__init__()
         self.config = config or LLMConfig.from_env()
+        if not self.config.configured:
+            raise LLMError(NOT_CONFIGURED)
         self.mode: Mode = self.config.response_format  # lowered for good when the endpoint rejects a format
         self._client = openai.OpenAI(
             base_url=self.config.base_url,

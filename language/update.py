@@ -10,6 +10,7 @@ first reply as it is). The prompts are in `prompts`.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 
 from kgplan.domains.formula import Formula
@@ -84,8 +85,12 @@ def select_entities(llm: LLM, graph: WorldGraph, text: str, depth: int = 1,
 
 
 def update(llm: LLM, graph: WorldGraph, text: str, retrieval: Retrieval, *, verify: bool = True,
-           max_rounds: int = 3, dry_run: bool = False, out: Outcome | None = None) -> Outcome:
-    """Algorithm 3: turn a sentence into a delta, verify it, re-prompt with the issues, apply it."""
+           max_rounds: int = 3, dry_run: bool = False, out: Outcome | None = None,
+           lock: AbstractContextManager = nullcontext()) -> Outcome:
+    """Algorithm 3: turn a sentence into a delta, verify it, re-prompt with the issues, apply it.
+
+    Only the apply holds `lock` (a writers' lock): the LLM is asked outside it, and the delta is verified again
+    against the graph as it is then, in the apply's own transaction."""
     out = out or Outcome(text)
     domain = graph.domain
     names = [*retrieval.entities, *domain.constants]
@@ -124,7 +129,8 @@ def update(llm: LLM, graph: WorldGraph, text: str, retrieval: Retrieval, *, veri
                 out.error = "the sentence changes nothing in the graph"
             elif not dry_run:
                 try:
-                    out.change = graph.apply(delta, verified=verify)
+                    with lock:
+                        out.change = graph.apply(delta, verified=verify)
                 except ChangeRefused as e:  # the graph changed since the check
                     out.rounds.append([str(i) for i in e.issues])
                     continue

@@ -11,7 +11,7 @@ from kgplan.domains.verify import ChangeRefused
 from kgplan.graph.model import Delta, Fact
 from kgplan.graph.store import Tx
 from kgplan.graph.world import WorldGraph
-from kgplan.planners.state import Failure, PlanError, State, Step
+from kgplan.planners.state import Failure, PlanError, State, Step, simulate
 
 
 @dataclass
@@ -32,6 +32,12 @@ def _quantified_types(act: Action) -> set[tuple[str, ...]]:
     for f in (act.precondition, *(e.condition for e in act.effects)):
         out |= {p.types for q in quantifiers(f) for p in q.params}
     return out
+
+
+def stale(graph: WorldGraph, plan: Sequence[Step]) -> Failure | None:
+    """The first step of `plan` that cannot run on the graph's current state (the plan simulated from it, the
+    goal not checked: a decision's one-step plan does not reach it); None if every step can."""
+    return simulate(State(graph.domain, *graph.snapshot()), plan, None)
 
 
 class _Stop(Exception):

@@ -27,6 +27,7 @@ from kgplan.planners.solve import PlanResult, Status, prepare, solve
 from kgplan.planners.state import State, Step, simulate
 
 LAST_PLAN = "last_plan"
+MAX_TIMEOUT = 86_400  # seconds per planner call: a day
 
 
 @dataclass
@@ -80,6 +81,10 @@ def plan(graph: WorldGraph, goal_text: str, *, planner: str = "fd", timeout: flo
          prune: bool = True, memory_mb: int = 4096, progress: Callable[[str], None] = lambda _: None) -> PlanReport:
     """Plan for a PDDL goal on the graph's current state; the plan is remembered for `run`. `progress` is
     told each phase: the state read, each pruned state (its level, widening) and each planner call."""
+    if not 0 < timeout <= MAX_TIMEOUT:  # also refuses NaN
+        raise InputError(f"the timeout must be more than 0 and at most {MAX_TIMEOUT} seconds, not {timeout}")
+    if memory_mb < 1:
+        raise InputError(f"the memory cap must be 1 MB or more, not {memory_mb}")
     prepare(planner)  # the planner's process gets ready while the domain and the state are read, and pruned
     domain = graph.domain
     prepare(planner, domain)
@@ -179,9 +184,22 @@ def _check(state: State, result: PlanResult, goal: Formula) -> str | None:
 
 
 def last_plan(graph: WorldGraph) -> tuple[str, list[Step]]:
-    """The goal and plan of the last successful `plan` on this store."""
+    """The goal and plan of the last successful `plan` on this store; InputError if there is none, or if it
+    has run already (a plan runs once: its steps changed the graph it was made for)."""
     raw = graph.get_meta(LAST_PLAN)
     if raw is None:
         raise InputError("no plan yet: run `kgplan plan --goal ...` first")
     data = json.loads(raw)
+    if "ran" in data:
+        changes = ", ".join(f"#{c}" for c in data["ran"]) or "no change"
+        raise InputError(f"the last plan (for {data['goal']}) has already run ({changes}); a plan runs once: "
+                         "plan again (`kgplan plan`) to run it anew")
     return data["goal"], [Step.parse(s) for s in data["plan"]]
+
+
+def mark_ran(graph: WorldGraph, goal: str, plan: list[Step], changes: list[int]) -> None:
+    """Record that the last plan, this one, has run (as these changes), so that it is not run again (a newer plan
+    stored meanwhile, by another process, is left as it is)."""
+    data = json.loads(graph.get_meta(LAST_PLAN) or "{}")
+    if data.get("goal") == goal and data.get("plan") == [str(s) for s in plan]:
+        graph.set_meta({LAST_PLAN: json.dumps(data | {"ran": changes})})

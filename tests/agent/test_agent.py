@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import threading
 from pathlib import Path
 
 import pytest
@@ -121,3 +122,48 @@ def test_cli_commands_through_the_agent(tmp_path: Path) -> None:
     assert r.exit_code == 0 and runner.invoke(app, [*store, "show", "kitchen_light"]).exit_code == 0
     r = runner.invoke(app, [*store, "add", "(on apple kitchen_table)"])
     assert r.exit_code == 1 and "Change refused" in r.output
+
+
+def test_tell_asks_the_llm_without_the_writers_lock(agent: Agent) -> None:
+    """Issue 21 item 14: while a tell waits for a slow LLM, a plain change on the same agent is applied; the told
+    change is verified against the graph as it is when the reply comes."""
+    asked, answer = threading.Event(), threading.Event()
+
+    def slow(messages: list[dict]) -> str:
+        asked.set()
+        answer.wait(60)
+        return json.dumps({"add": [], "remove": [{"predicate": "switched_on", "args": ["kitchen_light"]}]})
+
+    agent._llm = ScriptedLLM([slow])
+    told: list = []
+    tell = threading.Thread(target=lambda: told.append(agent.tell("the kitchen light went off", whole=True)))
+    tell.start()
+    assert asked.wait(60)
+    plain = threading.Thread(target=agent.change, kwargs={"add": ["(switched_on hallway_light)"], "note": "plain"})
+    plain.start()
+    plain.join(60)  # a bound against a deadlock, not a timing
+    waited = plain.is_alive()
+    answer.set()
+    tell.join(60)
+    assert not waited, "the plain change waited for the tell's LLM call"
+    assert told and told[0].change is not None, told
+    assert [c.delta.text for c in agent.history(2)] == ["the kitchen light went off", "plain"]
+    assert {"(switched_on hallway_light)"} <= set(map(str, agent.facts("switched_on")))
+    assert "(switched_on kitchen_light)" not in map(str, agent.facts("switched_on"))
+
+
+def test_run_simulates_the_plan_first_and_runs_it_once(agent: Agent) -> None:
+    """Issue 21 item 8, through the Agent (the API's and MCP's run): a stale plan is refused with the step and
+    its unmet precondition, nothing applied; a plan that ran is not run again."""
+    assert agent.plan(goal="(and (switched_on hallway_light) (not (switched_on kitchen_light)))").solved
+    agent.change(remove=["(switched_on kitchen_light)"])
+    before = agent.history(1)[0].id
+    with pytest.raises(KgplanError, match=r"no longer applies .*cannot run: precondition \(switched_on "
+                                          r"kitchen_light\) is false"):
+        agent.run()
+    assert agent.history(1)[0].id == before
+    assert agent.plan(goal="(switched_on hallway_light)").solved
+    _, n, done = agent.run()
+    assert done.done and n == 1
+    with pytest.raises(KgplanError, match=rf"already run \(#{done.changes[0]}\)"):
+        agent.run()

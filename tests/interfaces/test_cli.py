@@ -14,6 +14,7 @@ from typer.testing import CliRunner
 
 from kgplan.graph.backends import open_graph
 from kgplan.graph.model import Unknown
+from kgplan.interfaces import cli as cli_module
 from kgplan.interfaces.cli import app
 from tests.conftest import HOUSEHOLD
 
@@ -129,3 +130,208 @@ def test_cli_plan_search_mcts_and_show_belief(tmp_path: Path, monkeypatch: pytes
     assert "fridge" in shown and "counter" in shown and "bed" not in shown.split("where milk is")[1]
     bad = cli.invoke(app, ["plan", "--goal", "(in milk bed)", "--search", "bfs"])
     assert bad.exit_code == 2 and "puct_dr" in bad.output  # the choices, from the registry
+
+
+def cli(*args: str, input: str | None = None) -> tuple[int, str]:
+    """Run the CLI in-process: its exit status and output (lines joined: the console wraps them); an exception it
+    did not turn into a message fails the test with its traceback."""
+    r = CliRunner().invoke(app, list(args), input=input)
+    if r.exception is not None and not isinstance(r.exception, SystemExit):
+        raise r.exception
+    return r.exit_code, " ".join(r.output.split())
+
+
+def graph_state(store: Path) -> tuple:
+    with open_graph(f"sqlite:{store}") as g:
+        return sorted(map(str, g.facts())), sorted(e.name for e in g.entities()), len(g.history())
+
+
+def test_run_refuses_a_stale_plan_and_runs_a_plan_once(store: Path) -> None:
+    """Issue 21 item 8: a step that no longer holds is found before anything runs (not a TypeError after the
+    first steps), and a plan that ran is not run again."""
+    assert cli("plan", "--goal", "(switched_on hallway_light)")[0] == 0
+    code, out = cli("run")
+    assert code == 0 and "Executed 1 of 1 steps" in out, out
+    before = graph_state(store)
+    code, out = cli("run")
+    assert code == 1 and "has already run (#2)" in out and "plan again" in out, out
+    assert graph_state(store) == before
+    assert cli("plan", "--goal", "(and (not (switched_on hallway_light)) (not (switched_on kitchen_light)))")[0] == 0
+    assert cli("remove", "(switched_on kitchen_light)")[0] == 0  # a step of the plan no longer applies
+    before = graph_state(store)
+    code, out = cli("run")
+    assert code == 1 and "no longer applies" in out and "nothing was executed" in out, out
+    assert "step 3 (switch_off robot kitchen_light kitchen) cannot run: precondition (switched_on kitchen_light) " \
+           "is false" in out, out
+    assert graph_state(store) == before
+
+
+def test_chat_run_reports_and_the_chat_goes_on(store: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("KGPLAN_LLM_BASE_URL", "http://127.0.0.1:9/v1")  # configured; /run and /history ask it nothing
+    assert cli("plan", "--goal", "(switched_on hallway_light)")[0] == 0
+    code, out = cli("chat", input="/run\n/run\n/history\n/quit\n")
+    assert code == 0 and "Executed 1 of 1 steps" in out and "has already run" in out, out
+    assert "undo of" in out  # /history answered after the refused /run
+
+
+def test_observe_applies_or_refuses_each_observation_on_its_own(store: Path) -> None:
+    """Issue 21 item 9: the bundled observations on a fresh graph: 1-3 and 5 apply, 4 is refused, and the output
+    says which."""
+    code, out = cli("observe", str(HOUSEHOLD / "observations.json"))
+    assert code == 1, out
+    assert "Observation 4 refused" in out and "sandra_phone" in out
+    assert all(f"Observation {i} applied as change #{i + 1}" in out for i in (1, 2, 3)), out
+    assert "Observation 5 applied as change #5" in out and "4 applied" in out and "1 refused (4)" in out
+    facts = graph_state(store)[0]
+    assert "(switched_on living_room_light)" not in facts and "(on apple kitchen_table)" in facts
+    assert "(on sandra_phone kitchen_table)" not in facts
+
+
+def test_change_moves_the_apple_in_one_change(store: Path) -> None:
+    """Issue 21 item 16: the refusal's advice (also remove the old place) can be followed with `kgplan change`."""
+    code, out = cli("add", "(on apple kitchen_table)")
+    assert code == 1 and "also remove (on apple kitchen_counter)" in out
+    assert "kgplan change --add" in out
+    code, out = cli("change", "--remove", "(on apple kitchen_counter)", "--add", "(on apple kitchen_table)",
+                    "--note", "the apple moved")
+    assert code == 0 and "+ (on apple kitchen_table)" in out and "- (on apple kitchen_counter)" in out, out
+    before = graph_state(store)
+    code, out = cli("change", "--new", "green_mug:cup", "--add", "(on green_mug kitchen_counter)",
+                    "--remove-entity", "dune_book", "--unknown", "(on tv_remote ?)",
+                    "--remove", "(on tv_remote living_room_sofa)", "--dry-run")
+    assert code == 0 and "dry run" in out and "new green_mug - cup" in out and "gone dune_book" in out, out
+    assert graph_state(store) == before
+    code, out = cli("change", "--new", "green_mug:cup", "--add", "(on green_mug kitchen_counter)",
+                    "--remove-entity", "dune_book", "--unknown", "(on tv_remote ?)",
+                    "--remove", "(on tv_remote living_room_sofa)", "--note", "tidied")
+    assert code == 0, out
+    with open_graph(f"sqlite:{store}") as g:
+        assert [e.type for e in g.entities(["green_mug", "dune_book"])] == ["cup"]
+        assert g.unknowns() == [Unknown(entity="tv_remote", predicate="on")] and len(g.history()) == before[2] + 1
+    code, out = cli("change", "--new", "green_mug")
+    assert code == 1 and "NAME:TYPE" in out
+    assert cli("change")[0] == 2
+
+
+def test_a_large_undo_asks_first(store: Path) -> None:
+    """Issue 21 item 19: `undo 1` (the load) is refused without a terminal unless --yes is given."""
+    before = graph_state(store)
+    code, out = cli("undo", "1")
+    assert code == 1 and "removes 51 entities and 72 facts" in out and "--yes" in out, out
+    assert graph_state(store) == before
+    code, out = cli("undo", "1", "--yes")
+    assert code == 0 and graph_state(store)[:2] == ([], [])
+    assert cli("add", "--unknown", "robot")[0] == 1  # no entities left: a small change needs no confirmation
+    code, out = cli("undo", "2")  # restoring the world removes nothing
+    assert code == 0 and graph_state(store)[:2] == before[:2], out
+
+
+def test_a_large_undo_asks_at_a_terminal(store: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(cli_module, "interactive", lambda: True)
+    before = graph_state(store)
+    code, out = cli("undo", "1", input="n\n")
+    assert code == 1 and "removes 51 entities and 72 facts. Undo it?" in out and "not undone" in out, out
+    assert graph_state(store) == before
+    code, out = cli("undo", "1", input="y\n")
+    assert code == 0 and graph_state(store)[:2] == ([], []), out
+
+
+def test_show_fills_in_the_glosses(store: Path) -> None:
+    code, out = cli("show", "robot")
+    assert code == 0 and "the robot robot is in room hallway" in out and "{0}" not in out, out
+    code, out = cli("show")
+    assert code == 0 and "the robot <agent> is in room <room>" in out and "{" not in out, out
+
+
+def test_a_bundled_problem_is_found_from_any_directory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 21 item 19: the README's `--problem domains/household/world.pddl` outside the checkout, and the
+    problem by name."""
+    monkeypatch.chdir(tmp_path)
+    for i, problem in enumerate(["domains/household/world.pddl", "world", "world.pddl"]):
+        code, out = cli("-s", f"sqlite:{tmp_path / f'{i}.db'}", "init", "--problem", problem)
+        assert code == 0 and "51 entities, 72 facts" in out, (problem, out)
+    code, out = cli("-s", f"sqlite:{tmp_path / 'x.db'}", "init", "--problem", "nowhere.pddl")
+    assert code == 1 and "no problem file at nowhere.pddl" in out and "world.pddl" in out, out
+
+
+def test_no_llm_configured_is_said_at_once(store: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Issue 21 item 13: with no endpoint set, the commands that need the LLM say so before any request."""
+    for name in ("KGPLAN_LLM_BASE_URL", "OPENAI_BASE_URL", "OPENAI_API_KEY", "KGPLAN_LLM_MODEL"):
+        monkeypatch.delenv(name, raising=False)
+    for args in (["tell", "the light is off"], ["plan", "turn the light off"], ["chat"], ["explore", "--mode", "llm"]):
+        code, out = cli(*args, input="hello\n")
+        assert code == 1 and "no LLM is configured: set KGPLAN_LLM_BASE_URL" in out, (args, out)
+    code, out = cli("bench", "rearrange", "--methods", "puct_llm", "--seeds", "0", "--json", str(tmp_path / "r.json"))
+    assert code == 0 and "puct_llm skipped: no LLM is configured" in out, out
+
+
+def bad_inputs(tmp: Path) -> list[list[str]]:
+    """Commands with bad input of every kind a user can give: files, JSON, numbers, facts, marks."""
+    files = {"binary.json": b"\xff\xfe\x00\x01garbage", "utf16.json": '[{"add": []}]'.encode("utf-16"),
+             "bad.json": b"[{'add': }", "null.json": b'{"add": null}', "nan.json": b'[{"add": NaN}]',
+             "deep.json": b"[" * 100_000 + b"]" * 100_000, "item.json": b"[1]",
+             "field.json": b'[{"add": ["(on apple kitchen_table)"], "new_entities": [{"name": 3}]}]',
+             "fact.json": b'{"add": ["(on apple"]}', "binary.pddl": b"\xff\xfe(\x00d\x00"}
+    for name, data in files.items():
+        (tmp / name).write_bytes(data)
+    return [*(["observe", str(tmp / name)] for name in files if name.endswith(".json")),
+            ["observe", str(tmp)], ["observe", str(tmp / "missing.json")],
+            ["init", "--force", "--problem", str(tmp)], ["init", "--force", "--problem", str(tmp / "binary.pddl")],
+            ["init", "--force", "--problem", str(tmp / "missing.pddl")],
+            ["init", "--force", "--domain", str(tmp / "binary.pddl")], ["init", "--force", "--domain", str(tmp)],
+            ["undo", str(2**64)], ["undo", "0"], ["undo", "-5"], ["history", "--limit", "0"],
+            ["plan", "--goal", "(switched_on hallway_light)", "--timeout", "inf"],
+            ["plan", "--goal", "(switched_on hallway_light)", "--timeout", "nan"],
+            ["plan", "--goal", "(switched_on hallway_light)", "--timeout", "-1"],
+            ["plan", "--goal", "(switched_on hallway_light)", "--memory", "-1"],
+            ["plan", "--goal", "(switched_on hallway_light"], ["plan", "--goal", "(flying apple)"],
+            ["add", "(on apple"], ["add", "(= (x a b) 1e999)"], ["change", "--new", ":cup"],
+            ["change", "--add", "(on apple kitchen_table)"], ["add", "--unknown", "apple on table"],
+            ["show", "atlantis"], ["show", "kitchen", "--depth", "-1"], ["facts", "--predicate", "flying"],
+            ["list", "nothing"], ["explore", "--seed", str(2**70)], ["tell", "x", "--rounds", "0"],
+            ["plan", "--goal", "(switched_on hallway_light)", "--search", "puct", "--simulations", "0"]]
+
+
+def test_bad_input_gives_a_message_not_a_traceback(store: Path, tmp_path: Path) -> None:
+    """Issue 21 item 11: each bad input is a clear message and a non-zero exit status, the graph unchanged."""
+    before = graph_state(store)
+    for args in bad_inputs(tmp_path):
+        code, out = cli(*args)
+        assert code in (1, 2) and "Traceback" not in out and ("error" in out.lower() or "refused" in out), (args, out)
+        assert graph_state(store) == before, args
+    code, out = cli("history", "--limit", str(2**70))
+    assert code == 0 and "load" in out, out  # more than there are: all
+
+
+def test_bad_pddl_gives_a_message_not_a_traceback(store: Path, tmp_path: Path) -> None:
+    """Issue 21 item 11, the PDDL reader's part (bounded nesting, empty definitions: fixed in domains/): a message
+    and exit status 1, the graph unchanged."""
+    deep = "(and " * 100_000 + "(clean apple)" + ")" * 100_000
+    files = {"domain.pddl": "(define (domain))", "problem.pddl": "(define (problem))",
+             "deep.pddl": f"(define (problem p) (:domain household) (:init) (:goal {deep}))"}
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+    before = graph_state(store)
+    for args in (["init", "--force", "--domain", str(tmp_path / "domain.pddl")],
+                 ["init", "--force", "--problem", str(tmp_path / "problem.pddl")],
+                 ["init", "--force", "--problem", str(tmp_path / "deep.pddl")], ["plan", "--goal", deep]):
+        code, out = cli(*args)
+        assert code == 1 and out.startswith("error:"), (args[:3], out[:300])
+        assert graph_state(store) == before, args[:3]
+
+
+def test_the_readme_search_example_runs_as_written(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 21 item 19: the README's `--search` example brings the problem it needs, and each command works."""
+    import shlex
+
+    readme = (Path(__file__).parents[2] / "README.md").read_text()
+    block = readme.split("cat > milk.pddl <<'END'\n", 1)[1].split("\n```", 1)[0]
+    problem, commands = block.split("\nEND\n")
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "milk.pddl").write_text(problem)
+    for line in commands.splitlines():
+        args = shlex.split(line, comments=True)
+        assert args[0] == "kgplan"
+        code, out = cli(*args[1:])
+        assert code == 0, (line, out)
+    assert "Executed 1 of 1 steps" in out

@@ -206,6 +206,18 @@ def test_config_from_env() -> None:
             LLMConfig.from_env({"KGPLAN_LLM_MAX_TOKENS": bad})
 
 
+def test_no_endpoint_is_said_before_any_request(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 21 item 13: neither a base URL nor a key: LLMError naming the settings at once (no request, no
+    retries); a base URL alone (a local server) or a key alone (OpenAI) is an endpoint."""
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    with pytest.raises(LLMError, match=r"no LLM is configured: set KGPLAN_LLM_BASE_URL .* or OPENAI_API_KEY"):
+        OpenAIClient(LLMConfig.from_env({}))
+    assert not LLMConfig().configured
+    assert LLMConfig(base_url="http://127.0.0.1:8080/v1").configured and LLMConfig(api_key="sk-x").configured
+    assert LLMConfig.from_env({"OPENAI_BASE_URL": "http://h/v1"}).base_url == "http://h/v1"
+
+
 def test_max_tokens_bounds_a_reply_and_a_cut_reply_says_so(server: FakeServer) -> None:
     """Unbounded, a grammar-constrained local model can write until its context is full (many minutes)."""
     cut = '{"predicate": "at", "args": ["robot", "kit'
