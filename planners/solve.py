@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import os
 import shutil
 import tempfile
@@ -54,6 +55,27 @@ def _scratch() -> str | None:
 
 
 SCRATCH = _scratch()
+FOLDER_PREFIX = "kgplan-plan-"  # then the pid of the process that plans, a dash and mkdtemp's suffix
+
+
+@functools.cache
+def sweep() -> None:
+    """Remove the planner folders of processes that are gone (once per process; a plan's worker removes
+    its folder when its caller dies, this catches what a worker killed with it left behind)."""
+    for path in Path(SCRATCH or tempfile.gettempdir()).glob(f"{FOLDER_PREFIX}*-*"):
+        owner = path.name.removeprefix(FOLDER_PREFIX).split("-", 1)[0]
+        if owner.isdigit() and not _alive(int(owner)):
+            shutil.rmtree(path, ignore_errors=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's
+        pass
+    return True
 
 
 @dataclass
@@ -89,7 +111,8 @@ def solve(task: Task, planner: str = "fd", timeout: float = 60.0, memory_mb: int
     domain_pddl = task.domain.compiled_pddl()
     if goal_action:
         domain_pddl, task = _goal_as_action(domain_pddl, task)
-    folder = Path(tempfile.mkdtemp(prefix="kgplan-plan-", dir=SCRATCH))
+    sweep()
+    folder = Path(tempfile.mkdtemp(prefix=f"{FOLDER_PREFIX}{os.getpid()}-", dir=SCRATCH))
     try:
         (folder / "domain.pddl").write_text(domain_pddl)
         (folder / "problem.pddl").write_text(task.to_pddl())

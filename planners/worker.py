@@ -14,13 +14,18 @@ child grows beyond the memory cap over the address space it inherited (the searc
 under the cap as its address-space limit); a child that dies otherwise is reported by its
 signal or exit code. Requests and replies are JSON lines over two pipes. A worker that dies is
 reported (its child killed) and forked again; one that does not answer within `GRACE_S` of the
-deadline is killed with its child, and so is one whose caller is interrupted.
+deadline is killed with its child, and so is one whose caller is interrupted. Whatever ends the
+caller (SIGKILL included), its end of the request pipe closes: the worker then kills its child's
+process group, removes the plan's folder and exits; a child whose worker dies is killed by the
+kernel (its parent-death signal). The child's temporary files (those of LAPKT's grounder too) go
+to the plan's folder.
 """
 
 from __future__ import annotations
 
 import atexit
 import contextlib
+import ctypes
 import faulthandler
 import functools
 import gc
@@ -31,8 +36,10 @@ import json
 import os
 import resource
 import select
+import shutil
 import signal
 import sys
+import tempfile
 import threading
 import time
 import traceback
@@ -56,6 +63,7 @@ EXIT_STATUS: dict[int, tuple[str, str]] = {
 TRANSLATE_UNSOLVABLE, TRANSLATE_OUT_OF_MEMORY, TRANSLATE_CRITICAL_ERROR, PLAN_FILE = 10, 20, 30, "plan"
 POLL_S = 0.02  # how often the worker looks at the child's address space
 GRACE_S = 0.5  # how long after the deadline the caller waits for the worker before killing it
+PR_SET_PDEATHSIG = 1  # prctl(2), Linux
 
 
 class Channel:
@@ -224,21 +232,27 @@ def serve(family: str, channel: Channel) -> None:
             prepared_domain(request["prepare"])
             continue
         used = _cpu()
+        folder, search, cap = Path(request["folder"]), request["search"], request["cap"]
         try:
-            folder, search, cap = Path(request["folder"]), request["search"], request["cap"]
             deadline = time.perf_counter() + request["seconds"]
             domain = None if search is None else prepared_domain((folder / "domain.pddl").read_text())
             limit = _address_space(os.getpid()) + cap  # what the child may grow to before it counts as a memout
             gc.freeze()
+            parent = os.getpid()
             pid = os.fork()
             if pid == 0:
                 os.close(channel.write_fd)  # the worker's death must end its replies
-                _child(folder, search, cap, limit, domain)
-            channel.send({"pid": pid})
-            status, message, usage = _wait(pid, deadline, limit, folder)
-            cpu, peak = usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024
+                _child(parent, folder, search, cap, limit, domain)
+            with contextlib.suppress(BrokenPipeError):  # the caller is gone: `_wait` sees it
+                channel.send({"pid": pid})
+            ended = _wait(pid, deadline, limit, folder, channel.read_fd)
         except Exception as e:
-            status, message, cpu, peak = "error", f"the planner process failed: {e!r}", 0.0, 0.0
+            ended = "error", f"the planner process failed: {e!r}", None
+        if ended is None:  # the caller is gone: the plan's files go with it (its child is killed)
+            shutil.rmtree(folder, ignore_errors=True)
+            return
+        status, message, usage = ended
+        cpu, peak = (usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024) if usage else (0.0, 0.0)
         channel.send({"status": status, "message": message, "cpu": cpu + _cpu() - used, "peak_mb": peak})
 
 
@@ -247,22 +261,29 @@ def _cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def _wait(pid: int, deadline: float, limit: int, folder: Path) -> tuple[str, str, resource.struct_rusage]:
-    """Wait for the child, watching its address space; kill its process group at the deadline or
-    when it outgrows `limit`. Status, message and the child's resource usage."""
+def _wait(pid: int, deadline: float, limit: int, folder: Path,
+          caller: int) -> tuple[str, str, resource.struct_rusage] | None:
+    """Wait for the child, watching its address space and the `caller`'s request pipe; kill its
+    process group at the deadline, when it outgrows `limit` or when the caller hangs up (None).
+    Status, message and the child's resource usage."""
     pidfd = os.pidfd_open(pid)
+    poll = select.poll()
+    poll.register(pidfd, select.POLLIN)
+    poll.register(caller, 0)  # only its hang-up (a request does not come during a plan)
     status: tuple[str, str] | None = None
     try:
-        while not select.select([pidfd], [], [], min(POLL_S, max(0.0, deadline - time.perf_counter())))[0]:
+        while not (events := poll.poll(1000 * min(POLL_S, max(0.0, deadline - time.perf_counter())))):
             over = _address_space(pid) > limit
             if over or time.perf_counter() >= deadline:
                 status = ("memout", "the planner needed more memory") if over else ("timeout", "")
                 break
     finally:
         os.close(pidfd)
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(pid, signal.SIGKILL)  # at a limit, or anything the planner left behind (it is not reaped yet)
-    _, wait_status, usage = os.wait4(pid, 0)
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(pid, signal.SIGKILL)  # at a limit, or anything the planner left behind (it is not reaped yet)
+        _, wait_status, usage = os.wait4(pid, 0)
+    if any(fd == caller for fd, _ in events):
+        return None
     if status is not None:
         return *status, usage
     if os.WIFSIGNALED(wait_status):
@@ -282,7 +303,7 @@ def _log_tail(folder: Path) -> str:
     return log.read_text(errors="replace")[-2000:].strip() if log.is_file() else ""
 
 
-def _child(folder: Path, search: list[str] | None, cap: int, limit: int, domain: tuple | None) -> None:
+def _child(parent: int, folder: Path, search: list[str] | None, cap: int, limit: int, domain: tuple | None) -> None:
     """In the forked child: translate (or ground) and search, reporting through the exit code.
 
     The worker kills the child when it outgrows `limit`; the address-space limit set here, twice
@@ -290,9 +311,11 @@ def _child(folder: Path, search: list[str] | None, cap: int, limit: int, domain:
     (near that limit Python slows to a crawl instead of failing). The search binary gets the cap."""
     code = TRANSLATE_CRITICAL_ERROR
     try:
+        _die_with(parent)
         os.setpgid(0, 0)
         signal.signal(signal.SIGINT, signal.SIG_DFL)  # ignored by the worker; an ignored signal stays so in exec
         os.chdir(folder)
+        os.environ["TMPDIR"] = tempfile.tempdir = str(folder)  # (tarski's grounder leaves files in its own)
         log = os.open("log", os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
         os.dup2(log, 1)
         os.dup2(log, 2)
@@ -320,6 +343,15 @@ def _child(folder: Path, search: list[str] | None, cap: int, limit: int, domain:
         with contextlib.suppress(BaseException):
             sys.stdout.flush()
         os._exit(code)
+
+
+def _die_with(parent: int) -> None:
+    """Have the kernel SIGKILL this process when its `parent` (the single-threaded worker) dies, kept
+    across exec; exit at once if it has died already."""
+    if ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_PDEATHSIG)")
+    if os.getppid() != parent:
+        os._exit(TRANSLATE_CRITICAL_ERROR)
 
 
 def _binary(package: str, build: str) -> Path:

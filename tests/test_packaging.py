@@ -14,16 +14,22 @@ import pytest
 from tests.conftest import ROOT
 
 
-@pytest.mark.integration
-def test_the_wheel_installs_kgplan_and_nothing_else(tmp_path: Path) -> None:
+def build_wheel(out: Path) -> Path:
+    """A wheel of the checkout, built in `out`."""
     had_build = (ROOT / "build").exists()
     try:
         subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w",
-                        str(tmp_path), str(ROOT)], check=True, cwd=tmp_path)
+                        str(out), str(ROOT)], check=True, cwd=out)
     finally:  # setuptools builds in the checkout's build/
         if not had_build:
             shutil.rmtree(ROOT / "build", ignore_errors=True)
-    (wheel,) = tmp_path.glob("kgplan-*.whl")
+    (wheel,) = out.glob("kgplan-*.whl")
+    return wheel
+
+
+@pytest.mark.integration
+def test_the_wheel_installs_kgplan_and_nothing_else(tmp_path: Path) -> None:
+    wheel = build_wheel(tmp_path)
     names = zipfile.ZipFile(wheel).namelist()
     assert {n.split("/")[0] for n in names} == {"kgplan", wheel.name.split("-py3")[0] + ".dist-info"}
     packages = {n.split("/")[1] for n in names if n.startswith("kgplan/") and n.count("/") > 1}
