@@ -249,11 +249,8 @@ def check_exposure(host: str, token: str | None, insecure_no_token: bool = False
 
 
 class Guard:
-    """The checks every request passes before a route (an ASGI middleware, its refusals `ErrorOut`s): the Host
-    names this server; a write carries JSON and comes from this server's own page or no page (Origin, else
-    Referer); the body is at most `max_body` bytes, counted as it arrives (and then handed on whole)."""
-
-    SAFE = frozenset({"GET", "HEAD", "OPTIONS"})
+    """The checks every request passes before routing (an ASGI middleware, its refusals `ErrorOut`s): the Host
+    names this server; the body is at most `max_body` bytes, counted as it arrives (and then handed on whole)."""
 
     def __init__(self, app: ASGIApp, hosts: Iterable[str], max_body: int) -> None:
         self.app, self.hosts, self.max_body = app, {h.lower() for h in hosts}, max_body
@@ -262,7 +259,7 @@ class Guard:
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
         try:
-            self.check(Headers(scope=scope), scope["method"])
+            self.check(Headers(scope=scope))
             body = await self.read(receive)
         except Problem as p:
             return await p.response()(scope, receive, send)
@@ -277,22 +274,16 @@ class Guard:
 
         await self.app(scope, replay, send)
 
-    def check(self, headers: Headers, method: str) -> None:
+    def check(self, headers: Headers) -> None:
         host = headers.get("host", "")
-        name = urlsplit(f"//{host}").hostname or ""
+        try:
+            name = urlsplit(f"//{host}").hostname or ""
+        except ValueError:
+            name = ""
         if not ("*" in self.hosts or name in self.hosts or is_loopback(name)):
             raise Problem(400, f"this server is not {host!r} (a Host it does not know is refused, against DNS "
                                "rebinding): reach it by its address, or start it with --allowed-host NAME")
-        if method in self.SAFE:
-            return
-        origin = headers.get("origin") or headers.get("referer")
-        if origin is not None and urlsplit(origin).netloc.lower() != host.lower():
-            raise Problem(403, f"a write from another site ({origin}) is refused: use this server's page or a "
-                               "client that sends no Origin")
-        if headers.get("content-type", "").split(";")[0].strip().lower() != "application/json":
-            raise Problem(415, "a write must be sent as Content-Type: application/json (an empty body is fine "
-                               "where there is nothing to send)")
-        if int(headers.get("content-length", "0") or "0") > self.max_body:
+        if (length := headers.get("content-length", "")).isdigit() and int(length) > self.max_body:
             raise self.too_large()
 
     async def read(self, receive: Receive) -> bytes:
@@ -307,6 +298,25 @@ class Guard:
 
     def too_large(self) -> Problem:
         return Problem(413, f"the request body is larger than this server takes ({self.max_body} bytes)")
+
+
+def same_site(request: Request) -> None:
+    """A write (POST) carries JSON and comes from this server's own page or from no page (its Origin, else Referer):
+    a page on another site can send neither without a preflight, which this server never grants."""
+    if request.method != "POST":
+        return
+    headers = request.headers
+    origin = headers.get("origin") or headers.get("referer")
+    try:
+        same = origin is None or urlsplit(origin).netloc.lower() == headers.get("host", "").lower()
+    except ValueError:
+        same = False
+    if not same:
+        raise Problem(403, f"a write from another site ({origin}) is refused: use this server's page or a client "
+                           "that sends no Origin")
+    if headers.get("content-type", "").split(";")[0].strip().lower() != "application/json":
+        raise Problem(415, "a write must be sent as Content-Type: application/json (an empty body is fine where "
+                           "there is nothing to send)")
 
 
 class Jobs:
@@ -377,7 +387,8 @@ def create_app(agent: Agent, token: str | None = None, *, hosts: Iterable[str] =
         yield
         jobs.pool.shutdown(wait=False, cancel_futures=True)
 
-    app = FastAPI(title="kgplan", version="0.1.0", description=__doc__, lifespan=lifespan)
+    app = FastAPI(title="kgplan", version="0.1.0", description=__doc__, lifespan=lifespan,
+                  dependencies=[Depends(same_site)])
     app.router.route_class = StrictRoute
     app.add_middleware(Guard, hosts=hosts, max_body=limits.max_body)
     bearer = HTTPBearer(auto_error=False, description="KGPLAN_API_TOKEN, when the server has one")

@@ -4,6 +4,8 @@ real uvicorn server on 127.0.0.1."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -515,30 +517,15 @@ def test_deep_goals_are_bad_input(client: TestClient) -> None:
 
 # ---- schemathesis against a real server ------------------------------------------------------------
 @pytest.mark.integration
-def test_schemathesis_finds_no_server_error_and_no_schema_violation(live_server: str) -> None:
-    import hypothesis
-    import schemathesis
-    from schemathesis.checks import (
-        content_type_conformance,
-        not_a_server_error,
-        response_schema_conformance,
-        status_code_conformance,
-    )
-
-    schema = schemathesis.openapi.from_url(f"{live_server}/openapi.json")
-    checks = [not_a_server_error, response_schema_conformance, status_code_conformance, content_type_conformance]
-    failures = []
-    for result in schema.get_all_operations():
-        op = result.ok()
-
-        @hypothesis.settings(max_examples=12, deadline=None, database=None,
-                             suppress_health_check=list(hypothesis.HealthCheck), derandomize=True)
-        @hypothesis.given(case=op.as_strategy())
-        def check(case: schemathesis.Case) -> None:
-            case.call_and_validate(base_url=live_server, checks=checks)
-
-        try:
-            check()
-        except Exception as e:  # collect every operation's failure, then report them all
-            failures.append(f"{op.label}: {e}")
-    assert not failures, "\n\n".join(failures)
+def test_schemathesis_finds_no_server_error_and_no_schema_violation(live_server: str, tmp_path: Path) -> None:
+    """Every phase (the schema's examples, its boundaries and wrong types, random data, and stateful sequences
+    that feed one answer's ids into the next request) with every check but two: it may not accept what the schema
+    rejects (pydantic reads 0 as false in a JSON body, which MCP clients rely on) and it need not accept every value
+    the schema allows (a goal must also be PDDL about the graph's objects)."""
+    r = subprocess.run([sys.executable, "-m", "schemathesis.cli", "run", f"{live_server}/openapi.json",
+                        "--phases", "examples,coverage,fuzzing,stateful", "--checks", "all",
+                        "--exclude-checks", "positive_data_acceptance,negative_data_rejection",
+                        "--max-examples", "10", "--seed", "1", "--request-timeout", "120",
+                        "--max-response-time", "120", "--no-color"],
+                       capture_output=True, text=True, cwd=tmp_path, timeout=600)
+    assert r.returncode == 0, r.stdout[-20_000:] + r.stderr[-5000:]
