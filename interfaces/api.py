@@ -6,7 +6,8 @@ allowed with ``--allowed-host``: no DNS rebinding), and every write must carry `
 and come from this server's own page or from no page at all (its Origin, else Referer): a page on another site
 can send neither without a preflight, which this server never grants. Bodies are at most ``Limits.max_body``
 bytes (413). Planning, the LLM and games run on a fixed pool of workers with a bounded queue (429 with
-Retry-After when it is full), so reads stay answered whatever is planned.
+Retry-After when it is full), so reads stay answered whatever is planned (`Limits`: $KGPLAN_API_WORKERS,
+$KGPLAN_API_QUEUE, $KGPLAN_API_MAX_BODY).
 The errors are mapped in one place (`problem_of`), every one as an `ErrorOut`: a refused change or an invalid
 request answers 422 with the issues; bad input 400; an unknown entity or change 404; an LLM that fails 424; a
 store that cannot be reached or written 503.
@@ -91,6 +92,19 @@ class Limits:
     queue: int = 32  # more of them waiting for a worker; beyond that a new one is refused (429)
     keep: int = 100  # finished jobs kept for polling
     max_body: int = 4 * 2**20  # bytes of a request body
+
+    @classmethod
+    def from_env(cls) -> Limits:
+        """The defaults, but for those set as $KGPLAN_API_WORKERS, $KGPLAN_API_QUEUE, $KGPLAN_API_MAX_BODY."""
+        given = {k: os.environ.get(f"KGPLAN_API_{k.upper()}") for k in ("workers", "queue", "max_body")}
+        try:
+            limits = cls(**{k: int(v) for k, v in given.items() if v})
+        except ValueError:
+            limits = cls(workers=0)
+        if limits.workers < 1 or limits.queue < 0 or limits.max_body < 0:
+            raise InputError(f"bad server limits {given}: KGPLAN_API_WORKERS is a whole number from 1, "
+                             "KGPLAN_API_QUEUE and KGPLAN_API_MAX_BODY (bytes) from 0")
+        return limits
 
 
 # ---- what goes in and out (the rest is in kgplan.interfaces.views) ----------------------------------------
@@ -530,12 +544,13 @@ def create_app(agent: Agent, token: str | None = None, *, hosts: Iterable[str] =
 
 
 def serve(agent: Agent, host: str = "127.0.0.1", port: int = 8000, token: str | None = None,
-          hosts: Iterable[str] = (), limits: Limits = Limits()) -> None:
-    """Serve the API and the page with uvicorn until interrupted (clients may name it `host` too)."""
+          hosts: Iterable[str] = (), limits: Limits | None = None) -> None:
+    """Serve the API and the page with uvicorn until interrupted (clients may name it `host` too; the limits from
+    the environment unless given)."""
     import uvicorn
 
-    uvicorn.run(create_app(agent, token, hosts=[*hosts, host], limits=limits), host=host, port=port,
-                log_level="info")
+    app = create_app(agent, token, hosts=[*hosts, host], limits=limits or Limits.from_env())
+    uvicorn.run(app, host=host, port=port, log_level="info")
 
 
 @contextmanager

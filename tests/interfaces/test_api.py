@@ -381,6 +381,16 @@ def test_jobs_are_bounded_and_unfinished_ones_kept(agent: Agent) -> None:
     assert c.post("/api/plan", json=goal).status_code == 200  # room again
 
 
+def test_limits_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("KGPLAN_API_WORKERS", "3")
+    monkeypatch.setenv("KGPLAN_API_MAX_BODY", "1000")
+    assert Limits.from_env() == Limits(workers=3, max_body=1000)
+    for bad in ("0", "-1", "two"):
+        monkeypatch.setenv("KGPLAN_API_WORKERS", bad)
+        with pytest.raises(InputError, match="KGPLAN_API_WORKERS"):
+            Limits.from_env()
+
+
 def test_reads_answer_while_the_workers_and_their_queue_are_full(agent: Agent) -> None:
     """More synchronous tells than the server has threads (anyio's 40) wait for the LLM; reads still answer."""
     release = threading.Event()
