@@ -241,18 +241,23 @@ class StrictRoute(APIRoute):
         return strict
 
 
+def address(host: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
+    """The IP address a host is written as (127.1 and the other short IPv4 forms too), None for a name."""
+    name = host.strip("[]")
+    try:
+        return ipaddress.ip_address(name)
+    except ValueError:
+        try:
+            return ipaddress.ip_address(socket.inet_aton(name))
+        except OSError:
+            return None
+
+
 def is_loopback(host: str) -> bool:
     """Whether a host name or address is this machine's loopback: localhost, 127.0.0.0/8 (127.1 too), ::1."""
     name = host.strip("[]").lower()
-    if name == "localhost" or name.endswith(".localhost"):
-        return True
-    try:
-        return ipaddress.ip_address(name).is_loopback
-    except ValueError:
-        try:
-            return ipaddress.ip_address(socket.inet_aton(name)).is_loopback  # the short IPv4 forms
-        except OSError:
-            return False
+    ip = address(name)
+    return ip.is_loopback if ip else name == "localhost" or name.endswith(".localhost")
 
 
 def check_exposure(host: str, token: str | None, insecure_no_token: bool = False) -> None:
@@ -294,8 +299,9 @@ class Guard:
             name = urlsplit(f"//{host}").hostname or ""
         except ValueError:
             name = ""
-        if not ("*" in self.hosts or name in self.hosts or is_loopback(name)):
-            raise Problem(400, f"this server is not {host!r} (a Host it does not know is refused, against DNS "
+        # DNS rebinding points a name at this machine; an address as Host is no name an attacker can point
+        if not ("*" in self.hosts or name in self.hosts or is_loopback(name) or address(name)):
+            raise Problem(400, f"this server is not {host!r} (a name it does not know is refused, against DNS "
                                "rebinding): reach it by its address, or start it with --allowed-host NAME")
         if (length := headers.get("content-length", "")).isdigit() and int(length) > self.max_body:
             raise self.too_large()

@@ -585,8 +585,8 @@ def serve(
                                               help="A token every write must send as `Authorization: Bearer`.")]
     = None,
     allowed_host: Annotated[list[str] | None, typer.Option(help="Another name clients reach the server by (its Host "
-                                                                "header; loopback names and --host always); * for "
-                                                                "any.")] = None,
+                                                                "header; IP addresses, localhost and --host always); "
+                                                                "* for any.")] = None,
     insecure_no_token: Annotated[bool, typer.Option(help="Serve writes beyond this machine without a token.")]
     = False,
 ) -> None:
