@@ -528,15 +528,20 @@ def test_deep_goals_are_bad_input(client: TestClient) -> None:
 
 # ---- schemathesis against a real server ------------------------------------------------------------
 @pytest.mark.integration
-def test_schemathesis_finds_no_server_error_and_no_schema_violation(live_server: str, tmp_path: Path) -> None:
+@pytest.mark.parametrize("token, examples", [(None, 10), ("s3cret", 5)])
+def test_schemathesis_finds_no_server_error_and_no_schema_violation(agent: Agent, tmp_path: Path, token: str | None,
+                                                                    examples: int) -> None:
     """Every phase (the schema's examples, its boundaries and wrong types, random data, and stateful sequences
     that feed one answer's ids into the next request) with every check but two: it may not accept what the schema
     rejects (pydantic reads 0 as false in a JSON body, which MCP clients rely on) and it need not accept every value
-    the schema allows (a goal must also be PDDL about the graph's objects)."""
-    r = subprocess.run([sys.executable, "-m", "schemathesis.cli", "run", f"{live_server}/openapi.json",
-                        "--phases", "examples,coverage,fuzzing,stateful", "--checks", "all",
-                        "--exclude-checks", "positive_data_acceptance,negative_data_rejection",
-                        "--max-examples", "10", "--seed", "1", "--request-timeout", "120",
-                        "--max-response-time", "120", "--no-color"],
-                       capture_output=True, text=True, cwd=tmp_path, timeout=600)
+    the schema allows (a goal must also be PDDL about the graph's objects). With a token, the checks also send
+    writes without it and with a wrong one."""
+    auth = ["-H", f"Authorization: Bearer {token}"] if token else []
+    with serving(agent, token=token) as url:
+        r = subprocess.run([sys.executable, "-m", "schemathesis.cli", "run", f"{url}/openapi.json", *auth,
+                            "--phases", "examples,coverage,fuzzing,stateful", "--checks", "all",
+                            "--exclude-checks", "positive_data_acceptance,negative_data_rejection",
+                            "--max-examples", str(examples), "--seed", "1", "--request-timeout", "120",
+                            "--max-response-time", "120", "--no-color"],
+                           capture_output=True, text=True, cwd=tmp_path, timeout=600)
     assert r.returncode == 0, r.stdout[-20_000:] + r.stderr[-5000:]
