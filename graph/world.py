@@ -16,6 +16,8 @@ from kgplan.errors import DomainError, InputError, NotFound, StoreError
 from kgplan.graph.model import Change, ChangeSlice, Delta, Entity, Fact, Source, Unknown, by_atom
 from kgplan.graph.store import Store, T, Tx
 
+MAX_ID = 2**63 - 1  # change ids are positive 64-bit integers in every store
+
 
 def record(tx: Tx, delta: Delta) -> Delta:
     """The delta as it will be applied and recorded: removed entities whole, their facts in `remove` and their
@@ -116,12 +118,16 @@ class WorldGraph:
     def changes(self, limit: int | None = 50, before: int | None = None) -> list[ChangeSlice]:
         """The newest `limit` changes (all if None) with ids below `before`, newest first, summarised:
         provenance whole, each list of the delta cut to its first `PREVIEW` items. Reads no change whole."""
+        if before is not None and before > MAX_ID:
+            before = None
+        elif before is not None and before < 1:
+            return []
         return [ChangeSlice(id=r.id, time=r.time, undo_of=r.undo_of, **json.loads(r.data))
                 for r in self.store.summaries(limit, before)]
 
     def change_slice(self, change_id: int, offset: int = 0, limit: int | None = 1000) -> ChangeSlice | None:
         """One change with each list of its delta cut to items [offset, offset + limit): its diff, paged."""
-        if (row := self.store.whole(change_id)) is None:
+        if not 0 < change_id <= MAX_ID or (row := self.store.whole(change_id)) is None:
             return None
         return ChangeSlice.cut(row.id, row.time, row.undo_of, json.loads(row.data), offset, limit)
 
@@ -261,7 +267,7 @@ class WorldGraph:
         """Apply the inverse of a change as a new change; history is never rewritten."""
 
         def work(tx: Tx) -> Change:
-            old = tx.change(change_id)
+            old = tx.change(change_id) if 0 < change_id <= MAX_ID else None
             if old is None:
                 raise NotFound(f"no change with id {change_id}")
             inv = old.delta.inverse()

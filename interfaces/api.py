@@ -1,33 +1,56 @@
 """The HTTP API (FastAPI, OpenAPI at /openapi.json, docs at /docs) and the web page at `/`, over one Agent.
 
 Reads are open; writes (POST) need ``Authorization: Bearer $KGPLAN_API_TOKEN`` when that token is set.
-The errors are mapped in one place (`problem_of`): a refused change answers 422 with the verifier's issues;
-bad input 400; an unknown entity or change 404; an LLM that fails 424; a store that cannot be reached 503.
+Every request must name this server in its Host header (loopback names, the address it listens on, or a host
+allowed with ``--allowed-host``: no DNS rebinding), and every write must carry ``Content-Type: application/json``
+and come from this server's own page or from no page at all (its Origin, else Referer): a page on another site
+can send neither without a preflight, which this server never grants. Bodies are at most ``Limits.max_body``
+bytes (413). Planning, the LLM and games run on a fixed pool of workers with a bounded queue (429 with
+Retry-After when it is full), so reads stay answered whatever is planned (`Limits`: $KGPLAN_API_WORKERS,
+$KGPLAN_API_QUEUE, $KGPLAN_API_MAX_BODY).
+The errors are mapped in one place (`problem_of`), every one as an `ErrorOut`: a refused change or an invalid
+request answers 422 with the issues; bad input 400; an unknown entity or change 404; an LLM that fails 424; a
+store that cannot be reached or written 503.
 Long operations (tell, plan, run, explore) also run as jobs: POST /api/jobs/{op} answers 202 with a job whose
 `progress` lines and final `result` GET /api/jobs/{id} reports (polling).
 """
 
 from __future__ import annotations
 
+import asyncio
+import ipaddress
+import json
+import os
 import secrets
 import socket
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections import deque
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import asynccontextmanager, contextmanager
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
+from urllib.parse import urlsplit
 
 from fastapi import Depends, FastAPI, Query, Request
-from fastapi.responses import FileResponse, JSONResponse, Response
+from fastapi import Path as InPath
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import FileResponse, Response
+from fastapi.routing import APIRoute
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from fastapi.staticfiles import StaticFiles
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from starlette.datastructures import Headers
+from starlette.exceptions import HTTPException
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from kgplan.agent.agent import Agent, Progress, quiet
 from kgplan.domains.verify import ChangeRefused
-from kgplan.errors import KgplanError, LLMError, NotFound, StoreError
+from kgplan.errors import InputError, KgplanError, LLMError, NotFound, StoreError
+from kgplan.graph.backends import BACKENDS
 from kgplan.graph.model import Entity, Unknown
 from kgplan.interfaces import views
 from kgplan.interfaces.views import (
@@ -57,6 +80,31 @@ from kgplan.interfaces.views import (
 )
 
 WEB = Path(__file__).parent / "web"
+ID = 2**63 - 1  # the largest change id a store holds
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Limits:
+    """How much the server takes on at once."""
+
+    workers: int = max(1, min(4, (os.cpu_count() or 2) // 2))  # plans, LLM conversations and games at once
+    queue: int = 32  # more of them waiting for a worker; beyond that a new one is refused (429)
+    keep: int = 100  # finished jobs kept for polling
+    max_body: int = 4 * 2**20  # bytes of a request body
+
+    @classmethod
+    def from_env(cls) -> Limits:
+        """The defaults, but for those set as $KGPLAN_API_WORKERS, $KGPLAN_API_QUEUE, $KGPLAN_API_MAX_BODY."""
+        given = {k: os.environ.get(f"KGPLAN_API_{k.upper()}") for k in ("workers", "queue", "max_body")}
+        try:
+            limits = cls(**{k: int(v) for k, v in given.items() if v})
+        except ValueError:
+            limits = cls(workers=0)
+        if limits.workers < 1 or limits.queue < 0 or limits.max_body < 0:
+            raise InputError(f"bad server limits {given}: KGPLAN_API_WORKERS is a whole number from 1, "
+                             "KGPLAN_API_QUEUE and KGPLAN_API_MAX_BODY (bytes) from 0")
+        return limits
 
 
 # ---- what goes in and out (the rest is in kgplan.interfaces.views) ----------------------------------------
@@ -70,6 +118,12 @@ class ChangeIn(BaseModel):
     known: list[Unknown] = Field(default_factory=list, description="Marks to clear (see /api/unknowns)")
     note: str = Field("", description="Why (kept in the history)")
     dry_run: bool = Field(False, description="Verify only")
+
+
+class Empty(BaseModel):
+    """The body of a write that needs no input: none, or `{}`; either way sent as `Content-Type: application/json`."""
+
+    model_config = ConfigDict(extra="forbid")
 
 
 class Issue(BaseModel):
@@ -91,7 +145,8 @@ class ErrorOut(BaseModel):
 class JobOut(BaseModel):
     id: str
     op: str
-    status: Literal["running", "done", "failed"]
+    status: Literal["running", "done", "failed"] = Field(description="running: not finished (it may still wait "
+                                                                     "for a worker)")
     progress: list[str]
     result: dict[str, Any] | None = None
     error: ErrorOut | None = None
@@ -107,13 +162,19 @@ def as_json(model: BaseModel) -> Response:
 class Problem(Exception):
     """An error answered as JSON with a status and structured detail."""
 
-    def __init__(self, status: int, message: str, **extra: Any) -> None:
+    def __init__(self, status: int, message: str, headers: dict[str, str] | None = None, **extra: Any) -> None:
         super().__init__(message)
         self.status = status
+        self.headers = headers
         self.detail = ErrorDetail(message=message, **extra)
 
+    def response(self) -> Response:
+        """The answer (ASCII JSON: a message may quote input that UTF-8 cannot encode, a lone surrogate)."""
+        body = json.dumps(ErrorOut(detail=self.detail).model_dump(mode="json"))
+        return Response(body, self.status, self.headers, media_type="application/json")
 
-EXPECTED = (Problem, *views.EXPECTED)
+
+EXPECTED = (Problem, HTTPException, RequestValidationError, RecursionError, *views.EXPECTED)
 
 
 def problem_of(e: Exception) -> Problem | None:
@@ -123,6 +184,15 @@ def problem_of(e: Exception) -> Problem | None:
     if isinstance(e, ChangeRefused):
         return Problem(422, "change refused; the graph is unchanged",
                        issues=[Issue(kind=str(i.kind), message=i.message, fact=i.fact) for i in e.issues])
+    if isinstance(e, RequestValidationError):
+        issues = [Issue(kind=x["type"], message=f"{'.'.join(map(str, x['loc']))}: {x['msg']}"
+                        + (f" ({x['ctx']['error']})" if "error" in x.get("ctx", {}) else ""), fact=None)
+                  for x in e.errors()]
+        return Problem(422, "invalid request: " + "; ".join(i.message for i in issues), issues=issues)
+    if isinstance(e, HTTPException):  # the router's own: no such route (404), method (405)
+        return Problem(e.status_code, str(e.detail), e.headers)
+    if isinstance(e, RecursionError):
+        return Problem(400, "the input is nested too deeply")
     if isinstance(e, TellFailed):
         return Problem(422, str(e), rounds=e.rounds)
     if isinstance(e, NotFound):
@@ -136,18 +206,172 @@ def problem_of(e: Exception) -> Problem | None:
     return None
 
 
-class Jobs:
-    """Long operations in background threads, with their progress lines, polled by id."""
+def strict_json(body: bytes) -> Any:
+    """A request body as JSON that can be stored: no NaN or Infinity, no lone surrogate, not nested too deeply
+    (json.JSONDecodeError otherwise, which FastAPI answers as an invalid request)."""
 
-    def __init__(self, keep: int = 100) -> None:
+    def refuse(name: str) -> Any:
+        raise ValueError(f"{name} is not a JSON number")
+
+    try:
+        value = json.loads(body, parse_constant=refuse)
+        json.dumps(value, ensure_ascii=False).encode()
+    except (ValueError, RecursionError) as e:
+        why = "nested too deeply" if isinstance(e, RecursionError) else str(e).replace("surrogates", "a lone surrogate")
+        raise json.JSONDecodeError(why, "", 0) from e
+    return value
+
+
+class StrictRequest(Request):
+    async def json(self) -> Any:
+        if not hasattr(self, "_json"):
+            self._json = strict_json(await self.body())
+        return self._json
+
+
+class StrictRoute(APIRoute):
+    """A route that reads its JSON body with `strict_json`."""
+
+    def get_route_handler(self) -> Callable[[Request], Awaitable[Response]]:
+        handler = super().get_route_handler()
+
+        async def strict(request: Request) -> Response:
+            return await handler(StrictRequest(request.scope, request.receive))
+
+        return strict
+
+
+def address(host: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
+    """The IP address a host is written as (127.1 and the other short IPv4 forms too), None for a name."""
+    name = host.strip("[]")
+    try:
+        return ipaddress.ip_address(name)
+    except ValueError:
+        try:
+            return ipaddress.ip_address(socket.inet_aton(name))
+        except OSError:
+            return None
+
+
+def is_loopback(host: str) -> bool:
+    """Whether a host name or address is this machine's loopback: localhost, 127.0.0.0/8 (127.1 too), ::1."""
+    name = host.strip("[]").lower()
+    ip = address(name)
+    return ip.is_loopback if ip else name == "localhost" or name.endswith(".localhost")
+
+
+def check_exposure(host: str, token: str | None, insecure_no_token: bool = False) -> None:
+    """Refuse to serve writes beyond this machine without a token, unless the user says so explicitly."""
+    if not (token or is_loopback(host) or insecure_no_token):
+        raise InputError(f"refusing to serve on {host} without a token: anyone who reaches it could change the graph. "
+                         "Set KGPLAN_API_TOKEN (writes then need it), listen on 127.0.0.1, or pass --insecure-no-token")
+
+
+class Guard:
+    """The checks every request passes before routing (an ASGI middleware, its refusals `ErrorOut`s): the Host
+    names this server; the body is at most `max_body` bytes, counted as it arrives (and then handed on whole)."""
+
+    def __init__(self, app: ASGIApp, hosts: Iterable[str], max_body: int) -> None:
+        self.app, self.hosts, self.max_body = app, {h.lower() for h in hosts}, max_body
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        try:
+            self.check(Headers(scope=scope))
+            body = await self.read(receive)
+        except Problem as p:
+            return await p.response()(scope, receive, send)
+        sent = False
+
+        async def replay() -> Message:
+            nonlocal sent
+            if sent:
+                return await receive()
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+
+        await self.app(scope, replay, send)
+
+    def check(self, headers: Headers) -> None:
+        host = headers.get("host", "")
+        try:
+            name = urlsplit(f"//{host}").hostname or ""
+        except ValueError:
+            name = ""
+        # DNS rebinding points a name at this machine; an address as Host is no name an attacker can point
+        if not ("*" in self.hosts or name in self.hosts or is_loopback(name) or address(name)):
+            raise Problem(400, f"this server is not {host!r} (a name it does not know is refused, against DNS "
+                               "rebinding): reach it by its address, or start it with --allowed-host NAME")
+        if (length := headers.get("content-length", "")).isdigit() and int(length) > self.max_body:
+            raise self.too_large()
+
+    async def read(self, receive: Receive) -> bytes:
+        body = bytearray()
+        while True:
+            message = await receive()
+            body += message.get("body", b"")
+            if len(body) > self.max_body:
+                raise self.too_large()
+            if not message.get("more_body"):
+                return bytes(body)
+
+    def too_large(self) -> Problem:
+        return Problem(413, f"the request body is larger than this server takes ({self.max_body} bytes)")
+
+
+def same_site(request: Request) -> None:
+    """A write (POST) carries JSON and comes from this server's own page or from no page (its Origin, else Referer):
+    a page on another site can send neither without a preflight, which this server never grants."""
+    if request.method != "POST":
+        return
+    headers = request.headers
+    origin = headers.get("origin") or headers.get("referer")
+    try:
+        same = origin is None or urlsplit(origin).netloc.lower() == headers.get("host", "").lower()
+    except ValueError:
+        same = False
+    if not same:
+        raise Problem(403, f"a write from another site ({origin}) is refused: use this server's page or a client "
+                           "that sends no Origin")
+    if headers.get("content-type", "").split(";")[0].strip().lower() != "application/json":
+        raise Problem(415, "a write must be sent as Content-Type: application/json (an empty body is fine where "
+                           "there is nothing to send)")
+
+
+class Jobs:
+    """Long operations (planning, the LLM, games) on a fixed pool of worker threads, with at most `limits.queue`
+    more waiting; beyond that a new one is refused (429 with Retry-After) instead of queued without end. Jobs
+    are polled by id: an unfinished one is never forgotten, a finished one once `limits.keep` newer ones have
+    finished."""
+
+    def __init__(self, limits: Limits) -> None:
+        self.pool = ThreadPoolExecutor(limits.workers, thread_name_prefix="kgplan-job")
+        self.slots = threading.BoundedSemaphore(limits.workers + limits.queue)
         self.jobs: dict[str, JobOut] = {}
-        self.keep = keep
+        self.finished: deque[str] = deque()
+        self.lock = threading.Lock()
+        self.keep = limits.keep
+
+    def submit(self, fn: Callable[[], T]) -> Future[T]:
+        if not self.slots.acquire(blocking=False):
+            raise Problem(429, "the server is busy: every planner worker is taken and the queue is full; try again "
+                               "shortly", {"Retry-After": "5"})
+        try:
+            future = self.pool.submit(fn)
+        except BaseException:
+            self.slots.release()
+            raise
+        future.add_done_callback(lambda _: self.slots.release())
+        return future
+
+    async def call(self, fn: Callable[[], T]) -> T:
+        """Run `fn` on the pool and wait for it (a synchronous route: no thread of the server's own waits)."""
+        return await asyncio.wrap_future(self.submit(fn))
 
     def start(self, op: str, fn: Callable[[Progress], BaseModel]) -> JobOut:
         job = JobOut(id=uuid.uuid4().hex, op=op, status="running", progress=[])
-        self.jobs[job.id] = job
-        for old in list(self.jobs)[: -self.keep]:
-            self.jobs.pop(old)
+        snapshot = job.model_copy(deep=True)  # the worker goes on changing `job`
 
         def work() -> None:
             try:
@@ -156,37 +380,69 @@ class Jobs:
             except Exception as e:
                 p = problem_of(e) or Problem(500, f"internal error: {type(e).__name__}: {e}")
                 job.error, job.http_status, job.status = ErrorOut(detail=p.detail), p.status, "failed"
+            with self.lock:
+                self.finished.append(job.id)
+                while len(self.finished) > self.keep:
+                    self.jobs.pop(self.finished.popleft(), None)
 
-        snapshot = job.model_copy(deep=True)  # the thread goes on changing `job`
-        threading.Thread(target=work, daemon=True, name=f"kgplan-{op}").start()
+        with self.lock:
+            self.jobs[job.id] = job
+        try:
+            self.submit(work)
+        except Problem:
+            with self.lock:
+                self.jobs.pop(job.id)
+            raise
         return snapshot
 
 
-def create_app(agent: Agent, token: str | None = None) -> FastAPI:
-    """The API and the page over `agent`; `token`, when given, is required for every write."""
-    app = FastAPI(title="kgplan", version="0.1.0", description=__doc__)
-    jobs = Jobs()
+def create_app(agent: Agent, token: str | None = None, *, hosts: Iterable[str] = (),
+               limits: Limits = Limits()) -> FastAPI:
+    """The API and the page over `agent`; `token`, when given, is required for every write; `hosts`: the names
+    besides loopback ones that clients may reach it by ("*": any)."""
+    jobs = Jobs(limits)
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        yield
+        jobs.pool.shutdown(wait=False, cancel_futures=True)
+
+    app = FastAPI(title="kgplan", version="0.1.0", description=__doc__, lifespan=lifespan,
+                  dependencies=[Depends(same_site)])
+    app.router.route_class = StrictRoute
+    app.add_middleware(Guard, hosts=hosts, max_body=limits.max_body)
     bearer = HTTPBearer(auto_error=False, description="KGPLAN_API_TOKEN, when the server has one")
-    errors: dict[int | str, dict[str, Any]] = {s: {"model": ErrorOut} for s in (400, 401, 404, 422, 424, 503)}
+    errors: dict[int | str, dict[str, Any]] = {s: {"model": ErrorOut} for s in (400, 404, 422, 503)}
+    write_errors = {**errors, **{s: {"model": ErrorOut} for s in (401, 403, 413, 415, 424)}}
+    busy = {429: {"model": ErrorOut, "description": "The queue of planner workers is full (see Retry-After)"}}
 
     def write_access(cred: HTTPAuthorizationCredentials | None = Depends(bearer)) -> None:
-        if token and not (cred and secrets.compare_digest(cred.credentials.encode(), token.encode())):
+        if not (cred and secrets.compare_digest(cred.credentials.encode(), (token or "").encode())):
             raise Problem(401, "this server protects writes: send Authorization: Bearer <KGPLAN_API_TOKEN>")
 
-    async def expected(request: Request, e: Exception) -> JSONResponse:
+    async def expected(request: Request, e: Exception) -> Response:
         p = problem_of(e)
         assert p is not None  # registered for the expected errors only
-        return JSONResponse(ErrorOut(detail=p.detail).model_dump(mode="json"), status_code=p.status)
+        return p.response()
+
+    async def bug(request: Request, e: Exception) -> Response:
+        return Problem(500, f"internal error: {type(e).__name__}").response()
 
     for kind in EXPECTED:
         app.add_exception_handler(kind, expected)
+    app.add_exception_handler(Exception, bug)
 
-    write = {"dependencies": [Depends(write_access)], "responses": errors}
+    write = {"dependencies": [Depends(write_access)] if token else [], "responses": write_errors}
+    pooled = {**write, "responses": {**write_errors, **busy}}
 
-    @app.get("/api/settings")
+    @app.get("/api/settings", responses=errors)
     def settings() -> dict[str, Any]:
-        """The store, domain and LLM in use, and whether writes need a token."""
-        return {**agent.settings(), "writes_need_token": bool(token)}
+        """The store's backend, the domain and the LLM's model, and whether writes need a token (no paths, no
+        addresses)."""
+        s = agent.settings()
+        backend = next((b.name for b in BACKENDS if s["store"].startswith(b.schemes)), "unknown")
+        return {"store": backend, "domain": s["domain"], "llm": {"model": s["llm"]["model"]},
+                "writes_need_token": bool(token)}
 
     @app.get("/api/entities", responses=errors, response_model=EntitiesOut)
     def entities(type: str | None = Query(None, description="Only this type (and its subtypes)"),
@@ -214,14 +470,15 @@ def create_app(agent: Agent, token: str | None = None) -> FastAPI:
 
     @app.get("/api/history", responses=errors)
     def history(limit: int = Query(50, ge=1, le=10_000),
-                before: int | None = Query(None, description="Only changes with smaller ids (the next page)")
+                before: int | None = Query(None, ge=-ID, le=ID,
+                                           description="Only changes with smaller ids (the next page)")
                 ) -> list[ChangeOut]:
         """The newest changes first, with provenance (source, sentence, model, tokens) and the first few items of
         what each changed (`sizes` gives the totals; GET /api/history/{change_id} pages through the rest)."""
         return do_history(agent, limit, before)
 
     @app.get("/api/history/{change_id}", responses=errors)
-    def change(change_id: int, offset: int = Query(0, ge=0),
+    def change(change_id: int = InPath(ge=-ID, le=ID), offset: int = Query(0, ge=0, le=ID),
                limit: int = Query(1000, ge=1, le=100_000, description="Items of each list")) -> ChangeOut:
         """One change with items [offset, offset + limit) of each list of what it changed."""
         return change_out(agent.diff(change_id, offset, limit))
@@ -234,44 +491,44 @@ def create_app(agent: Agent, token: str | None = None) -> FastAPI:
                                        body.removed_entities, body.unknown, body.known))
 
     @app.post("/api/undo/{change_id}", **write)
-    def undo(change_id: int) -> ChangeOut:
+    def undo(change_id: int = InPath(ge=-ID, le=ID), body: Empty | None = None) -> ChangeOut:
         """Apply the inverse of a change as a new change."""
         return change_out(agent.undo(change_id))
 
-    @app.post("/api/tell", **write)
-    def tell(body: TellIn) -> TellOut:
+    @app.post("/api/tell", **pooled)
+    async def tell(body: TellIn) -> TellOut:
         """A state change in English, turned into a verified change by the LLM."""
-        return do_tell(agent, body, quiet)
+        return await jobs.call(lambda: do_tell(agent, body, quiet))
 
-    @app.post("/api/plan", **write)
-    def plan(body: PlanIn) -> PlanOut:
+    @app.post("/api/plan", **pooled)
+    async def plan(body: PlanIn) -> PlanOut:
         """Plan for a PDDL goal or an English task; the plan is kept for /api/run."""
-        return do_plan(agent, body, quiet)
+        return await jobs.call(lambda: do_plan(agent, body, quiet))
 
-    @app.post("/api/decide", **write)
-    def decide(body: DecideIn) -> DecisionOut:
+    @app.post("/api/decide", **pooled)
+    async def decide(body: DecideIn) -> DecisionOut:
         """One step decided by a tree search over the belief about unknown places (kept for /api/run as a one-step
         plan): observe, then decide again."""
-        return do_decide(agent, body, quiet)
+        return await jobs.call(lambda: do_decide(agent, body, quiet))
 
-    @app.post("/api/run", **write)
-    def run() -> RunOut:
+    @app.post("/api/run", **pooled)
+    async def run(body: Empty | None = None) -> RunOut:
         """Execute the last plan, one verified change per step."""
-        return do_run(agent, quiet)
+        return await jobs.call(lambda: do_run(agent, quiet))
 
-    @app.post("/api/jobs/tell", status_code=202, **write)
+    @app.post("/api/jobs/tell", status_code=202, **pooled)
     def tell_job(body: TellIn) -> JobOut:
         return jobs.start("tell", lambda p: do_tell(agent, body, p))
 
-    @app.post("/api/jobs/plan", status_code=202, **write)
+    @app.post("/api/jobs/plan", status_code=202, **pooled)
     def plan_job(body: PlanIn) -> JobOut:
         return jobs.start("plan", lambda p: do_plan(agent, body, p))
 
-    @app.post("/api/jobs/run", status_code=202, **write)
-    def run_job() -> JobOut:
+    @app.post("/api/jobs/run", status_code=202, **pooled)
+    def run_job(body: Empty | None = None) -> JobOut:
         return jobs.start("run", lambda p: do_run(agent, p))
 
-    @app.post("/api/jobs/explore", status_code=202, **write)
+    @app.post("/api/jobs/explore", status_code=202, **pooled)
     def explore_job(body: ExploreIn) -> JobOut:
         """Play a game with the exploration loop, on a fresh graph of its own (the store is not used); the
         progress lines are its steps, the result an ExploreOut."""
@@ -280,9 +537,9 @@ def create_app(agent: Agent, token: str | None = None) -> FastAPI:
     @app.get("/api/jobs/{job_id}", responses=errors)
     def job(job_id: str) -> JobOut:
         """A job's progress lines, and its result or error once it has finished."""
-        if job_id not in jobs.jobs:
+        if (found := jobs.jobs.get(job_id)) is None:
             raise Problem(404, f"no job {job_id!r}")
-        return jobs.jobs[job_id]
+        return found
 
     @app.get("/", include_in_schema=False)
     def page() -> FileResponse:
@@ -292,22 +549,26 @@ def create_app(agent: Agent, token: str | None = None) -> FastAPI:
     return app
 
 
-def serve(agent: Agent, host: str = "127.0.0.1", port: int = 8000, token: str | None = None) -> None:
-    """Serve the API and the page with uvicorn until interrupted."""
+def serve(agent: Agent, host: str = "127.0.0.1", port: int = 8000, token: str | None = None,
+          hosts: Iterable[str] = (), limits: Limits | None = None) -> None:
+    """Serve the API and the page with uvicorn until interrupted (clients may name it `host` too; the limits from
+    the environment unless given)."""
     import uvicorn
 
-    uvicorn.run(create_app(agent, token), host=host, port=port, log_level="info")
+    app = create_app(agent, token, hosts=[*hosts, host], limits=limits or Limits.from_env())
+    uvicorn.run(app, host=host, port=port, log_level="info")
 
 
 @contextmanager
-def serving(agent: Agent) -> Iterator[str]:
-    """uvicorn serving the agent on a free port of 127.0.0.1, in a thread."""
+def serving(agent: Agent, **options: Any) -> Iterator[str]:
+    """uvicorn serving the agent on a free port of 127.0.0.1, in a thread (`options`: of `create_app`)."""
     import uvicorn
 
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(create_app(agent), host="127.0.0.1", port=port, log_level="warning"))
+    server = uvicorn.Server(uvicorn.Config(create_app(agent, **options), host="127.0.0.1", port=port,
+                                           log_level="warning"))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     while not server.started:

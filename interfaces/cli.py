@@ -672,8 +672,8 @@ def run_plan() -> None:
 
 @app.command()
 def serve(
-    host: Annotated[str, typer.Option(help="Address to listen on; anything but loopback should set "
-                                           "KGPLAN_API_TOKEN.")] = "127.0.0.1",
+    host: Annotated[str, typer.Option(help="Address to listen on; anything but loopback needs KGPLAN_API_TOKEN "
+                                           "(or --insecure-no-token).")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="Port.")] = 8000,
     domain: Annotated[str | None, typer.Option(help="Initialise an empty store with this domain first (a bundled "
                                                     "name or a path); a store already set up is kept.")] = None,
@@ -682,20 +682,24 @@ def serve(
     token: Annotated[str | None, typer.Option(envvar="KGPLAN_API_TOKEN", show_envvar=True, show_default=False,
                                               help="A token every write must send as `Authorization: Bearer`.")]
     = None,
+    allowed_host: Annotated[list[str] | None, typer.Option(help="Another name clients reach the server by (its Host "
+                                                                "header; IP addresses, localhost and --host always); "
+                                                                "* for any.")] = None,
+    insecure_no_token: Annotated[bool, typer.Option(help="Serve writes beyond this machine without a token.")]
+    = False,
 ) -> None:
     """Serve the HTTP API (OpenAPI at /docs) and the web page at / to inspect and correct the graph."""
+    from kgplan.interfaces.api import check_exposure
     from kgplan.interfaces.api import serve as run_server
 
     def go() -> None:
-        if not token and host not in ("127.0.0.1", "localhost", "::1"):
-            err.print(f"[yellow]warning:[/yellow] listening on {host} without KGPLAN_API_TOKEN: anyone who "
-                      "reaches it can change the graph")
+        check_exposure(host, token, insecure_no_token)
         with agent() as a:
             if domain and not a.initialised:
                 a.init(domain, problem)
             a.domain  # noqa: B018  (fail now, with a clear message, if the store is not initialised)
             out.print(f"kgplan on {a.graph.url}: http://{host}:{port}/ (API docs at /docs)")
-            run_server(a, host, port, token)
+            run_server(a, host, port, token, allowed_host or ())
 
     run_guarded(go)
 

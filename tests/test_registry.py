@@ -60,7 +60,7 @@ def test_toy_entries_are_choices_of_the_cli(toys: None, tmp_path: Path) -> None:
 
 def test_toy_entries_are_in_the_api_schema(toys: None, tmp_path: Path) -> None:
     with Agent(f"sqlite:{tmp_path / 'w.db'}", domain="household") as a:
-        schemas = TestClient(create_app(a)).get("/openapi.json").json()["components"]["schemas"]
+        schemas = TestClient(create_app(a), base_url="http://localhost").get("/openapi.json").json()["components"]["schemas"]
     assert "toy-blind" in schemas["PlanIn"]["properties"]["planner"]["enum"]
     assert "toy-coin" in schemas["ExploreIn"]["properties"]["game"]["enum"]
     assert "toy-uct-dr" in schemas["DecideIn"]["properties"]["method"]["enum"]

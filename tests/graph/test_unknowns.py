@@ -195,6 +195,6 @@ def test_http_api_lists_unknowns(world: WorldGraph) -> None:
     from kgplan.interfaces.api import create_app
 
     world.apply(Delta(remove=[F("(on apple kitchen_counter)")], unknown=[Unknown(entity="apple", predicate="on")]))
-    client = TestClient(create_app(Agent(world)))
+    client = TestClient(create_app(Agent(world)), base_url="http://localhost")
     assert client.get("/api/unknowns").json() == [{"entity": "apple", "predicate": "on"}]
     assert client.get("/api/unknowns", params={"entity": "kitchen"}).json() == []
