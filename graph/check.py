@@ -28,15 +28,16 @@ def check_graph(graph: WorldGraph) -> list[Issue]:
     issues: list[Issue] = []
     types = dict(domain.constants)
     for e in graph.entities():
-        if not NAME_RE.match(e.name):
-            issues.append(Issue(IssueKind.BAD_NAME, f"entity '{e.name}' has an invalid name"))
+        if not NAME_RE.fullmatch(e.name):
+            issues.append(Issue(IssueKind.BAD_NAME, f"entity {e.name!r} has an invalid name: use lower-case "
+                                "letters, digits, '_' and '-', starting with a letter"))
         if e.type not in domain.types:
             issues.append(Issue(IssueKind.UNKNOWN_TYPE, f"entity '{e.name}' has unknown type '{e.type}'"))
         types[e.name] = e.type
     facts = graph.facts()
     for f in facts:
         s = str(f)
-        pred = domain.predicates.get(f.predicate)
+        pred = (domain.predicates if f.value is None else domain.functions).get(f.predicate)
         if pred is None:
             issues.append(Issue(IssueKind.UNKNOWN_PREDICATE, f"{s}: unknown predicate '{f.predicate}'", s))
             continue

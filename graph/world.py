@@ -8,13 +8,25 @@ from collections.abc import Callable, Collection, Iterable
 from dataclasses import replace
 from functools import cached_property
 
+from pydantic_core import PydanticSerializationError
+
 from kgplan.domains.formula import Formula, GroundAtom
 from kgplan.domains.invariants import Mined, MutexGroup, Synthesis, dump_groups, load_groups, mine_invariants
 from kgplan.domains.model import TOTAL_COST, Domain, Problem
-from kgplan.domains.verify import ChangeRefused, Issue, IssueKind, Mark, check_values, show, verify
+from kgplan.domains.verify import (
+    ChangeRefused,
+    Issue,
+    IssueKind,
+    Mark,
+    check_values,
+    show,
+    verify,
+)
 from kgplan.errors import DomainError, InputError, NotFound, StoreError
 from kgplan.graph.model import Change, ChangeSlice, Delta, Entity, Fact, Source, Unknown, by_atom
 from kgplan.graph.store import Store, T, Tx
+
+MAX_ID = 2**63 - 1  # the largest id (and count) a store can take; larger ones name no change
 
 
 def record(tx: Tx, delta: Delta) -> Delta:
@@ -49,14 +61,17 @@ def rename(tx: Tx, old: str, new: str, type: str | None = None) -> Delta:
 def check_structure(domain: Domain, tx: Tx, delta: Delta) -> None:
     """Refuse (InputError) what no store can hold as given, as every unverified write is checked: a fact that
     is not of a predicate or function of the domain with its arity (an added function's fact with a value, a
-    predicate's without), or an added fact or unknown mark about an entity that does not exist or goes with
-    the delta, unless the delta creates it or it is a constant. Verification checks all this and more."""
+    predicate's without), a value that is not finite, or an added fact or unknown mark about an entity that
+    does not exist or goes with the delta, unless the delta creates it or it is a constant. Verification checks
+    all this and more."""
     signatures = [(f, (domain.functions if f.value is not None else domain.predicates).get(f.predicate))
                   for f in delta.add]
     signatures += [(f, domain.predicates.get(f.predicate) or domain.functions.get(f.predicate)) for f in delta.remove]
     for f, sig in signatures:
         if sig is None or sig.arity != len(f.args):
-            raise InputError(f"{f} does not match a predicate of domain {domain.name}")
+            raise InputError(f"{f.atom} does not match a predicate of domain {domain.name}")
+    if issues := check_values(domain, [(f.atom, f.value) for f in delta.add]):
+        raise ChangeRefused(issues)
     used = {a for f in delta.add for a in f.args} | {u.entity for u in delta.unknown}
     ask = used - {e.name for e in delta.new_entities} - domain.constants.keys()
     found = tx.entity_types(ask) if ask else {}
@@ -111,19 +126,24 @@ class WorldGraph:
 
     def history(self, limit: int | None = None) -> list[Change]:
         """Applied changes, oldest first (the newest `limit` if given)."""
-        return self.store.history(limit)
+        return self.store.history(_count(limit, "limit"))
 
     def changes(self, limit: int | None = 50, before: int | None = None) -> list[ChangeSlice]:
         """The newest `limit` changes (all if None) with ids below `before`, newest first, summarised:
         provenance whole, each list of the delta cut to its first `PREVIEW` items. Reads no change whole."""
+        if before is not None and before > MAX_ID:
+            before = None  # every id is below it
+        elif before is not None and before < 1:
+            return []  # no id is
         return [ChangeSlice(id=r.id, time=r.time, undo_of=r.undo_of, **json.loads(r.data))
-                for r in self.store.summaries(limit, before)]
+                for r in self.store.summaries(_count(limit, "limit"), before)]
 
     def change_slice(self, change_id: int, offset: int = 0, limit: int | None = 1000) -> ChangeSlice | None:
         """One change with each list of its delta cut to items [offset, offset + limit): its diff, paged."""
-        if (row := self.store.whole(change_id)) is None:
+        _count(offset, "offset")
+        if abs(change_id) > MAX_ID or (row := self.store.whole(change_id)) is None:
             return None
-        return ChangeSlice.cut(row.id, row.time, row.undo_of, json.loads(row.data), offset, limit)
+        return ChangeSlice.cut(row.id, row.time, row.undo_of, json.loads(row.data), offset, _count(limit, "limit"))
 
     def count(self) -> tuple[int, int]:
         """(entities, facts)."""
@@ -143,23 +163,32 @@ class WorldGraph:
 
         All or nothing: the invariants are derived for the problem's initial state (the empty
         state without one) and the problem is verified against them before the store is
-        touched, so on a KgplanError (a ChangeRefused too) the store is as it was. The domain text and
-        the invariants kept are stored; the result also says which groups were dropped.
+        touched, so on a KgplanError (a ChangeRefused too) the store is as it was; the old graph (with
+        `force`) goes and the new one comes in one transaction, so a crash leaves one or the other. The
+        domain text and the invariants kept are stored; the result also says which groups were dropped.
         """
         self.store.check_domain(domain)
         if self.get_meta("domain_pddl") is not None and not force:
             raise StoreError(f"{self.url} is already initialised; use --force to start over")
         synthesis, delta = _start(domain, problem)
-        if force:
-            self.clear()
         toml_path = domain.path.parent / "domain.toml" if domain.path else None
         toml = toml_path.read_text() if toml_path and toml_path.is_file() else ""
-        self.set_meta({"domain_pddl": domain.text, "domain_toml": toml,
-                       "domain_source": str(domain.path or domain.name),
-                       "invariants": dump_groups(synthesis.kept)})
-        self.__dict__.pop("domain", None)
-        if delta is not None:
-            self.apply(delta, verified=False)  # verified by _start: the graph is empty now
+        meta = {"domain_pddl": domain.text, "domain_toml": toml, "domain_source": str(domain.path or domain.name),
+                "invariants": dump_groups(synthesis.kept)}
+
+        def work(tx: Tx) -> None:  # the old graph goes and the new one comes in one transaction
+            if force:
+                tx.clear()
+            tx.set_meta(meta)
+            if delta is not None:
+                self._apply(tx, delta, False, None)  # verified by _start: the graph is empty now
+
+        self.__dict__["domain"] = bound = replace(domain)  # bound while the store holds it uncommitted
+        bound.invariants = synthesis.kept
+        try:
+            self.in_transaction(work)
+        finally:
+            self.__dict__.pop("domain", None)
         return synthesis
 
     @cached_property
@@ -228,6 +257,10 @@ class WorldGraph:
 
     def _apply(self, tx: Tx, delta: Delta, verified: bool, undo_of: int | None,
                undone: Delta | None = None) -> Change:
+        try:
+            delta.model_dump_json()  # what the history will hold: it must be text a store can keep
+        except PydanticSerializationError as e:
+            raise InputError(f"the change holds text that is not valid Unicode (a lone surrogate?): {e}") from e
         if not verified:
             check_structure(self.domain, tx, delta)
         elif issues := self._verify(tx, delta, undone):
@@ -261,7 +294,7 @@ class WorldGraph:
         """Apply the inverse of a change as a new change; history is never rewritten."""
 
         def work(tx: Tx) -> Change:
-            old = tx.change(change_id)
+            old = tx.change(change_id) if abs(change_id) <= MAX_ID else None
             if old is None:
                 raise NotFound(f"no change with id {change_id}")
             inv = old.delta.inverse()
@@ -324,6 +357,14 @@ class WorldGraph:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _count(n: int | None, what: str) -> int | None:
+    """A limit or offset as the stores take it: None (no bound) from 2^31 on (more than a store can count in
+    a query: ArcadeDB takes 32 bits); InputError if negative."""
+    if n is not None and n < 0:
+        raise InputError(f"{what} must be 0 or more, not {n}")
+    return None if n is not None and n >= 2**31 else n
 
 
 class _EmptyState:

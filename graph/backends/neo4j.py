@@ -108,6 +108,7 @@ SET_UNKNOWN = ("UNWIND $rows AS r MATCH (n:Entity {name: r.a}) "
                "SET n.Unknown = [x IN coalesce(n.Unknown, []) WHERE NOT x IN r.drop] + r.add")
 UNKNOWN = ("{match} WHERE n.Unknown IS NOT NULL UNWIND n.Unknown AS p "
            "RETURN n.name AS name, p ORDER BY name, p")
+SET_META = "UNWIND $rows AS r MERGE (m:Meta {key: r.k}) SET m.value = r.v"
 DEL_ENTITIES = "UNWIND $rows AS r MATCH (n:Entity {name: r.name}) DETACH DELETE n"
 ADD_CHANGE = ("MERGE (s:Meta {key: 'change_seq'}) ON CREATE SET s.seq = 0 SET s.seq = s.seq + 1 "
               "CREATE (c:Change {id: s.seq, time: $time, undo_of: $undo_of, summary: $summary}) "
@@ -355,6 +356,18 @@ class _Neo4jTx(Tx):
         for chunk in _chunks(rows):
             self.tx.run(query, {"rows": chunk}).consume()
 
+    def set_meta(self, values: dict[str, str]) -> None:
+        self.tx.run(self._lead() + SET_META, {"rows": [{"k": k, "v": v} for k, v in values.items()]}).consume()
+
+    def clear(self) -> None:
+        """Everything goes in this transaction (the writers' lock and the change counter stay: the counter at 0)."""
+        self._lock()
+        self.typed, self.about = {}, {}
+        for label in LABELS:
+            keep = " WHERE NOT n.key IN ['lock', 'change_seq']" if label == "Meta" else ""
+            self.tx.run(f"MATCH (n:{label}){keep} DETACH DELETE n").consume()
+        self.tx.run("MATCH (s:Meta {key: 'change_seq'}) SET s.seq = 0").consume()
+
     def change(self, change_id: int) -> Change | None:
         query = self._lead() + "MATCH (c:Change {id: $id})" + CHANGE_FIELDS
         row = self.tx.run(query, {"id": change_id}).single()
@@ -455,15 +468,6 @@ class Neo4jStore(Store):
         row = self._read(lambda tx: tx.run("MATCH (m:Meta {key: $key}) RETURN m.value AS v",
                                            {"key": key}).single())
         return row["v"] if row else None
-
-    def set_meta(self, values: dict[str, str]) -> None:
-        def work(tx: ManagedTransaction) -> None:
-            tx.run(LOCK).consume()
-            tx.run("UNWIND $rows AS r MERGE (m:Meta {key: r.k}) SET m.value = r.v",
-                   {"rows": [{"k": k, "v": v} for k, v in values.items()]}).consume()
-
-        with self._session(WRITE_ACCESS) as s:
-            s.execute_write(work)
 
     def entities(self, names: Collection[str] | None = None) -> list[Entity]:
         consts = self.constants()
