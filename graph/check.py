@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from kgplan.domains.model import NAME_RE
+from kgplan.domains.invariants import MutexGroup
+from kgplan.domains.model import NAME_RE, Domain
 from kgplan.domains.verify import Issue, IssueKind, show
 from kgplan.graph.world import WorldGraph
 
@@ -19,10 +20,11 @@ def check_graph(graph: WorldGraph) -> list[Issue]:
 
     Typing: entity names and types; for each fact, its predicate, arity, and that each argument
     is an entity (or constant) of a type the predicate accepts there. Invariants: every mutex
-    group instance holding more than one atom. Whether an exactly-one instance that holds no
-    atom lost it cannot be judged from the graph alone (which instances exist depends on the
-    reachable states, not only on the entities' types), so that is left to verification, which
-    refuses a change that empties an instance.
+    group instance holding more than one atom, and every entity that an exactly-one group about one
+    entity is about by type (the robot, for "the robot is in exactly one room") holding none while not
+    marked unknown: a plan from such a state has no start (`kgplan plan` finds it unsolvable). Other empty
+    exactly-one instances cannot be judged from the graph alone (which exist depends on the reachable
+    states), so those are left to verification, which refuses a change that empties an instance.
     """
     domain = graph.domain
     issues: list[Issue] = []
@@ -51,6 +53,7 @@ def check_graph(graph: WorldGraph) -> list[Issue]:
             elif not domain.accepts(param.types, types[arg]):
                 issues.append(Issue(IssueKind.WRONG_TYPE, f"{s}: argument {i} '{arg}' is a {types[arg]}, "
                                     f"but {f.predicate} expects a {' or '.join(param.types)}", s))
+    marks = {(u.entity, u.predicate) for u in graph.unknowns()}
     for group in domain.invariants:
         held: dict[tuple[str, ...], set[str]] = defaultdict(set)
         for f in facts:
@@ -62,4 +65,18 @@ def check_graph(graph: WorldGraph) -> list[Issue]:
                 listed = " and ".join(sorted(atoms))
                 issues.append(Issue(IssueKind.INVARIANT, f"{', '.join(key) or 'the world'} has {listed} "
                                     f"at once, but {group.describe()}", listed))
+        for name in _owners(domain, group, types):
+            if (name,) not in held and not marks & {(name, None), *((name, p.predicate) for p in group.parts)}:
+                issues.append(Issue(IssueKind.INVARIANT, f"{name} has none of "
+                                    f"{', '.join(p.predicate for p in group.parts)}, but {group.describe()}"))
     return issues
+
+
+def _owners(domain: Domain, group: MutexGroup, types: dict[str, str]) -> list[str]:
+    """The entities an exactly-one group about one entity must hold an atom for: those of a type that every
+    part's key argument takes (the robot of "the robot is in exactly one room"), in name order."""
+    if not group.exactly_one or group.arity != 1:
+        return []
+    params = [domain.predicates[p.predicate].params[p.key_positions[0]] for p in group.parts]
+    return sorted(n for n, t in types.items() if n not in domain.constants
+                  and all(domain.accepts(p.types, t) for p in params))

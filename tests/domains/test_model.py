@@ -144,7 +144,8 @@ def test_l3mp_domain_loads_as_published() -> None:
 
 
 @pytest.mark.parametrize(("text", "words"), [
-    ("(define (problem p) (:domain d) (:objects a - cup a - dish) (:init))", "object 'a' is declared as a cup and a dish"),
+    ("(define (problem p) (:domain d) (:objects a - cup a - dish) (:init))",
+     "object 'a' is declared as a cup and a dish"),
     ("(define (problem p) (:domain d) (:objects a b a - cup) (:init))", "object 'a' is declared twice"),
     ("(define (problem))", "must give one problem name"),
     ("(define (problem p) (:domain))", "must give one domain name"),

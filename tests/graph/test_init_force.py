@@ -35,7 +35,7 @@ def init_child(url: str, problem: str) -> None:
 
     run = WorldGraph.in_transaction
 
-    def marked(self: WorldGraph, work):  # noqa: ANN001, ANN202
+    def marked(self: WorldGraph, work):
         print("B", flush=True)
         out = run(self, work)
         print("C", flush=True)
@@ -96,5 +96,6 @@ def test_sigkill_during_init_force_leaves_the_old_graph_or_the_new_one(store_url
             if trial and got == new:
                 window = delay  # the first run is the slowest: kill sooner
             g.init(household, force=True, problem=world)  # the old graph again for the next trial
-    print(f"{backend}: kills within {window:.2f} s of the start; after the kills: {outcomes[1:]}, {inside} before the commit")
+    print(f"{backend}: kills within {window:.2f} s of the start; after the kills: {outcomes[1:]}, "
+          f"{inside} before the commit")
     assert outcomes[0] == "new" and inside >= TRIALS // 4, "too few kills landed inside the transaction"

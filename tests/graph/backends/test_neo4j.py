@@ -16,14 +16,14 @@ WRITERS, CHANGES = 8, 15
 
 
 @pytest.fixture
-def neo4j_url(bolt_server, monkeypatch: pytest.MonkeyPatch) -> str:  # noqa: ANN001
+def neo4j_url(bolt_server, monkeypatch: pytest.MonkeyPatch) -> str:
     monkeypatch.setenv("NEO4J_USER", bolt_server.user)
     monkeypatch.setenv("NEO4J_PASSWORD", bolt_server.password)
     monkeypatch.setenv("KGPLAN_NEO4J_DATABASE", bolt_server.database)
     return bolt_server.uri
 
 
-def test_many_concurrent_valid_writes_all_apply(neo4j_url: str, household, world_problem) -> None:  # noqa: ANN001
+def test_many_concurrent_valid_writes_all_apply(neo4j_url: str, household, world_problem) -> None:
     """Issue 21.15: 1 of 176 valid concurrent writes was refused ("clashed twice ... try again"). Writers on
     connections of their own race on the writers' lock and the change counter; each change applies."""
     with open_graph(neo4j_url) as g:
@@ -60,7 +60,7 @@ def test_many_concurrent_valid_writes_all_apply(neo4j_url: str, household, world
         assert check_graph(g) == []
 
 
-def test_writes_and_reads_go_on_across_a_server_restart(tmp_path, household) -> None:  # noqa: ANN001
+def test_writes_and_reads_go_on_across_a_server_restart(tmp_path, household) -> None:
     """Issue 21.10: an ArcadeDB restart failed requests ("BEGIN not expected in state AUTHENTICATION", "credentials
     ... no longer valid"): a write or read in flight across a restart is retried until the server is back."""
     import logging
