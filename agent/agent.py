@@ -201,10 +201,16 @@ class Agent:
         """Invariants the graph satisfies for predicates no action changes, not yet enforced."""
         return self.graph.suggest_invariants()
 
-    def accept_invariants(self, groups: Iterable[MutexGroup]) -> None:
-        """Enforce mined invariants from now on (ChangeRefused if the graph violates one)."""
+    def accept_invariants(self, groups: Iterable[MutexGroup]) -> Change:
+        """Enforce mined invariants from now on (ChangeRefused if the graph violates one); the change that
+        records it."""
         with self.writes:
-            self.graph.accept_invariants(groups)
+            return self.graph.accept_invariants(groups)
+
+    def remove_invariants(self, groups: Iterable[MutexGroup]) -> Change:
+        """Stop enforcing accepted invariants (NotFound for one that is not); the change that records it."""
+        with self.writes:
+            return self.graph.remove_invariants(groups)
 
     def check(self) -> list[Issue]:
         """Every typing and invariant violation in the whole graph (an independent check)."""

@@ -215,8 +215,9 @@ class WorldGraph:
         entities = {e.name: e.type for e in self.entities()}
         return mine_invariants(self.domain, entities, (f.atom for f in self.facts()), self.domain.invariants)
 
-    def accept_invariants(self, groups: Iterable[MutexGroup]) -> None:
-        """Store mined groups with the invariants; verification enforces them from now on.
+    def accept_invariants(self, groups: Iterable[MutexGroup]) -> Change:
+        """Store mined groups with the invariants; verification enforces them from now on. The history records
+        it (the change that says so, in the same transaction).
 
         Only groups over predicates no action changes are accepted (DomainError otherwise), and only
         if the current graph satisfies them (ChangeRefused otherwise); nothing is stored then.
@@ -230,7 +231,32 @@ class WorldGraph:
                   for g in groups if (w := g.overcrowded(facts)) is not None]
         if issues:
             raise ChangeRefused(issues)
-        self.set_invariants([*self.domain.invariants, *groups])
+        return self._record_invariants([*self.domain.invariants, *groups], "accepted", groups)
+
+    def remove_invariants(self, groups: Iterable[MutexGroup]) -> Change:
+        """Stop enforcing accepted (mined) invariants, recorded in the history; NotFound for a group that is not
+        a mined one of the store's (derived and declared ones follow from the domain)."""
+        groups = list(groups)
+        mined = [g for g in self.domain.invariants if g.origin == "mined"]
+        if missing := [g for g in groups if g not in mined]:
+            raise NotFound(f"no accepted invariant '{missing[0].describe()}': only those mined and accepted can be "
+                           "removed (see `kgplan invariants`)")
+        kept = [g for g in self.domain.invariants if g.origin != "mined" or g not in groups]
+        return self._record_invariants(kept, "removed", groups)
+
+    def _record_invariants(self, kept: list[MutexGroup], verb: str, groups: list[MutexGroup]) -> Change:
+        """Store `kept` as the invariants and record, in the same transaction, a change that changes no fact and
+        says which `groups` were `verb` (undo has nothing to undo in it: remove or accept them instead)."""
+        text = "; ".join(f"{verb} invariant: {g.describe()}" for g in groups)
+
+        def work(tx: Tx) -> Change:
+            tx.set_meta({"invariants": dump_groups(kept)})
+            return tx.write(Delta(source="user", text=text), None)
+
+        try:
+            return self.in_transaction(work)
+        finally:
+            self.__dict__.pop("domain", None)
 
     def set_invariants(self, groups: list[MutexGroup]) -> None:
         """Store the groups verification enforces from now on (not checked against the graph: for a
@@ -297,6 +323,9 @@ class WorldGraph:
             old = tx.change(change_id) if abs(change_id) <= MAX_ID else None
             if old is None:
                 raise NotFound(f"no change with id {change_id}")
+            if old.delta.is_empty():
+                raise InputError(f"change {change_id} changed nothing in the graph ({old.delta.text or 'no note'}): "
+                                 "there is nothing to undo")
             inv = old.delta.inverse()
             inv.text = f"undo of change {change_id}"
             return self._apply(tx, inv, True, change_id, old.delta)

@@ -300,6 +300,34 @@ def test_accepted_mined_invariants_are_stored_and_enforced(store_url: str, empty
         assert not again.suggest_invariants().suggested or person[0] not in again.suggest_invariants().suggested
 
 
+def test_accepted_invariants_can_be_removed_and_both_are_in_the_history(empty_graph) -> None:
+    """Issue 21.19: accepted invariants could not be removed, and accepting was not in the history."""
+    from kgplan.domains.verify import ChangeRefused
+    from kgplan.errors import InputError, NotFound
+    from kgplan.graph.model import Delta, Fact
+
+    g = _office(empty_graph, "(person_in_room ann r1) (person_in_room bob r1) (person_in_room cy r2)")
+    (person,) = [m for m in g.suggest_invariants().suggested if m.parts[0].key_positions == (0,)]
+    accepted = g.accept_invariants([person])
+    assert g.history()[-1] == accepted and accepted.delta.is_empty()
+    assert accepted.delta.text == "accepted invariant: exactly one of person_in_room(?x, *) holds for each ?x"
+    move = Delta(add=[Fact.parse("(person_in_room ann r2)")])
+    with pytest.raises(ChangeRefused):
+        g.apply(move)
+    with pytest.raises(InputError, match=f"change {accepted.id} changed nothing in the graph .accepted invariant"):
+        g.undo(accepted.id)
+    derived = next(m for m in g.domain.invariants if m.origin == "derived")
+    with pytest.raises(NotFound, match="only those mined and accepted can be removed"):
+        g.remove_invariants([derived])
+    removed = g.remove_invariants([person])
+    assert removed.delta.text == "removed invariant: exactly one of person_in_room(?x, *) holds for each ?x"
+    assert [c.id for c in g.history()[-2:]] == [accepted.id, removed.id] and derived in g.domain.invariants
+    assert all(m.origin != "mined" for m in g.domain.invariants)
+    g.apply(move)  # no longer enforced
+    with pytest.raises(NotFound):
+        g.remove_invariants([person])
+
+
 @pytest.mark.dataset
 def test_l3mp_every_person_is_in_exactly_one_room(tmp_path: Path) -> None:
     from kgplan.graph.backends import open_graph
