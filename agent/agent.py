@@ -50,7 +50,7 @@ class Neighbourhood:
 
 def load_observations(path: Path) -> list[Delta]:
     """Read sensor observations: one JSON object or a list, each {add, remove, new_entities,
-    removed_entities, text}."""
+    removed_entities, text}; one that changes nothing is refused (InputError), not recorded as an empty change."""
     data = json.loads(path.read_text())
     deltas = []
     for i, item in enumerate(data if isinstance(data, list) else [data]):
@@ -60,6 +60,8 @@ def load_observations(path: Path) -> list[Delta]:
         for k in ("add", "remove"):
             item[k] = [Fact.parse(x) if isinstance(x, str) else x for x in item.get(k, [])]
         deltas.append(Delta.model_validate(item))
+        if deltas[-1].is_empty():
+            raise InputError(f"{path}: observation {i} changes nothing (no facts, entities or marks): leave it out")
     return deltas
 
 

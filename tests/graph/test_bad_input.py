@@ -95,3 +95,13 @@ def test_lone_surrogates_are_refused(graph: WorldGraph, delta: Delta) -> None:
         with pytest.raises(InputError, match="not valid Unicode"):
             graph.apply(delta, verified=verified)
     assert state(graph) == before
+
+
+@pytest.mark.parametrize("text", ['{}', '[{"add": ["(clean apple)"]}, {"text": "nothing seen"}]', '[{"add": []}]'])
+def test_an_observation_that_changes_nothing_is_refused(tmp_path, text: str) -> None:
+    """Issue 21.6: an empty observation `{}` was recorded as an empty change."""
+    from kgplan.agent.agent import load_observations
+
+    (tmp_path / "obs.json").write_text(text)
+    with pytest.raises(InputError, match=r"observation \d changes nothing"):
+        load_observations(tmp_path / "obs.json")
