@@ -214,11 +214,12 @@ class Agent:
         with self.writes:
             return self.graph.remove_invariants(groups)
 
-    def check(self) -> list[Issue]:
-        """Every typing and invariant violation in the whole graph (an independent check)."""
+    def check(self, incomplete: bool = False) -> list[Issue]:
+        """Every typing and invariant violation in the whole graph (an independent check); with `incomplete`,
+        also each entity without an atom an exactly-one invariant needs (see `graph.check.check_graph`)."""
         from kgplan.graph.check import check_graph
 
-        return check_graph(self.graph)
+        return check_graph(self.graph, incomplete)
 
     # ---- changing -----------------------------------------------------------------------------
     def change(self, add: Iterable[str | Fact] = (), remove: Iterable[str | Fact] = (), note: str = "",

@@ -297,8 +297,8 @@ def atoms(f: Formula) -> Iterator[Atom]:
 
 
 def number_pddl(value: float) -> str:
-    """A number as PDDL (integers without a fraction, as Fast Downward requires for costs)."""
-    return str(int(value)) if value == int(value) else str(value)
+    """A number as PDDL (integers without a fraction, as Fast Downward requires for costs; inf and nan as such)."""
+    return str(int(value)) if math.isfinite(value) and value == int(value) else str(value)
 
 
 def type_pddl(types: tuple[str, ...]) -> str:

@@ -33,6 +33,7 @@ class IssueKind(StrEnum):
     DUPLICATE_ENTITY = "duplicate_entity"
     CONSTANT = "constant"
     WRONG_VALUE = "wrong_value"
+    INCOMPLETE = "incomplete"  # the whole-graph check's: an entity without what an exactly-one invariant needs
 
 
 @dataclass(frozen=True)

@@ -246,7 +246,7 @@ class WorldGraph:
 
     def _record_invariants(self, kept: list[MutexGroup], verb: str, groups: list[MutexGroup]) -> Change:
         """Store `kept` as the invariants and record, in the same transaction, a change that changes no fact and
-        says which `groups` were `verb` (undo has nothing to undo in it: remove or accept them instead)."""
+        says which `groups` were `verb` (its undo changes nothing: remove or accept them instead)."""
         text = "; ".join(f"{verb} invariant: {g.describe()}" for g in groups)
 
         def work(tx: Tx) -> Change:
@@ -323,9 +323,6 @@ class WorldGraph:
             old = tx.change(change_id) if abs(change_id) <= MAX_ID else None
             if old is None:
                 raise NotFound(f"no change with id {change_id}")
-            if old.delta.is_empty():
-                raise InputError(f"change {change_id} changed nothing in the graph ({old.delta.text or 'no note'}): "
-                                 "there is nothing to undo")
             inv = old.delta.inverse()
             inv.text = f"undo of change {change_id}"
             return self._apply(tx, inv, True, change_id, old.delta)

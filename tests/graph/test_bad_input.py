@@ -105,3 +105,15 @@ def test_an_observation_that_changes_nothing_is_refused(tmp_path, text: str) -> 
     (tmp_path / "obs.json").write_text(text)
     with pytest.raises(InputError, match=r"observation \d changes nothing"):
         load_observations(tmp_path / "obs.json")
+
+
+def test_check_reports_a_stored_value_that_is_not_finite(empty_graph: WorldGraph) -> None:
+    """One that got in before (or past kgplan) is reported; showing it no longer crashes `facts` and `export`."""
+    travel = DATA / "domains" / "travel"
+    empty_graph.init(Domain.load(travel), problem=Problem.parse((travel / "p01.pddl").read_text()))
+    inf = Fact(predicate="travel-cost", args=("a", "home"), value=math.inf)
+    empty_graph.in_transaction(lambda tx: tx.write(Delta(add=[inf]), None))
+    issues = check_graph(empty_graph)
+    assert [(i.kind, i.message) for i in issues] == [
+        (IssueKind.WRONG_VALUE, "(= (travel-cost a home) inf): a value must be a finite number")]
+    assert "(= (travel-cost a home) inf)" in empty_graph.to_problem()
