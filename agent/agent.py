@@ -15,8 +15,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pydantic import ValidationError
+
 from kgplan.domains.invariants import Mined, MutexGroup, Synthesis
-from kgplan.domains.model import Domain, Problem, resolve_domain
+from kgplan.domains.model import Domain, Problem, read_text, resolve_domain
 from kgplan.domains.verify import ChangeRefused, Issue
 from kgplan.errors import InputError, LLMError, NotFound
 from kgplan.graph.backends import open_graph
@@ -51,15 +53,22 @@ class Neighbourhood:
 def load_observations(path: Path) -> list[Delta]:
     """Read sensor observations: one JSON object or a list, each {add, remove, new_entities,
     removed_entities, text}; one that changes nothing is refused (InputError), not recorded as an empty change."""
-    data = json.loads(path.read_text())
+    text = read_text(path, "JSON file of observations")
+    try:
+        data = json.loads(text)
+    except (ValueError, RecursionError) as e:  # RecursionError: nested too deep
+        raise InputError(f"{path} is not JSON: {e}") from None
     deltas = []
     for i, item in enumerate(data if isinstance(data, list) else [data]):
         if not isinstance(item, dict):
             raise InputError(f"{path}: observation {i} must be a JSON object")
         item = {**item, "source": "sensor"}
         for k in ("add", "remove"):
-            item[k] = [Fact.parse(x) if isinstance(x, str) else x for x in item.get(k, [])]
-        deltas.append(Delta.model_validate(item))
+            item[k] = [Fact.parse(x) if isinstance(x, str) else x for x in item.get(k) or []]
+        try:
+            deltas.append(Delta.model_validate(item))
+        except ValidationError as e:
+            raise InputError(f"{path}: observation {i} is not an observation: {e}") from None
         if deltas[-1].is_empty():
             raise InputError(f"{path}: observation {i} changes nothing (no facts, entities or marks): leave it out")
     return deltas
@@ -127,7 +136,7 @@ class Agent:
         """Bind the store to a domain, optionally loading a PDDL problem (all or nothing); which
         invariants were derived for its initial state and which dropped."""
         dom = resolve_domain(domain)
-        prob = Problem.parse(problem.read_text(), str(problem)) if problem else None
+        prob = Problem.parse(read_text(problem, "PDDL problem"), str(problem)) if problem else None
         with self.writes:
             return self.graph.init(dom, force=force, problem=prob)
 

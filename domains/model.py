@@ -34,7 +34,7 @@ from kgplan.domains.formula import (
     type_pddl,
 )
 from kgplan.domains.sexpr import Expr, PDDLError, SList, Sym, pos_of, read
-from kgplan.errors import DomainError, NotFound
+from kgplan.errors import DomainError, InputError, NotFound
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
@@ -220,11 +220,14 @@ class Domain:
         pddl = path / "domain.pddl" if path.is_dir() else path
         if not pddl.is_file():
             raise NotFound(f"no domain file at {pddl}")
-        dom = cls.parse(pddl.read_text(), str(pddl))
+        dom = cls.parse(read_text(pddl, "PDDL domain"), str(pddl))
         dom.path = pddl
         toml = folder / "domain.toml"
         if toml.is_file() and toml.resolve() != pddl.resolve():
-            dom.meta = tomllib.loads(toml.read_text())
+            try:
+                dom.meta = tomllib.loads(read_text(toml, "domain.toml"))
+            except tomllib.TOMLDecodeError as e:
+                raise InputError(f"{toml}: not TOML: {e}") from None
         return dom
 
     def _check_types(self, p: Param, what: str, source: str) -> None:
@@ -531,6 +534,21 @@ def _declare(table: dict[str, str], p: Param, what: str, source: str) -> None:
         again = f"as a {table[p.name]} and a {p.types[0]}" if table[p.name] != p.types[0] else "twice"
         raise PDDLError(f"{what} '{p.name}' is declared {again}", p.line, p.col, source)
     table[p.name] = p.types[0]
+
+
+def read_text(path: str | Path, what: str = "file") -> str:
+    """A file's text (UTF-8): NotFound if there is none, InputError for a folder or what is not UTF-8 text."""
+    path = Path(path)
+    if path.is_dir():
+        raise InputError(f"{path} is a folder, not a {what}")
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise NotFound(f"no {what} at {path}") from None
+    except UnicodeDecodeError as e:
+        raise InputError(f"{path} is not UTF-8 text, as a {what} must be ({e.reason} at byte {e.start})") from None
+    except OSError as e:
+        raise InputError(f"cannot read {path}: {e.strerror}") from None
 
 
 BUNDLED = Path(__file__).parent

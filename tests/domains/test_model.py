@@ -196,3 +196,30 @@ def test_deep_nesting_is_a_pddl_error_not_a_recursion_error() -> None:
         Problem.parse(f"(define (problem p) (:domain d) (:objects a - t) (:init) (:goal {deep}))")
     with pytest.raises(PDDLError, match="nested more than"):
         Domain.parse(f"(define (domain x) (:predicates (p ?a)) (:action go :parameters (?a) :precondition {deep}))")
+
+
+@pytest.mark.parametrize(("content", "words"), [
+    (None, "is a folder, not a PDDL domain"),
+    ("(define (domain x))".encode("utf-16"), "is not UTF-8 text"),
+    (b"\x89PNG\r\n\x1a\n\x00\x00", "is not UTF-8 text"),
+])
+def test_a_domain_file_that_is_no_text_is_an_input_error(tmp_path, content: bytes | None, words: str) -> None:
+    """Issue 21.11: a folder, a binary or a UTF-16 file was an IsADirectoryError or UnicodeDecodeError."""
+    from kgplan.domains.model import read_text
+    from kgplan.errors import InputError
+
+    path = tmp_path / "domain.pddl"
+    if content is None:
+        path.mkdir()
+        with pytest.raises(InputError, match=words):
+            read_text(path, "PDDL domain")
+    else:
+        path.write_bytes(content)
+        with pytest.raises(InputError, match=words):
+            Domain.load(path)
+    (tmp_path / "domain.toml").write_text("[predicates\n")
+    if content is None:
+        return
+    path.write_text("(define (domain x))")
+    with pytest.raises(InputError, match=r"domain\.toml: not TOML"):
+        Domain.load(tmp_path)

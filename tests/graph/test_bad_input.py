@@ -117,3 +117,24 @@ def test_check_reports_a_stored_value_that_is_not_finite(empty_graph: WorldGraph
     assert [(i.kind, i.message) for i in issues] == [
         (IssueKind.WRONG_VALUE, "(= (travel-cost a home) inf): a value must be a finite number")]
     assert "(= (travel-cost a home) inf)" in empty_graph.to_problem()
+
+
+@pytest.mark.parametrize(("text", "words"), [
+    ("[" * 100_000 + "]" * 100_000, "is not JSON"),
+    ("{nope", "is not JSON"),
+    ('{"add": null, "new_entities": [{"name": "mug"}]}', r"observation 0 is not an observation"),
+    ('{"add": null, "remove": null, "text": "x"}', r"observation 0 changes nothing"),
+])
+def test_observation_files_that_do_not_fit_are_input_errors(tmp_path, text: str, words: str) -> None:
+    """Issue 21.11: deep JSON (RecursionError), `{"add": null}` (TypeError), an entity without a type
+    (ValidationError) were tracebacks."""
+    from kgplan.agent.agent import load_observations
+
+    (tmp_path / "obs.json").write_text(text)
+    with pytest.raises(InputError, match=words):
+        load_observations(tmp_path / "obs.json")
+    (tmp_path / "bin.json").write_bytes(b"\xff\xfe{\x00}\x00")
+    with pytest.raises(InputError, match="is not UTF-8 text"):
+        load_observations(tmp_path / "bin.json")
+    with pytest.raises(InputError, match="is a folder"):
+        load_observations(tmp_path)
