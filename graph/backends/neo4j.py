@@ -50,9 +50,7 @@ from kgplan.graph.store import ChangeRow, Store, T, Tx
 
 CHUNK = 2000  # rows per UNWIND write
 TIMEOUT = 5.0  # seconds to connect
-# how long what passes is retried (see Neo4jStore._retried; the driver retries an unreachable server for half of
-# it, then it is a StoreError), and the first pause
-RETRY_SECONDS, RETRY_PAUSE = 30.0, 0.01
+RETRY_SECONDS, RETRY_PAUSE = 30.0, 0.01  # how long what passes is retried (see Neo4jStore._retried); first pause
 RESTARTED = ("not expected in state", "no longer valid")  # a server's answers on a connection it has restarted under
 LABELS = ("Entity", "Fact", "Change", "Delta", "Meta", "World")
 RESERVED_TYPES = {*LABELS, "ARG"}  # ArcadeDB: labels and relationship types share one namespace
@@ -388,8 +386,8 @@ class Neo4jStore(Store):
     def __init__(self, uri: str, user: str, password: str, database: str) -> None:
         self.url, self.database = uri, database
         try:
-            self.driver = GraphDatabase.driver(uri, auth=(user, password), connection_timeout=TIMEOUT,
-                                               max_transaction_retry_time=RETRY_SECONDS / 2)
+            self.driver = GraphDatabase.driver(uri, auth=(user, password),
+                                               connection_timeout=TIMEOUT)
         except (ConfigurationError, ValueError) as e:
             raise InputError(f"bad Neo4j URI {uri!r}: {e}") from e
         self.bookmarks = GraphDatabase.bookmark_manager()  # read your own writes on clusters
