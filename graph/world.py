@@ -7,6 +7,7 @@ import tomllib
 from collections.abc import Callable, Collection, Iterable
 from dataclasses import replace
 from functools import cached_property
+from typing import TypeVar
 
 from pydantic_core import PydanticSerializationError
 
@@ -26,6 +27,7 @@ from kgplan.errors import DomainError, InputError, NotFound, StoreError
 from kgplan.graph.model import Change, ChangeSlice, Delta, Entity, Fact, Source, Unknown, by_atom
 from kgplan.graph.store import Store, T, Tx
 
+C = TypeVar("C", bound=Collection[str] | None)
 MAX_ID = 2**63 - 1  # the largest id (and count) a store can take; larger ones name no change
 
 
@@ -105,20 +107,21 @@ class WorldGraph:
 
     def entities(self, names: Collection[str] | None = None) -> list[Entity]:
         """All entities (the domain's constants excluded), or those named, by name."""
-        return self.store.entities(names)
+        return self.store.entities(_text(names))
 
     def facts(self, predicate: str | None = None, entity: str | None = None) -> list[Fact]:
         """Facts, optionally only of one predicate and/or mentioning one entity, sorted."""
+        _text([predicate or "", entity or ""])
         return self.store.facts(predicate, entity)
 
     def facts_about(self, names: Collection[str]) -> list[Fact]:
         """Every fact with one of `names` among its arguments."""
-        return self.store.facts_about(names)
+        return self.store.facts_about(_text(names))
 
     def unknowns(self, names: Collection[str] | None = None) -> list[Unknown]:
         """What the graph marks unknown (see `graph.model.Unknown`), about every entity or those
         named, sorted by entity then predicate (the placeholder mark first)."""
-        return self.store.unknowns(names)
+        return self.store.unknowns(_text(names))
 
     def snapshot(self) -> tuple[dict[str, str], list[GroundAtom], dict[GroundAtom, float]]:
         """The whole state as plain data for planning (see `Store.snapshot`)."""
@@ -383,6 +386,16 @@ class WorldGraph:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _text(names: C) -> C:
+    """`names` (None passes), refused (InputError) if one is not text a store can take (a lone surrogate)."""
+    for name in names or ():
+        try:
+            name.encode()
+        except UnicodeEncodeError as e:
+            raise InputError(f"{name!r} is not valid Unicode (a lone surrogate?): {e.reason}") from None
+    return names
 
 
 def _count(n: int | None, what: str) -> int | None:

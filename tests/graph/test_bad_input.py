@@ -138,3 +138,13 @@ def test_observation_files_that_do_not_fit_are_input_errors(tmp_path, text: str,
         load_observations(tmp_path / "bin.json")
     with pytest.raises(InputError, match="is a folder"):
         load_observations(tmp_path)
+
+
+@pytest.mark.parametrize("read", [
+    lambda g: g.entities(["mug\udc80"]), lambda g: g.facts(entity="\udc80"), lambda g: g.facts("\ud800"),
+    lambda g: g.facts_about(["apple", "\udc80"]), lambda g: g.unknowns(["\udc80"]),
+    lambda g: g.neighborhood(["\udc80"])])
+def test_reads_of_names_that_are_no_text_are_input_errors(graph: WorldGraph, read) -> None:
+    """A lone surrogate in a name looked up (JSON and MCP strings may hold one) was a UnicodeEncodeError."""
+    with pytest.raises(InputError, match="not valid Unicode"):
+        read(graph)
