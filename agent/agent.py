@@ -54,13 +54,14 @@ class Neighbourhood:
 
 def load_observations(path: Path) -> list[Delta]:
     """Read sensor observations: one JSON object or a list, each {add, remove, new_entities,
-    removed_entities, unknown, known, text}; InputError (naming the observation) if one is malformed."""
+    removed_entities, unknown, known, text}; InputError (naming the observation) if one is malformed or changes nothing
+    (it is not recorded as an empty change)."""
     try:
         data = json.loads(read_text(path, "observation file"))
     except json.JSONDecodeError as e:
         raise InputError(f"{path} is not JSON: {e.msg} at line {e.lineno}, column {e.colno}") from None
     except RecursionError:
-        raise InputError(f"{path}: the JSON is nested too deeply") from None
+        raise InputError(f"{path} is not JSON: it is nested too deeply") from None
     deltas = []
     for i, item in enumerate(data if isinstance(data, list) else [data], 1):
         if not isinstance(item, dict):
@@ -68,7 +69,9 @@ def load_observations(path: Path) -> list[Delta]:
         item = {**item, "source": "sensor"}
         try:
             for k in ("add", "remove"):
-                if isinstance(item.get(k), list):
+                if item.get(k) is None:
+                    item[k] = []  # null: none
+                elif isinstance(item[k], list):
                     item[k] = [Fact.parse(x) if isinstance(x, str) else x for x in item[k]]
             deltas.append(Delta.model_validate(item))
         except ValidationError as e:
@@ -76,6 +79,8 @@ def load_observations(path: Path) -> list[Delta]:
             raise InputError(f"{path}: observation {i} is malformed: {wrong}") from None
         except InputError as e:
             raise InputError(f"{path}: observation {i}: {e}") from None
+        if deltas[-1].is_empty():
+            raise InputError(f"{path}: observation {i} changes nothing (no facts, entities or marks): leave it out")
     return deltas
 
 
@@ -236,16 +241,23 @@ class Agent:
         """Invariants the graph satisfies for predicates no action changes, not yet enforced."""
         return self.graph.suggest_invariants()
 
-    def accept_invariants(self, groups: Iterable[MutexGroup]) -> None:
-        """Enforce mined invariants from now on (ChangeRefused if the graph violates one)."""
+    def accept_invariants(self, groups: Iterable[MutexGroup]) -> Change:
+        """Enforce mined invariants from now on (ChangeRefused if the graph violates one); the change that
+        records it."""
         with self.writes:
-            self.graph.accept_invariants(groups)
+            return self.graph.accept_invariants(groups)
 
-    def check(self) -> list[Issue]:
-        """Every typing and invariant violation in the whole graph (an independent check)."""
+    def remove_invariants(self, groups: Iterable[MutexGroup]) -> Change:
+        """Stop enforcing accepted invariants (NotFound for one that is not); the change that records it."""
+        with self.writes:
+            return self.graph.remove_invariants(groups)
+
+    def check(self, incomplete: bool = False) -> list[Issue]:
+        """Every typing and invariant violation in the whole graph (an independent check); with `incomplete`,
+        also each entity without an atom an exactly-one invariant needs (see `graph.check.check_graph`)."""
         from kgplan.graph.check import check_graph
 
-        return check_graph(self.graph)
+        return check_graph(self.graph, incomplete)
 
     # ---- changing -----------------------------------------------------------------------------
     def change(self, add: Iterable[str | Fact] = (), remove: Iterable[str | Fact] = (), note: str = "",

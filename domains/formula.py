@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import NamedTuple
@@ -212,13 +213,13 @@ def parse_effect(expr: Expr, source: str) -> tuple[list[Effect], list[Cost]]:
 
 
 def parse_number(e: Expr, source: str) -> float:
-    """A non-negative number (action costs and function values)."""
+    """A finite non-negative number (action costs and function values)."""
     try:
         value = float(e) if isinstance(e, Sym) else -1.0
     except ValueError:
         value = -1.0
-    if not value >= 0:
-        raise PDDLError(f"expected a non-negative number, got {e}", *pos_of(e), source)
+    if not 0 <= value < math.inf:
+        raise PDDLError(f"expected a finite non-negative number, got {e}", *pos_of(e), source)
     return value
 
 
@@ -296,8 +297,8 @@ def atoms(f: Formula) -> Iterator[Atom]:
 
 
 def number_pddl(value: float) -> str:
-    """A number as PDDL (integers without a fraction, as Fast Downward requires for costs)."""
-    return str(int(value)) if value == int(value) else str(value)
+    """A number as PDDL (integers without a fraction, as Fast Downward requires for costs; inf and nan as such)."""
+    return str(int(value)) if math.isfinite(value) and value == int(value) else str(value)
 
 
 def type_pddl(types: tuple[str, ...]) -> str:

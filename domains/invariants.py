@@ -287,12 +287,16 @@ def _preserves_exactly_one(
     return True
 
 
+MIN_SUPPORT = 3  # keys holding an atom a mined group needs as evidence
+
+
 @dataclass(frozen=True)
 class Mined:
     """Groups a graph satisfies for predicates no action changes, and why others were not proposed."""
 
     suggested: list[MutexGroup]
     notes: list[str]
+    glosses: list[str] = field(default_factory=list)  # each suggestion in English, in the same order
 
 
 def mine_invariants(domain: Domain, entities: dict[str, str], facts: Iterable[GroundAtom],
@@ -303,8 +307,11 @@ def mine_invariants(domain: Domain, entities: dict[str, str], facts: Iterable[Gr
     as the counted one (the others are the key): the group is proposed if no key has two atoms;
     exactly-one if every combination of key entities has one, else at-most-one. Only meaningful
     ones: each key position and the counted one must fit at least two entities (counted over the
-    entities whose type fits that argument), and some atom must hold. Groups in ``known`` are
-    not proposed again. ``entities`` maps names to types (the domain's constants are added).
+    entities whose type fits that argument). Only with evidence: at least `MIN_SUPPORT` keys hold an
+    atom, and the counted argument varies among them (not one value for all), so that one sample
+    world's coincidence (two people in two rooms) is no rule. Groups in ``known`` are not proposed
+    again. ``entities`` maps names to types (the domain's constants are added). Each suggestion has
+    an English gloss (from the predicate's gloss in domain.toml).
     """
     typed = {**domain.constants, **entities}
     by_predicate: dict[str, set[tuple[str, ...]]] = defaultdict(set)
@@ -328,10 +335,12 @@ def mine_invariants(domain: Domain, entities: dict[str, str], facts: Iterable[Gr
                              "(at least 2 are needed for the constraint to mean something)")
                 continue
             per_key = Counter(part.key(args) for args in by_predicate[name])
-            if not per_key:
-                notes.append(f"{pattern}: not proposed, no {name} fact holds")
+            if per_key and max(per_key.values()) > 1:
                 continue
-            if max(per_key.values()) > 1:
+            if len(per_key) < MIN_SUPPORT or len({args[counted] for args in by_predicate[name]}) < 2:
+                notes.append(f"{pattern}: not proposed, {len(per_key)} {name} fact(s) with "
+                             f"{len({args[counted] for args in by_predicate[name]})} value(s) as * are too few to "
+                             f"tell (at least {MIN_SUPPORT}, with 2 values)")
                 continue
             combinations = 1
             for i in key:
@@ -339,4 +348,17 @@ def mine_invariants(domain: Domain, entities: dict[str, str], facts: Iterable[Gr
             group = MutexGroup((part,), len(per_key) == combinations, "mined")
             if group not in known and replace(group, exactly_one=True) not in known:
                 suggested.append(group)
-    return Mined(_sorted(suggested), notes)
+    suggested = _sorted(suggested)
+    return Mined(suggested, notes, [gloss(domain, g) for g in suggested])
+
+
+def gloss(domain: Domain, group: MutexGroup) -> str:
+    """A one-part group in English, e.g. "each person: exactly one room such that the person is in the room"."""
+    (part,) = group.parts
+    params = domain.predicates[part.predicate].params
+    words = [f"the {' or '.join(p.types)}" for p in params]
+    text = domain.gloss(part.predicate)
+    text = text.format(*words) if "{" in text else f"{text} ({', '.join(words)})"
+    quantity = "exactly one" if group.exactly_one else "at most one"
+    keys = " and ".join(" or ".join(params[i].types) for i in part.key_positions)
+    return f"each {keys}: {quantity} {' or '.join(params[part.counted_position].types)} such that {text}"

@@ -34,7 +34,7 @@ from kgplan.domains.formula import (
     type_pddl,
 )
 from kgplan.domains.sexpr import Expr, PDDLError, SList, Sym, pos_of, read
-from kgplan.errors import DomainError, NotFound
+from kgplan.errors import DomainError, InputError, NotFound
 from kgplan.files import read_text
 
 if TYPE_CHECKING:
@@ -43,7 +43,7 @@ if TYPE_CHECKING:
     from kgplan.domains.invariants import MutexGroup, Synthesis
 
 TOTAL_COST = "total-cost"  # the plan's cost under :action-costs, never a stored fact
-NAME_RE = re.compile(r"^[a-z][a-z0-9_\-]*$")
+NAME_RE = re.compile(r"[a-z][a-z0-9_\-]*")  # a whole name: use fullmatch (`$` would allow a trailing newline)
 
 
 @dataclass(frozen=True)
@@ -89,14 +89,14 @@ class Problem:
                 raise PDDLError("expected a section", *pos_of(sec), source)
             key = sec[0]
             if key == "problem":
-                name = str(sec[1])
+                name = _name(sec, "problem", source)
             elif key == ":domain":
-                domain = str(sec[1])
+                domain = _name(sec, "domain", source)
             elif key == ":objects":
                 for p in parse_typed_list(list(sec[1:]), source):
                     if len(p.types) != 1:
                         raise PDDLError(f"object {p.name} must have one type", *pos_of(sec), source)
-                    objects[p.name] = p.types[0]
+                    _declare(objects, p, "object", source)
             elif key == ":init":
                 for e in sec[1:]:
                     if isinstance(e, SList) and e[:1] == ["="]:
@@ -166,7 +166,7 @@ class Domain:
                 raise PDDLError("expected a section like (:predicates ...)", *pos_of(sec), source)
             key = sec[0]
             if key == "domain":
-                name = str(sec[1])
+                name = _name(sec, "domain", source)
             elif key == ":requirements":
                 reqs = [str(r) for r in sec[1:]]
             elif key == ":types":
@@ -174,13 +174,13 @@ class Domain:
                     if len(p.types) != 1:
                         raise PDDLError(f"type {p.name} must have one parent", p.line, p.col, source)
                     if p.name != "object":
-                        types[p.name] = p.types[0]
+                        _declare(types, p, "type", source)
                         typed.append((f"type '{p.name}'", p))
             elif key == ":constants":
                 for p in parse_typed_list(list(sec[1:]), source):
                     if len(p.types) != 1:
                         raise PDDLError(f"constant {p.name} must have one type", p.line, p.col, source)
-                    constants[p.name] = p.types[0]
+                    _declare(constants, p, "constant", source)
                     typed.append((f"constant '{p.name}'", p))
             elif key == ":predicates":
                 for pe in sec[1:]:
@@ -188,6 +188,7 @@ class Domain:
                         raise PDDLError("expected (predicate ?x - type ...)", *pos_of(pe), source)
                     if str(pe[0]) in preds:
                         raise PDDLError(f"predicate '{pe[0]}' declared twice", *pos_of(pe), source)
+                    _check_name(pe[0], "predicate", source)
                     pred = Predicate(str(pe[0]), tuple(parse_typed_list(list(pe[1:]), source)))
                     preds[pred.name] = pred
                     typed += [(f"predicate '{pred.name}'", p) for p in pred.params]
@@ -224,7 +225,10 @@ class Domain:
         dom.path = pddl
         toml = folder / "domain.toml"
         if toml.is_file() and toml.resolve() != pddl.resolve():
-            dom.meta = tomllib.loads(read_text(toml, "domain.toml"))
+            try:
+                dom.meta = tomllib.loads(read_text(toml, "domain.toml"))
+            except tomllib.TOMLDecodeError as e:
+                raise InputError(f"{toml}: not TOML: {e}") from None
         return dom
 
     def _check_types(self, p: Param, what: str, source: str) -> None:
@@ -471,7 +475,7 @@ class Domain:
 def _parse_action(sec: SList, source: str) -> Action:
     if len(sec) < 2 or not isinstance(sec[1], Sym):
         raise PDDLError("action needs a name", *pos_of(sec), source)
-    name = str(sec[1])
+    name = _check_name(sec[1], "action", source)
     fields: dict[str, Expr] = {}
     it = iter(sec[2:])
     for k in it:
@@ -500,12 +504,37 @@ def _parse_functions(sec: SList, predicates: dict[str, Predicate], source: str) 
         if isinstance(e, SList) and e and isinstance(e[0], Sym):
             if str(e[0]) in predicates or any(f.name == e[0] for f in out):
                 raise PDDLError(f"function '{e[0]}' declared twice or as a predicate", *pos_of(e), source)
+            _check_name(e[0], "function", source)
             out.append(Predicate(str(e[0]), tuple(parse_typed_list(list(e[1:]), source))))
         elif e == "-" and i + 1 < len(items) and items[i + 1] == "number":
             continue
         elif not (e == "number" and i and items[i - 1] == "-"):
             raise PDDLError("expected (function ?x - type ...) - number", *pos_of(e), source)
     return out
+
+
+def _check_name(sym: Expr, what: str, source: str) -> str:
+    """A declared name: a letter, then letters, digits, '_' and '-' (no keyword such as :effect, no '=')."""
+    if not isinstance(sym, Sym) or not NAME_RE.fullmatch(sym):
+        raise PDDLError(f"{what} name {str(sym)!r} is not a name: use letters, digits, '_' and '-', "
+                        "starting with a letter", *pos_of(sym), source)
+    return str(sym)
+
+
+def _name(sec: SList, what: str, source: str) -> str:
+    """The one name of a section such as (domain NAME) or (:domain NAME)."""
+    if len(sec) != 2:
+        raise PDDLError(f"({sec[0]} ...) must give one {what} name", *pos_of(sec), source)
+    return _check_name(sec[1], what, source)
+
+
+def _declare(table: dict[str, str], p: Param, what: str, source: str) -> None:
+    """Enter a typed name declared once (an object, constant or type), refusing a second declaration."""
+    _check_name(Sym(p.name, p.line, p.col), what, source)
+    if p.name in table:
+        again = f"as a {table[p.name]} and a {p.types[0]}" if table[p.name] != p.types[0] else "twice"
+        raise PDDLError(f"{what} '{p.name}' is declared {again}", p.line, p.col, source)
+    table[p.name] = p.types[0]
 
 
 BUNDLED = Path(__file__).parent

@@ -42,10 +42,11 @@ Expr = Sym | SList
 
 
 TOKEN = re.compile(r"[()]|;[^\n]*|[^\s();]+")
+MAX_DEPTH = 100  # parentheses nested deeper than this are refused: what reads a formula recurses on it
 
 
 def read(text: str, source: str = "") -> list[Expr]:
-    """Read every top-level expression of `text` (comments start with ';')."""
+    """Read every top-level expression of `text` (comments start with ';'), nested at most `MAX_DEPTH` deep."""
     newlines = [i for i, c in enumerate(text) if c == "\n"]
 
     def where(offset: int) -> tuple[int, int]:
@@ -56,6 +57,8 @@ def read(text: str, source: str = "") -> list[Expr]:
     for m in TOKEN.finditer(text):
         tok = m.group()
         if tok == "(":
+            if len(stack) > MAX_DEPTH:
+                raise PDDLError(f"parentheses nested more than {MAX_DEPTH} deep", *where(m.start()), source)
             lst = SList(*where(m.start()))
             stack[-1].append(lst)
             stack.append(lst)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+import math
 from collections import defaultdict
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass
@@ -32,6 +33,7 @@ class IssueKind(StrEnum):
     DUPLICATE_ENTITY = "duplicate_entity"
     CONSTANT = "constant"
     WRONG_VALUE = "wrong_value"
+    INCOMPLETE = "incomplete"  # the whole-graph check's: an entity without what an exactly-one invariant needs
 
 
 @dataclass(frozen=True)
@@ -103,8 +105,8 @@ def verify(
     known = {**domain.constants, **view.entity_types(mentioned | {n for n, _ in new_entities} | set(gone))}
     new: dict[str, str] = {}
     for name, t in new_entities:
-        if not NAME_RE.match(name):
-            issues.append(Issue(IssueKind.BAD_NAME, f"'{name}' is not a valid name: use lower-case "
+        if not NAME_RE.fullmatch(name):
+            issues.append(Issue(IssueKind.BAD_NAME, f"{name!r} is not a valid name: use lower-case "
                                 "letters, digits, '_' and '-', starting with a letter"))
         if t not in domain.types:
             issues.append(Issue(IssueKind.UNKNOWN_TYPE, f"new entity '{name}' has unknown type '{t}'"
@@ -221,10 +223,13 @@ def _check_atom(domain: Domain, atom: GroundAtom, types: dict[str, str]) -> list
 
 
 def check_values(domain: Domain, facts: Iterable[tuple[GroundAtom, float | None]]) -> list[Issue]:
-    """Added facts of a (static) function need a value; facts of a predicate have none."""
+    """Added facts of a (static) function need a finite value; facts of a predicate have none."""
     out = []
     for atom, value in facts:
-        if atom[0] in domain.functions and value is None:
+        if value is not None and not math.isfinite(value):
+            out.append(Issue(IssueKind.WRONG_VALUE, f"{show(atom)} must be a finite number, not {value}",
+                             show(atom)))
+        elif atom[0] in domain.functions and value is None:
             out.append(Issue(IssueKind.WRONG_VALUE, f"{show(atom)} is a number: give its value, "
                              f"e.g. (= {show(atom)} 1)", show(atom)))
         elif atom[0] in domain.predicates and value is not None:

@@ -65,6 +65,14 @@ class Tx(ABC):
     def change(self, change_id: int) -> Change | None:
         """One change of the history, whole."""
 
+    @abstractmethod
+    def set_meta(self, values: dict[str, str]) -> None:
+        """Set metadata, in this transaction."""
+
+    @abstractmethod
+    def clear(self) -> None:
+        """Delete everything (entities, facts, marks, history and metadata), in this transaction."""
+
     def prefetch(self, delta: Delta) -> None:  # noqa: B027
         """Hook, called before `delta` is verified: read ahead what verification will ask (Neo4j reads a
         small change's state in one round trip). Default: nothing."""
@@ -97,8 +105,8 @@ class Store(ABC):
     @abstractmethod
     def get_meta(self, key: str) -> str | None: ...
 
-    @abstractmethod
-    def set_meta(self, values: dict[str, str]) -> None: ...
+    def set_meta(self, values: dict[str, str]) -> None:
+        self.in_transaction(lambda tx: tx.set_meta(values))
 
     @abstractmethod
     def entities(self, names: Collection[str] | None = None) -> list[Entity]:

@@ -7,16 +7,28 @@ import tomllib
 from collections.abc import Callable, Collection, Iterable
 from dataclasses import replace
 from functools import cached_property
+from typing import TypeVar
+
+from pydantic_core import PydanticSerializationError
 
 from kgplan.domains.formula import Formula, GroundAtom
 from kgplan.domains.invariants import Mined, MutexGroup, Synthesis, dump_groups, load_groups, mine_invariants
 from kgplan.domains.model import TOTAL_COST, Domain, Problem
-from kgplan.domains.verify import ChangeRefused, Issue, IssueKind, Mark, check_values, show, verify
+from kgplan.domains.verify import (
+    ChangeRefused,
+    Issue,
+    IssueKind,
+    Mark,
+    check_values,
+    show,
+    verify,
+)
 from kgplan.errors import DomainError, InputError, NotFound, StoreError
 from kgplan.graph.model import Change, ChangeSlice, Delta, Entity, Fact, Source, Unknown, by_atom
 from kgplan.graph.store import Store, T, Tx
 
-MAX_ID = 2**63 - 1  # change ids are positive 64-bit integers in every store
+C = TypeVar("C", bound=Collection[str] | None)
+MAX_ID = 2**63 - 1  # the largest id (and count) a store can take; larger ones name no change
 
 
 def record(tx: Tx, delta: Delta) -> Delta:
@@ -51,14 +63,17 @@ def rename(tx: Tx, old: str, new: str, type: str | None = None) -> Delta:
 def check_structure(domain: Domain, tx: Tx, delta: Delta) -> None:
     """Refuse (InputError) what no store can hold as given, as every unverified write is checked: a fact that
     is not of a predicate or function of the domain with its arity (an added function's fact with a value, a
-    predicate's without), or an added fact or unknown mark about an entity that does not exist or goes with
-    the delta, unless the delta creates it or it is a constant. Verification checks all this and more."""
+    predicate's without), a value that is not finite, or an added fact or unknown mark about an entity that
+    does not exist or goes with the delta, unless the delta creates it or it is a constant. Verification checks
+    all this and more."""
     signatures = [(f, (domain.functions if f.value is not None else domain.predicates).get(f.predicate))
                   for f in delta.add]
     signatures += [(f, domain.predicates.get(f.predicate) or domain.functions.get(f.predicate)) for f in delta.remove]
     for f, sig in signatures:
         if sig is None or sig.arity != len(f.args):
-            raise InputError(f"{f} does not match a predicate of domain {domain.name}")
+            raise InputError(f"{f.atom} does not match a predicate of domain {domain.name}")
+    if issues := check_values(domain, [(f.atom, f.value) for f in delta.add]):
+        raise ChangeRefused(issues)
     used = {a for f in delta.add for a in f.args} | {u.entity for u in delta.unknown}
     ask = used - {e.name for e in delta.new_entities} - domain.constants.keys()
     found = tx.entity_types(ask) if ask else {}
@@ -92,20 +107,21 @@ class WorldGraph:
 
     def entities(self, names: Collection[str] | None = None) -> list[Entity]:
         """All entities (the domain's constants excluded), or those named, by name."""
-        return self.store.entities(names)
+        return self.store.entities(_text(names))
 
     def facts(self, predicate: str | None = None, entity: str | None = None) -> list[Fact]:
         """Facts, optionally only of one predicate and/or mentioning one entity, sorted."""
+        _text([predicate or "", entity or ""])
         return self.store.facts(predicate, entity)
 
     def facts_about(self, names: Collection[str]) -> list[Fact]:
         """Every fact with one of `names` among its arguments."""
-        return self.store.facts_about(names)
+        return self.store.facts_about(_text(names))
 
     def unknowns(self, names: Collection[str] | None = None) -> list[Unknown]:
         """What the graph marks unknown (see `graph.model.Unknown`), about every entity or those
         named, sorted by entity then predicate (the placeholder mark first)."""
-        return self.store.unknowns(names)
+        return self.store.unknowns(_text(names))
 
     def snapshot(self) -> tuple[dict[str, str], list[GroundAtom], dict[GroundAtom, float]]:
         """The whole state as plain data for planning (see `Store.snapshot`)."""
@@ -113,23 +129,24 @@ class WorldGraph:
 
     def history(self, limit: int | None = None) -> list[Change]:
         """Applied changes, oldest first (the newest `limit` if given)."""
-        return self.store.history(limit)
+        return self.store.history(_count(limit, "limit"))
 
     def changes(self, limit: int | None = 50, before: int | None = None) -> list[ChangeSlice]:
         """The newest `limit` changes (all if None) with ids below `before`, newest first, summarised:
         provenance whole, each list of the delta cut to its first `PREVIEW` items. Reads no change whole."""
         if before is not None and before > MAX_ID:
-            before = None
+            before = None  # every id is below it
         elif before is not None and before < 1:
-            return []
+            return []  # no id is
         return [ChangeSlice(id=r.id, time=r.time, undo_of=r.undo_of, **json.loads(r.data))
-                for r in self.store.summaries(limit, before)]
+                for r in self.store.summaries(_count(limit, "limit"), before)]
 
     def change_slice(self, change_id: int, offset: int = 0, limit: int | None = 1000) -> ChangeSlice | None:
         """One change with each list of its delta cut to items [offset, offset + limit): its diff, paged."""
-        if not 0 < change_id <= MAX_ID or (row := self.store.whole(change_id)) is None:
+        _count(offset, "offset")
+        if abs(change_id) > MAX_ID or (row := self.store.whole(change_id)) is None:
             return None
-        return ChangeSlice.cut(row.id, row.time, row.undo_of, json.loads(row.data), offset, limit)
+        return ChangeSlice.cut(row.id, row.time, row.undo_of, json.loads(row.data), offset, _count(limit, "limit"))
 
     def count(self) -> tuple[int, int]:
         """(entities, facts)."""
@@ -149,23 +166,32 @@ class WorldGraph:
 
         All or nothing: the invariants are derived for the problem's initial state (the empty
         state without one) and the problem is verified against them before the store is
-        touched, so on a KgplanError (a ChangeRefused too) the store is as it was. The domain text and
-        the invariants kept are stored; the result also says which groups were dropped.
+        touched, so on a KgplanError (a ChangeRefused too) the store is as it was; the old graph (with
+        `force`) goes and the new one comes in one transaction, so a crash leaves one or the other. The
+        domain text and the invariants kept are stored; the result also says which groups were dropped.
         """
         self.store.check_domain(domain)
         if self.get_meta("domain_pddl") is not None and not force:
             raise StoreError(f"{self.url} is already initialised; use --force to start over")
         synthesis, delta = _start(domain, problem)
-        if force:
-            self.clear()
         toml_path = domain.path.parent / "domain.toml" if domain.path else None
         toml = toml_path.read_text() if toml_path and toml_path.is_file() else ""
-        self.set_meta({"domain_pddl": domain.text, "domain_toml": toml,
-                       "domain_source": str(domain.path or domain.name),
-                       "invariants": dump_groups(synthesis.kept)})
-        self.__dict__.pop("domain", None)
-        if delta is not None:
-            self.apply(delta, verified=False)  # verified by _start: the graph is empty now
+        meta = {"domain_pddl": domain.text, "domain_toml": toml, "domain_source": str(domain.path or domain.name),
+                "invariants": dump_groups(synthesis.kept)}
+
+        def work(tx: Tx) -> None:  # the old graph goes and the new one comes in one transaction
+            if force:
+                tx.clear()
+            tx.set_meta(meta)
+            if delta is not None:
+                self._apply(tx, delta, False, None)  # verified by _start: the graph is empty now
+
+        self.__dict__["domain"] = bound = replace(domain)  # bound while the store holds it uncommitted
+        bound.invariants = synthesis.kept
+        try:
+            self.in_transaction(work)
+        finally:
+            self.__dict__.pop("domain", None)
         return synthesis
 
     @cached_property
@@ -192,8 +218,9 @@ class WorldGraph:
         entities = {e.name: e.type for e in self.entities()}
         return mine_invariants(self.domain, entities, (f.atom for f in self.facts()), self.domain.invariants)
 
-    def accept_invariants(self, groups: Iterable[MutexGroup]) -> None:
-        """Store mined groups with the invariants; verification enforces them from now on.
+    def accept_invariants(self, groups: Iterable[MutexGroup]) -> Change:
+        """Store mined groups with the invariants; verification enforces them from now on. The history records
+        it (the change that says so, in the same transaction).
 
         Only groups over predicates no action changes are accepted (DomainError otherwise), and only
         if the current graph satisfies them (ChangeRefused otherwise); nothing is stored then.
@@ -207,7 +234,32 @@ class WorldGraph:
                   for g in groups if (w := g.overcrowded(facts)) is not None]
         if issues:
             raise ChangeRefused(issues)
-        self.set_invariants([*self.domain.invariants, *groups])
+        return self._record_invariants([*self.domain.invariants, *groups], "accepted", groups)
+
+    def remove_invariants(self, groups: Iterable[MutexGroup]) -> Change:
+        """Stop enforcing accepted (mined) invariants, recorded in the history; NotFound for a group that is not
+        a mined one of the store's (derived and declared ones follow from the domain)."""
+        groups = list(groups)
+        mined = [g for g in self.domain.invariants if g.origin == "mined"]
+        if missing := [g for g in groups if g not in mined]:
+            raise NotFound(f"no accepted invariant '{missing[0].describe()}': only those mined and accepted can be "
+                           "removed (see `kgplan invariants`)")
+        kept = [g for g in self.domain.invariants if g.origin != "mined" or g not in groups]
+        return self._record_invariants(kept, "removed", groups)
+
+    def _record_invariants(self, kept: list[MutexGroup], verb: str, groups: list[MutexGroup]) -> Change:
+        """Store `kept` as the invariants and record, in the same transaction, a change that changes no fact and
+        says which `groups` were `verb` (its undo changes nothing: remove or accept them instead)."""
+        text = "; ".join(f"{verb} invariant: {g.describe()}" for g in groups)
+
+        def work(tx: Tx) -> Change:
+            tx.set_meta({"invariants": dump_groups(kept)})
+            return tx.write(Delta(source="user", text=text), None)
+
+        try:
+            return self.in_transaction(work)
+        finally:
+            self.__dict__.pop("domain", None)
 
     def set_invariants(self, groups: list[MutexGroup]) -> None:
         """Store the groups verification enforces from now on (not checked against the graph: for a
@@ -234,6 +286,10 @@ class WorldGraph:
 
     def _apply(self, tx: Tx, delta: Delta, verified: bool, undo_of: int | None,
                undone: Delta | None = None) -> Change:
+        try:
+            delta.model_dump_json()  # what the history will hold: it must be text a store can keep
+        except PydanticSerializationError as e:
+            raise InputError(f"the change holds text that is not valid Unicode (a lone surrogate?): {e}") from e
         if not verified:
             check_structure(self.domain, tx, delta)
         elif issues := self._verify(tx, delta, undone):
@@ -267,7 +323,7 @@ class WorldGraph:
         """Apply the inverse of a change as a new change; history is never rewritten."""
 
         def work(tx: Tx) -> Change:
-            old = tx.change(change_id) if 0 < change_id <= MAX_ID else None
+            old = tx.change(change_id) if abs(change_id) <= MAX_ID else None
             if old is None:
                 raise NotFound(f"no change with id {change_id}")
             inv = old.delta.inverse()
@@ -330,6 +386,24 @@ class WorldGraph:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _text(names: C) -> C:
+    """`names` (None passes), refused (InputError) if one is not text a store can take (a lone surrogate)."""
+    for name in names or ():
+        try:
+            name.encode()
+        except UnicodeEncodeError as e:
+            raise InputError(f"{name!r} is not valid Unicode (a lone surrogate?): {e.reason}") from None
+    return names
+
+
+def _count(n: int | None, what: str) -> int | None:
+    """A limit or offset as the stores take it: None (no bound) from 2^31 on (more than a store can count in
+    a query: ArcadeDB takes 32 bits); InputError if negative."""
+    if n is not None and n < 0:
+        raise InputError(f"{what} must be 0 or more, not {n}")
+    return None if n is not None and n >= 2**31 else n
 
 
 class _EmptyState:

@@ -24,12 +24,15 @@ from pathlib import Path
 from kgplan.domains import formula
 from kgplan.domains.formula import TRUE, And, Atom, Effect, Equals, Formula, Imply, Not, Or, Quantified, scoped, to_pddl
 from kgplan.domains.model import Domain
+from kgplan.errors import InputError
 from kgplan.planners.engines import PLANNERS
 from kgplan.planners.problem import Task
 from kgplan.planners.state import State, Step, substitute
 from kgplan.planners.worker import PLAN_FILE, worker
 
 FALSE = Or(())
+MAX_TIMEOUT = 86_400.0  # seconds: a day
+MAX_MEMORY_MB = 2**20  # a TiB
 GOAL_ACTION, GOAL_ATOM = "kgplan-reach-goal", "kgplan-goal-reached"  # see _goal_as_action
 
 
@@ -95,9 +98,19 @@ class PlanResult:
         return self.status == Status.SOLVED
 
 
+def check_limits(timeout: float, memory_mb: int) -> None:
+    """Refuse (InputError) a planner limit that bounds nothing: a timeout that is not a positive number of seconds
+    up to `MAX_TIMEOUT`, a memory cap that is not a positive number of MB up to `MAX_MEMORY_MB`."""
+    if not 0 < timeout <= MAX_TIMEOUT:
+        raise InputError(f"the timeout must be more than 0 and at most {MAX_TIMEOUT} seconds, not {timeout}")
+    if not 0 < memory_mb <= MAX_MEMORY_MB:
+        raise InputError(f"the memory cap must be more than 0 and at most {MAX_MEMORY_MB} MB, not {memory_mb}")
+
+
 def solve(task: Task, planner: str = "fd", timeout: float = 60.0, memory_mb: int = 4096) -> PlanResult:
-    """Plan for `task` with a planner of the registry (InputError for an unknown one); never raises for planner
-    failures (see `PlanResult.status`)."""
+    """Plan for `task` with a planner of the registry (InputError for an unknown one or limits out of range, see
+    `check_limits`); never raises for planner failures (see `PlanResult.status`)."""
+    check_limits(timeout, memory_mb)
     spec = PLANNERS[planner]
     start = time.perf_counter()
     deadline = start + timeout

@@ -21,7 +21,9 @@ verified from one prefetching read and written by one statement (its UNWIND writ
 from __future__ import annotations
 
 import json
+import random
 import re
+import time
 from collections import defaultdict
 from collections.abc import Callable, Collection, Iterator
 from contextlib import contextmanager
@@ -33,6 +35,8 @@ from neo4j.exceptions import (
     ClientError,
     ConfigurationError,
     ConstraintError,
+    DatabaseError,
+    Neo4jError,
     ServiceUnavailable,
     SessionExpired,
 )
@@ -46,6 +50,8 @@ from kgplan.graph.store import ChangeRow, Store, T, Tx
 
 CHUNK = 2000  # rows per UNWIND write
 TIMEOUT = 5.0  # seconds to connect
+RETRY_SECONDS, RETRY_PAUSE = 30.0, 0.01  # how long what passes is retried (see Neo4jStore._retried); first pause
+RESTARTED = ("not expected in state", "no longer valid")  # a server's answers on a connection it has restarted under
 LABELS = ("Entity", "Fact", "Change", "Delta", "Meta", "World")
 RESERVED_TYPES = {*LABELS, "ARG"}  # ArcadeDB: labels and relationship types share one namespace
 RESERVED_PROPS = {"name", "type", "attrs"}
@@ -108,6 +114,7 @@ SET_UNKNOWN = ("UNWIND $rows AS r MATCH (n:Entity {name: r.a}) "
                "SET n.Unknown = [x IN coalesce(n.Unknown, []) WHERE NOT x IN r.drop] + r.add")
 UNKNOWN = ("{match} WHERE n.Unknown IS NOT NULL UNWIND n.Unknown AS p "
            "RETURN n.name AS name, p ORDER BY name, p")
+SET_META = "UNWIND $rows AS r MERGE (m:Meta {key: r.k}) SET m.value = r.v"
 DEL_ENTITIES = "UNWIND $rows AS r MATCH (n:Entity {name: r.name}) DETACH DELETE n"
 ADD_CHANGE = ("MERGE (s:Meta {key: 'change_seq'}) ON CREATE SET s.seq = 0 SET s.seq = s.seq + 1 "
               "CREATE (c:Change {id: s.seq, time: $time, undo_of: $undo_of, summary: $summary}) "
@@ -355,6 +362,18 @@ class _Neo4jTx(Tx):
         for chunk in _chunks(rows):
             self.tx.run(query, {"rows": chunk}).consume()
 
+    def set_meta(self, values: dict[str, str]) -> None:
+        self.tx.run(self._lead() + SET_META, {"rows": [{"k": k, "v": v} for k, v in values.items()]}).consume()
+
+    def clear(self) -> None:
+        """Everything goes in this transaction (the writers' lock and the change counter stay: the counter at 0)."""
+        self._lock()
+        self.typed, self.about = {}, {}
+        for label in LABELS:
+            keep = " WHERE NOT n.key IN ['lock', 'change_seq']" if label == "Meta" else ""
+            self.tx.run(f"MATCH (n:{label}){keep} DETACH DELETE n").consume()
+        self.tx.run("MATCH (s:Meta {key: 'change_seq'}) SET s.seq = 0").consume()
+
     def change(self, change_id: int) -> Change | None:
         query = self._lead() + "MATCH (c:Change {id: $id})" + CHANGE_FIELDS
         row = self.tx.run(query, {"id": change_id}).single()
@@ -400,10 +419,36 @@ class Neo4jStore(Store):
                 raise
             raise StoreError(f"{where} has no database '{self.database}': {e.message}") from e
 
+    def _retried(self, run: Callable[[], T]) -> T:
+        """`run()`, run again after a random pause that grows, for up to `RETRY_SECONDS`, while it fails in a
+        way the driver does not retry but that passes: a clash with other writers on a unique key (see
+        `in_transaction`), a server that restarts under a pooled connection (ArcadeDB answers "BEGIN not
+        expected in state AUTHENTICATION" or "credentials ... no longer valid" then, and a database error while
+        it opens the database)."""
+        pause, deadline = RETRY_PAUSE, time.monotonic() + RETRY_SECONDS
+        while True:
+            try:
+                return run()
+            except (ConstraintError, StoreError, Neo4jError) as e:
+                cause = e.__cause__ if isinstance(e, StoreError) else e
+                passing = isinstance(cause, ConstraintError | DatabaseError) or (isinstance(cause, Neo4jError) and any(
+                    words in str(cause.message) for words in RESTARTED))
+                if not passing:
+                    raise
+                if time.monotonic() + pause > deadline:
+                    what = "clashing with other writers" if isinstance(cause, ConstraintError) else "failing"
+                    raise StoreError(f"{self.url}: the operation kept {what} for {RETRY_SECONDS:g} s "
+                                     f"({cause.message}); try again") from e
+            time.sleep(random.uniform(0, pause))
+            pause = min(2 * pause, 1.0)
+
     def _read(self, work: Callable[[ManagedTransaction], T]) -> T:
-        """Run `work` in a managed read transaction (the driver retries what is transient)."""
-        with self._session() as s:
-            return s.execute_read(work)
+        """Run `work` in a managed read transaction (the driver retries what is transient, `_retried` the rest)."""
+        def run() -> T:
+            with self._session() as s:
+                return s.execute_read(work)
+
+        return self._retried(run)
 
     def in_transaction(self, work: Callable[[Tx], T]) -> T:
         """Run `work` in a managed write transaction, which takes the writers' lock first.
@@ -412,20 +457,13 @@ class Neo4jStore(Store):
         is; the work is then run again, so verification reads the state that won the race.
         Servers with optimistic concurrency (ArcadeDB) report some lost races as a clash on a
         unique key (a ConstraintError, which is not transient): the winner has committed by
-        then, so the work is run once more, verified against the state that includes it."""
+        then, so the work is run again, verified against the state that includes it, until it is
+        applied or refused (see `_retried`)."""
         def run() -> T:
             with self._session(WRITE_ACCESS) as s:
                 return s.execute_write(lambda tx: work(_Neo4jTx(tx, self)))
 
-        try:
-            return run()
-        except ConstraintError:
-            pass  # lost a race to a writer that has committed: once more, on its state
-        try:
-            return run()
-        except ConstraintError as e:
-            raise StoreError(f"{self.url}: the change clashed twice with other writers on a unique "
-                             f"key ({e.message}); try again") from e
+        return self._retried(run)
 
     def _singletons(self) -> None:
         """Create the writers' lock and the change counter, so that writers only update them:
@@ -455,15 +493,6 @@ class Neo4jStore(Store):
         row = self._read(lambda tx: tx.run("MATCH (m:Meta {key: $key}) RETURN m.value AS v",
                                            {"key": key}).single())
         return row["v"] if row else None
-
-    def set_meta(self, values: dict[str, str]) -> None:
-        def work(tx: ManagedTransaction) -> None:
-            tx.run(LOCK).consume()
-            tx.run("UNWIND $rows AS r MERGE (m:Meta {key: r.k}) SET m.value = r.v",
-                   {"rows": [{"k": k, "v": v} for k, v in values.items()]}).consume()
-
-        with self._session(WRITE_ACCESS) as s:
-            s.execute_write(work)
 
     def entities(self, names: Collection[str] | None = None) -> list[Entity]:
         consts = self.constants()

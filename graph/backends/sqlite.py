@@ -112,6 +112,13 @@ class _SqliteTx(Tx):
         change.id = int(cur.lastrowid or 0)
         return change
 
+    def set_meta(self, values: dict[str, str]) -> None:
+        self.db.executemany("INSERT OR REPLACE INTO meta(key, value) VALUES (?,?)", values.items())
+
+    def clear(self) -> None:
+        for t in ("meta", "entities", "facts", "fact_args", "unknowns", "changes"):
+            self.db.execute(f"DELETE FROM {t}")
+
     def change(self, change_id: int) -> Change | None:
         row = self.db.execute("SELECT id, time, undo_of, delta FROM changes WHERE id=?",
                               (change_id,)).fetchone()
@@ -209,13 +216,18 @@ class SqliteStore(Store):
         """A write transaction (IMMEDIATE), or a read transaction (DEFERRED) on this thread's reader."""
         with self._writing if mode == "IMMEDIATE" else contextlib.nullcontext():
             db = self.db if mode == "IMMEDIATE" else self.reader
-            db.execute(f"BEGIN {mode}")
             try:
-                yield db
-            except BaseException:
-                db.execute("ROLLBACK")
-                raise
-            db.execute("COMMIT")
+                db.execute(f"BEGIN {mode}")
+                try:
+                    yield db
+                    db.execute("COMMIT")
+                except BaseException:
+                    if db.in_transaction:  # SQLite has rolled back itself after some errors (a full disk)
+                        db.execute("ROLLBACK")
+                    raise
+            except (sqlite3.OperationalError, sqlite3.DataError) as e:  # not a bug: the file, the disk, a lock
+                raise StoreError(f"cannot {'write' if mode == 'IMMEDIATE' else 'read'} {self.path}: {e} "
+                                 "(nothing was changed)") from e
 
     @contextmanager
     def transaction(self) -> Iterator[Tx]:
@@ -229,10 +241,6 @@ class SqliteStore(Store):
     def get_meta(self, key: str) -> str | None:
         row = self.reader.execute("SELECT value FROM meta WHERE key=?", (key,)).fetchone()
         return row[0] if row else None
-
-    def set_meta(self, values: dict[str, str]) -> None:
-        with self._tx() as db:
-            db.executemany("INSERT OR REPLACE INTO meta(key, value) VALUES (?,?)", values.items())
 
     def entities(self, names: Collection[str] | None = None) -> list[Entity]:
         return _entities(self.reader, names)
@@ -286,9 +294,7 @@ class SqliteStore(Store):
         return e, f
 
     def clear(self) -> None:
-        with self._tx() as db:
-            for t in ("meta", "entities", "facts", "fact_args", "unknowns", "changes"):
-                db.execute(f"DELETE FROM {t}")
+        self.in_transaction(lambda tx: tx.clear())
 
     def close(self) -> None:
         for db in [self.db, *self._readers.values()]:

@@ -247,7 +247,8 @@ def _office(empty_graph, init: str, objects: str = "ann bob cy - person r1 r2 - 
 
 def test_mining_proposes_what_holds_for_every_entity_of_a_type(empty_graph) -> None:
     g = _office(empty_graph, "(person_in_room ann r1) (person_in_room bob r1) (person_in_room cy r2) "
-                             "(robot_in robot r1) (door r1 r2) (door r2 r1)")
+                             "(robot_in robot r1) (door r1 r2) (door r2 r3) (door r3 r1)",
+                "ann bob cy - person r1 r2 r3 - room robot - robot")
     mined = g.suggest_invariants()
     person = MutexGroup((InvariantPart("person_in_room", (0,), 1),), True)
     door = MutexGroup((InvariantPart("door", (0,), 1),), True)
@@ -258,11 +259,26 @@ def test_mining_proposes_what_holds_for_every_entity_of_a_type(empty_graph) -> N
     assert any("robot_mode(*, ?x)" in n and "only 0 mode" in n for n in mined.notes)
 
 
+def test_mining_needs_evidence_and_glosses_each_proposal(empty_graph) -> None:
+    """Issue 21.19: "at most one person per room" was proposed from one sample world (two people in two rooms)
+    and shown without English."""
+    g = _office(empty_graph, "(person_in_room ann r1) (person_in_room bob r2) (robot_in robot r1)",
+                "ann bob - person r1 r2 - room robot - robot")
+    mined = g.suggest_invariants()
+    assert mined.suggested == [] and mined.glosses == []
+    assert any(n.startswith("person_in_room(*, ?x): not proposed, 2 person_in_room fact(s)") for n in mined.notes)
+    empty_graph.clear()
+    g = _office(empty_graph, "(person_in_room ann r1) (person_in_room bob r2) (person_in_room cy r1)")
+    mined = g.suggest_invariants()  # three people, in two rooms: each is in one
+    assert mined.suggested == [MutexGroup((InvariantPart("person_in_room", (0,), 1),), True)]
+    assert mined.glosses == ["each person: exactly one room such that person in room (the person, the room)"]
+
+
 def test_mining_says_at_most_one_when_some_entity_has_none(empty_graph) -> None:
-    g = _office(empty_graph, "(person_in_room ann r1) (person_in_room bob r2) (robot_in robot r1)")
+    g = _office(empty_graph, "(person_in_room ann r1) (person_in_room bob r2) (person_in_room cy r1) "
+                             "(robot_in robot r1)", "ann bob cy dan - person r1 r2 r3 - room robot - robot")
     suggested = g.suggest_invariants().suggested
-    assert MutexGroup((InvariantPart("person_in_room", (0,), 1),), False) in suggested  # cy: nowhere
-    assert MutexGroup((InvariantPart("person_in_room", (1,), 0),), True) in suggested
+    assert MutexGroup((InvariantPart("person_in_room", (0,), 1),), False) in suggested  # dan: nowhere
 
 
 def test_accepted_mined_invariants_are_stored_and_enforced(store_url: str, empty_graph) -> None:
@@ -282,6 +298,32 @@ def test_accepted_mined_invariants_are_stored_and_enforced(store_url: str, empty
         again.apply(Delta(add=[Fact.parse("(person_in_room ann r2)")],
                           remove=[Fact.parse("(person_in_room ann r1)")]))  # moving is fine
         assert not again.suggest_invariants().suggested or person[0] not in again.suggest_invariants().suggested
+
+
+def test_accepted_invariants_can_be_removed_and_both_are_in_the_history(empty_graph) -> None:
+    """Issue 21.19: accepted invariants could not be removed, and accepting was not in the history."""
+    from kgplan.domains.verify import ChangeRefused
+    from kgplan.errors import NotFound
+    from kgplan.graph.model import Delta, Fact
+
+    g = _office(empty_graph, "(person_in_room ann r1) (person_in_room bob r1) (person_in_room cy r2)")
+    (person,) = [m for m in g.suggest_invariants().suggested if m.parts[0].key_positions == (0,)]
+    accepted = g.accept_invariants([person])
+    assert g.history()[-1] == accepted and accepted.delta.is_empty()
+    assert accepted.delta.text == "accepted invariant: exactly one of person_in_room(?x, *) holds for each ?x"
+    move = Delta(add=[Fact.parse("(person_in_room ann r2)")])
+    with pytest.raises(ChangeRefused):
+        g.apply(move)
+    derived = next(m for m in g.domain.invariants if m.origin == "derived")
+    with pytest.raises(NotFound, match="only those mined and accepted can be removed"):
+        g.remove_invariants([derived])
+    removed = g.remove_invariants([person])
+    assert removed.delta.text == "removed invariant: exactly one of person_in_room(?x, *) holds for each ?x"
+    assert [c.id for c in g.history()[-2:]] == [accepted.id, removed.id] and derived in g.domain.invariants
+    assert all(m.origin != "mined" for m in g.domain.invariants)
+    g.apply(move)  # no longer enforced
+    with pytest.raises(NotFound):
+        g.remove_invariants([person])
 
 
 @pytest.mark.dataset
@@ -317,8 +359,9 @@ def _folder(tmp_path: Path, domain: str, problem: str, toml: str = "") -> Path:
     return folder
 
 
-OFFICE_PROBLEM = """(define (problem o) (:domain office) (:objects ann bob - person r1 r2 - room robot - robot)
-  (:init (person_in_room ann r1) (person_in_room bob r2) (robot_in robot r1) (door r1 r2)))"""
+OFFICE_PROBLEM = """(define (problem o) (:domain office) (:objects ann bob cy - person r1 r2 r3 r4 - room robot - robot)
+  (:init (person_in_room ann r1) (person_in_room bob r2) (person_in_room cy r1) (robot_in robot r1) (door r1 r2)
+         (door r2 r3) (door r3 r1)))"""
 FAILURES = {
     "domain parse error": (OFFICE.replace("(:action go", "(:action"), OFFICE_PROBLEM, ""),
     "problem refused": (OFFICE, OFFICE_PROBLEM.replace("(door r1 r2)", "(door ann r2)"), ""),
@@ -374,7 +417,7 @@ def test_invariants_command_shows_suggests_and_accepts(tmp_path: Path) -> None:
     shown = _cli(*store, "invariants").output
     assert "derived  exactly one of robot_in(?x, *) holds for each ?x" in shown and "mined" not in shown
     suggested = _cli(*store, "invariants", "--suggest").output
-    assert "at most one of door(?x, *) holds for each ?x" in suggested  # no door leads from r2
+    assert "at most one of door(?x, *) holds for each ?x" in suggested  # no door leads from r4
     assert "exactly one of person_in_room(?x, *) holds for each ?x" in suggested
     assert "robot_mode(?x, *): not proposed, only 1 robot" in " ".join(suggested.split())
     number = next(line.split(".")[0].strip() for line in suggested.splitlines() if "person_in_room(?x" in line)

@@ -141,3 +141,85 @@ def test_l3mp_domain_loads_as_published() -> None:
         groups = [{p.predicate for p in g.parts} for g in dom.invariants]
         assert {"agent_in_room"} in groups
         assert any({"in_agent_hand", "in_person_hand", "placed_at_table"} <= g for g in groups)
+
+
+@pytest.mark.parametrize(("text", "words"), [
+    ("(define (problem p) (:domain d) (:objects a - cup a - dish) (:init))",
+     "object 'a' is declared as a cup and a dish"),
+    ("(define (problem p) (:domain d) (:objects a b a - cup) (:init))", "object 'a' is declared twice"),
+    ("(define (problem))", "must give one problem name"),
+    ("(define (problem p) (:domain))", "must give one domain name"),
+    ("(define (problem p) (:domain d) (:objects 1a - cup) (:init))", "object name '1a' is not a name"),
+])
+def test_problems_declare_each_object_once_by_a_name(text: str, words: str) -> None:
+    """Issue 21.6/11: `a - cup a - dish` made `a` a dish silently; `(define (problem))` was an IndexError."""
+    with pytest.raises(PDDLError, match=words):
+        Problem.parse(text, "p.pddl")
+
+
+@pytest.mark.parametrize(("section", "words"), [
+    ("(:predicates (= ?a ?b))", "predicate name '=' is not a name"),
+    ("(:predicates (p)) (:action :effect :parameters () :effect (p))", "action name ':effect' is not a name"),
+    ("(:predicates (p)) (:action go :parameters () :effect (p)) (:action :parameters ())",
+     "action name ':parameters' is not a name"),
+    ("(:functions (:cost) - number)", "function name ':cost' is not a name"),
+    ("(:types room - object room - item)", "type 'room' is declared as a object and a item"),
+    ("(:types room) (:constants hall - room hall - room)", "constant 'hall' is declared twice"),
+    ("(:types :room)", "type name ':room' is not a name"),
+])
+def test_domains_refuse_keywords_and_symbols_as_names(section: str, words: str) -> None:
+    """Issue 21.6: a predicate named `=` and an action named `:effect` were accepted."""
+    with pytest.raises(PDDLError, match=words):
+        Domain.parse(f"(define (domain x) {section})", "d.pddl")
+    with pytest.raises(PDDLError, match="must give one domain name"):
+        Domain.parse("(define (domain))")
+
+
+@pytest.mark.parametrize("number", ["1e999", "-1e999", "inf", "nan", "-1"])
+def test_numbers_are_finite(number: str) -> None:
+    """Issue 21.4: `(= (travel-cost a b) 1e999)` was read as infinity."""
+    with pytest.raises(PDDLError, match="finite non-negative number"):
+        Problem.parse(f"(define (problem p) (:domain d) (:objects a - t) (:init (= (cost a) {number})))")
+    with pytest.raises(PDDLError, match="finite non-negative number"):
+        Domain.parse("(define (domain x) (:requirements :action-costs) (:predicates (p)) (:functions (total-cost) "
+                     f"- number) (:action go :parameters () :effect (and (p) (increase (total-cost) {number}))))")
+
+
+def test_deep_nesting_is_a_pddl_error_not_a_recursion_error() -> None:
+    """Issue 21.10/11: a deeply nested goal or domain raised RecursionError in the formula parser."""
+    from kgplan.domains.sexpr import MAX_DEPTH
+
+    goal = "(not " * (MAX_DEPTH - 3) + "(p a)" + ")" * (MAX_DEPTH - 3)
+    Problem.parse(f"(define (problem p) (:domain d) (:objects a - t) (:init) (:goal {goal}))")  # deep enough
+    deep = "(not " * 100_000 + "(p a)" + ")" * 100_000
+    with pytest.raises(PDDLError, match=f"nested more than {MAX_DEPTH} deep"):
+        Problem.parse(f"(define (problem p) (:domain d) (:objects a - t) (:init) (:goal {deep}))")
+    with pytest.raises(PDDLError, match="nested more than"):
+        Domain.parse(f"(define (domain x) (:predicates (p ?a)) (:action go :parameters (?a) :precondition {deep}))")
+
+
+@pytest.mark.parametrize(("content", "words"), [
+    (None, "is a folder: give the domain file itself"),
+    ("(define (domain x))".encode("utf-16"), "is not UTF-8 text"),
+    (b"\x89PNG\r\n\x1a\n\x00\x00", "is not UTF-8 text"),
+])
+def test_a_domain_file_that_is_no_text_is_an_input_error(tmp_path, content: bytes | None, words: str) -> None:
+    """Issue 21.11: a folder, a binary or a UTF-16 file was an IsADirectoryError or UnicodeDecodeError."""
+    from kgplan.errors import InputError
+    from kgplan.files import read_text
+
+    path = tmp_path / "domain.pddl"
+    if content is None:
+        path.mkdir()
+        with pytest.raises(InputError, match=words):
+            read_text(path, "domain file")
+    else:
+        path.write_bytes(content)
+        with pytest.raises(InputError, match=words):
+            Domain.load(path)
+    (tmp_path / "domain.toml").write_text("[predicates\n")
+    if content is None:
+        return
+    path.write_text("(define (domain x))")
+    with pytest.raises(InputError, match=r"domain\.toml: not TOML"):
+        Domain.load(tmp_path)

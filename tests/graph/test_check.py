@@ -58,3 +58,19 @@ def test_kgplan_check(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
         g.apply(Delta(add=[F("(agent_at robot kitchen)")]), verified=False)
     r = runner.invoke(app, ["check"])
     assert r.exit_code == 1 and "(agent_at robot hallway) and (agent_at robot kitchen)" in r.output
+
+
+def test_an_entity_that_lost_its_exactly_one_atom_is_reported(graph: WorldGraph) -> None:
+    """Issue 21.19: `check` said "no issues" for the robot with no place (then every plan was unsolvable with no
+    reason); marked unknown, it may have none."""
+    from kgplan.graph.model import Unknown
+
+    assert check_graph(graph, incomplete=True) == []
+    graph.apply(Delta(remove=[F("(agent_at robot hallway)")]), verified=False)
+    issues = check_graph(graph, incomplete=True)
+    assert [i.kind for i in issues] == [IssueKind.INCOMPLETE], issues
+    assert issues[0].message == ("robot has none of agent_at, but exactly one of agent_at(?x, *) holds for each ?x; "
+                                 "say which holds, or mark it unknown")
+    assert check_graph(graph) == []  # no violation: verification lets an entity be created so
+    graph.apply(Delta(unknown=[Unknown(entity="robot", predicate="agent_at")]))
+    assert check_graph(graph, incomplete=True) == []

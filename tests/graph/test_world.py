@@ -444,9 +444,7 @@ def test_one_graph_shared_by_threads_that_write_and_read(graph: WorldGraph) -> N
         except BaseException as e:
             errors.append(e)
 
-    # two writers through one sqlite connection; on Bolt one (ArcadeDB may refuse a change that clashes twice
-    # with another writer's on the change counter: an existing limit, which the Agent's writers' lock avoids)
-    writers = 2 if graph.url.startswith("sqlite") else 1
+    writers = 2  # through one sqlite connection; on Bolt racing on the change counter (retried until applied)
     threads = [threading.Thread(target=write, args=(n,)) for n in range(writers)]
     threads += [threading.Thread(target=read) for _ in range(2)]
     for t in threads:

@@ -18,6 +18,7 @@ import pytest
 from kgplan.domains.formula import And, Atom, Formula, Not, Or, parse_formula
 from kgplan.domains.model import Domain, Problem
 from kgplan.domains.sexpr import read
+from kgplan.errors import InputError
 from kgplan.planners.engines import PLANNERS
 from kgplan.planners.problem import Task
 from kgplan.planners.solve import expand_quantifiers, solve
@@ -95,6 +96,15 @@ def test_memory_cap_applies_to_the_planner_itself() -> None:
     """The translator's own growth counts, not the address space it inherited (this process's)."""
     r = solve(exploding_task(), timeout=60, memory_mb=100)
     assert r.status == "memout" and "cap 100 MB" in r.message, r.message
+
+
+@pytest.mark.parametrize(("timeout", "memory_mb", "words"), [
+    (60, -1, "memory cap"), (60, 0, "memory cap"), (60, 2**60, "memory cap"), (float("inf"), 100, "timeout"),
+    (float("nan"), 100, "timeout"), (-1, 100, "timeout"), (0, 100, "timeout")])
+def test_limits_that_bound_nothing_are_refused(timeout: float, memory_mb: int, words: str) -> None:
+    """Issue 21.6/11: `--memory -1` removed the memory cap; `--timeout inf` was an OverflowError."""
+    with pytest.raises(InputError, match=f"the {words} must be more than 0"):
+        solve(exploding_task(), timeout=timeout, memory_mb=memory_mb)
 
 
 def test_search_binary_runs_under_the_cap(household: Domain, world_problem: Problem) -> None:

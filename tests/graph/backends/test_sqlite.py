@@ -322,3 +322,24 @@ def test_two_writers_lose_nothing(tmp_path: Path, pause: float) -> None:
     print(f"{2 * PER_WRITER} changes by two writers in {elapsed:.1f}s, {switches} switches between them")
     if pause:
         assert switches >= 10, "the two writers did not actually run concurrently"
+
+
+def test_a_full_disk_is_a_store_error_and_changes_nothing(tmp_path: Path) -> None:
+    """Issue 21.10/11: "database or disk is full" was a 500 / a traceback. The database is capped at its size
+    (SQLite's max_page_count: the same SQLITE_FULL a full disk gives) and a large change is written."""
+    from kgplan.errors import StoreError
+    from kgplan.graph.check import check_graph
+
+    make_store(tmp_path / "w.db")
+    with opened(tmp_path / "w.db") as g:
+        before = (atoms(g), entity_types(g), len(g.history()))
+        (pages,) = g.store.db.execute("PRAGMA page_count").fetchone()  # type: ignore[attr-defined]
+        g.store.db.execute(f"PRAGMA max_page_count = {pages + 2}")  # type: ignore[attr-defined]
+        for write in (lambda: g.apply(batch_delta(1)), lambda: g.set_meta({"note": "x" * 100_000})):
+            with pytest.raises(StoreError, match="database or disk is full"):
+                write()
+        assert (atoms(g), entity_types(g), len(g.history())) == before and g.get_meta("note") is None
+        check_store(g, *before[:2])
+        g.store.db.execute("PRAGMA max_page_count = 1073741823")  # type: ignore[attr-defined]  # space again
+        g.apply(batch_delta(1))
+        assert atoms(g) == batch_state(before[0], 1) and check_graph(g) == []

@@ -1,0 +1,113 @@
+"""`kgplan init --force` is all or nothing (issue 21.7): SIGKILLed at random moments, on every backend, it leaves
+the old graph or the new one, never an empty or a half-loaded store.
+
+The child runs the real CLI command in a fresh process (``python -c "from tests.graph.test_init_force import
+..."`` from the repository root) and says when its write transaction starts and ends, so that the kills land
+before, inside and after it.
+"""
+
+from __future__ import annotations
+
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from kgplan.domains.model import Problem, resolve_domain
+from kgplan.domains.synthetic import household_world
+from kgplan.graph.backends import open_graph
+from kgplan.graph.world import WorldGraph
+from tests.conftest import HOUSEHOLD, ROOT
+
+pytestmark = pytest.mark.integration
+TRIALS = 8
+OBJECTS = {"sqlite": 20_000, "neo4j": 3_000}  # the new world: its load takes about a second or more
+
+
+def init_child(url: str, problem: str) -> None:
+    """`kgplan --store URL init --force --problem PROBLEM`, printing B when its write transaction starts and C
+    when it has committed."""
+    from kgplan.interfaces.cli import app
+
+    run = WorldGraph.in_transaction
+
+    def marked(self: WorldGraph, work):
+        print("B", flush=True)
+        out = run(self, work)
+        print("C", flush=True)
+        return out
+
+    WorldGraph.in_transaction = marked  # type: ignore[method-assign]
+    app(["--store", url, "init", "--force", "--domain", "household", "--problem", problem])
+
+
+def state(g: WorldGraph) -> tuple:
+    """What tells one graph from another: the counts, the entities, the history's provenance."""
+    return g.count(), frozenset(e.name for e in g.entities()), tuple(c.delta.text for c in g.history()), g.get_meta(
+        "domain_pddl") is not None
+
+
+def settled(g: WorldGraph) -> tuple:
+    """The state once a server has finished what a killed client left it (a commit it had asked for): read
+    (in several transactions) until two readings half a second apart agree."""
+    then = state(g)
+    for _ in range(60):
+        time.sleep(0.5)
+        if (now := state(g)) == then:
+            break
+        then = now
+    return then
+
+
+def test_sigkill_during_init_force_leaves_the_old_graph_or_the_new_one(store_url: str, tmp_path: Path) -> None:
+    backend = store_url.split(":")[0].replace("bolt", "neo4j")
+    big = household_world(OBJECTS[backend])
+    (tmp_path / "big.pddl").write_text(big.to_pddl())
+    world = Problem.parse((HOUSEHOLD / "world.pddl").read_text())
+    household = resolve_domain("household")
+    with open_graph(store_url) as g:
+        g.clear()
+        g.init(household, force=True, problem=big)
+        new = state(g)
+        g.init(household, force=True, problem=world)
+        old = state(g)
+    assert new != old and new[0][0] >= OBJECTS[backend]
+    rng = random.Random(21)
+    outcomes, inside, window = [], 0, 0.5
+    for trial in range(TRIALS):
+        err = tmp_path / f"child{trial}.err"
+        with err.open("w") as stderr:
+            child = subprocess.Popen([sys.executable, "-c", "import sys; from tests.graph.test_init_force import "
+                                      "init_child; init_child(*sys.argv[1:])", store_url, str(tmp_path / "big.pddl")],
+                                     cwd=ROOT, stdout=subprocess.PIPE, stderr=stderr, text=True)
+        try:
+            assert child.stdout is not None
+            assert child.stdout.readline() == "B\n", err.read_text()
+            began = time.monotonic()
+            if trial == 0:  # the first runs to the end: how long the transaction takes
+                assert child.stdout.readline() == "C\n" and child.wait(60) == 0, err.read_text()
+                window = time.monotonic() - began
+            else:
+                time.sleep(delay := rng.uniform(0, window))
+                child.send_signal(signal.SIGKILL)
+                assert child.wait(10) in (0, -signal.SIGKILL), err.read_text()  # or it had finished
+                inside += child.stdout.read() == ""  # killed before the commit was reported
+        finally:
+            if child.poll() is None:
+                child.kill()
+                child.wait()
+            child.stdout.close()  # type: ignore[union-attr]
+        with open_graph(store_url) as g:
+            got = settled(g)
+            assert got in (old, new), f"trial {trial}: neither the old graph nor the new one: {got[0]}, {got[2]}"
+            outcomes.append("new" if got == new else "old")
+            if trial and got == new:
+                window = delay  # the first run is the slowest: kill sooner
+            g.init(household, force=True, problem=world)  # the old graph again for the next trial
+    print(f"{backend}: kills within {window:.2f} s of the start; after the kills: {outcomes[1:]}, "
+          f"{inside} before the commit")
+    assert outcomes[0] == "new" and inside >= TRIALS // 4, "too few kills landed inside the transaction"
