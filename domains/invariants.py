@@ -13,6 +13,7 @@ import contextlib
 import functools
 import io
 import json
+import math
 from collections import Counter, defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
@@ -287,7 +288,7 @@ def _preserves_exactly_one(
     return True
 
 
-MIN_SUPPORT = 3  # keys holding an atom a mined group needs as evidence
+CHANCE = 0.05  # a mined group is proposed only if so few atoms would miss each other by chance this rarely
 
 
 @dataclass(frozen=True)
@@ -307,11 +308,12 @@ def mine_invariants(domain: Domain, entities: dict[str, str], facts: Iterable[Gr
     as the counted one (the others are the key): the group is proposed if no key has two atoms;
     exactly-one if every combination of key entities has one, else at-most-one. Only meaningful
     ones: each key position and the counted one must fit at least two entities (counted over the
-    entities whose type fits that argument). Only with evidence: at least `MIN_SUPPORT` keys hold an
-    atom, and the counted argument varies among them (not one value for all), so that one sample
-    world's coincidence (two people in two rooms) is no rule. Groups in ``known`` are not proposed
-    again. ``entities`` maps names to types (the domain's constants are added). Each suggestion has
-    an English gloss (from the predicate's gloss in domain.toml).
+    entities whose type fits that argument). Only with evidence: if the graph's atoms of the
+    predicate had their keys drawn at random among all possible keys, the chance that no two share a
+    key (the birthday bound) must be below `CHANCE`, and the counted argument must vary (not one value
+    for all): one sample world's coincidence (four people in four of ten rooms: 50%) is no rule.
+    Groups in ``known`` are not proposed again. ``entities`` maps names to types (the domain's
+    constants are added). Each suggestion has an English gloss (from the predicate's gloss in domain.toml).
     """
     typed = {**domain.constants, **entities}
     by_predicate: dict[str, set[tuple[str, ...]]] = defaultdict(set)
@@ -337,28 +339,34 @@ def mine_invariants(domain: Domain, entities: dict[str, str], facts: Iterable[Gr
             per_key = Counter(part.key(args) for args in by_predicate[name])
             if per_key and max(per_key.values()) > 1:
                 continue
-            if len(per_key) < MIN_SUPPORT or len({args[counted] for args in by_predicate[name]}) < 2:
-                notes.append(f"{pattern}: not proposed, {len(per_key)} {name} fact(s) with "
-                             f"{len({args[counted] for args in by_predicate[name]})} value(s) as * are too few to "
-                             f"tell (at least {MIN_SUPPORT}, with 2 values)")
-                continue
-            combinations = 1
-            for i in key:
-                combinations *= fits[i]
+            combinations = math.prod(fits[i] for i in key)
             group = MutexGroup((part,), len(per_key) == combinations, "mined")
-            if group not in known and replace(group, exactly_one=True) not in known:
-                suggested.append(group)
+            if group in known or replace(group, exactly_one=True) in known:
+                continue
+            values = len({args[counted] for args in by_predicate[name]})
+            chance = math.prod(1 - i / combinations for i in range(len(per_key)))
+            if values < 2 or chance >= CHANCE:
+                notes.append(f"{pattern}: not proposed, {len(per_key)} {name} fact(s) over {combinations} possible "
+                             f"key(s) with {values} value(s) as * would miss each other by chance "
+                             f"{chance:.0%} of the time (evidence needs under {CHANCE:.0%} and 2 values)")
+                continue
+            suggested.append(group)
     suggested = _sorted(suggested)
     return Mined(suggested, notes, [gloss(domain, g) for g in suggested])
 
 
 def gloss(domain: Domain, group: MutexGroup) -> str:
-    """A one-part group in English, e.g. "each person: exactly one room such that the person is in the room"."""
+    """A one-part group in English, e.g. "for each room ?y, at most one person ?x is such that person ?x is in
+    room ?y"."""
     (part,) = group.parts
     params = domain.predicates[part.predicate].params
-    words = [f"the {' or '.join(p.types)}" for p in params]
+    words = [f"?{_VARIABLES[i]}" for i in range(len(params))]
     text = domain.gloss(part.predicate)
-    text = text.format(*words) if "{" in text else f"{text} ({', '.join(words)})"
+    text = text.format(*words) if "{" in text else f"({part.predicate} {' '.join(words)})"
+
+    def named(i: int) -> str:
+        return f"{' or '.join(params[i].types)} {words[i]}"
+
     quantity = "exactly one" if group.exactly_one else "at most one"
-    keys = " and ".join(" or ".join(params[i].types) for i in part.key_positions)
-    return f"each {keys}: {quantity} {' or '.join(params[part.counted_position].types)} such that {text}"
+    keys = " and ".join(named(i) for i in part.key_positions)
+    return f"for each {keys}, {quantity} {named(part.counted_position)} is such that {text}"

@@ -169,43 +169,55 @@ def invariants(
                                                "no action changes (mined from the current graph).")] = False,
     accept: Annotated[str | None, typer.Option(help="Store proposed invariants: 'all' or their numbers "
                                                     "from --suggest, e.g. 1,3.")] = None,
+    remove: Annotated[str | None, typer.Option(help="Stop enforcing accepted invariants: 'all' or their numbers "
+                                                    "in the list `kgplan invariants` prints, e.g. 4.")] = None,
 ) -> None:
     """Show the invariants verification enforces: derived from the actions, declared in
-    domain.toml, or mined from the graph and accepted."""
+    domain.toml, or mined from the graph and accepted. Accepting and removing are changes in the history."""
 
     def go() -> None:
         with agent() as a:
+            if remove is not None:
+                known = a.invariants()
+                chosen = ([g for g in known if g.origin == "mined"] if remove.strip() == "all"
+                          else pick(known, remove, "--remove", "invariant"))
+                change = a.remove_invariants(chosen)
+                for inv in chosen:
+                    out.print(f"[green]removed[/green] {inv.describe()}", highlight=False)
+                out.print(f"recorded as change #{change.id}")
+                return
             if not suggest and accept is None:
-                for inv in a.invariants():
-                    out.print(f"  {inv.origin:8} {inv.describe()}", markup=False, highlight=False)
+                for i, inv in enumerate(a.invariants(), 1):
+                    out.print(f"  {i}. {inv.origin:8} {inv.describe()}", markup=False, highlight=False)
                 return
             mined = a.suggest_invariants()
             if accept is None:
-                for i, inv in enumerate(mined.suggested, 1):
-                    out.print(f"  {i}. {inv.describe()}", highlight=False)
+                for i, (inv, gloss) in enumerate(zip(mined.suggested, mined.glosses, strict=True), 1):
+                    out.print(f"  {i}. {inv.describe()}\n     {gloss}", markup=False, highlight=False)
                 for note in mined.notes:
                     out.print(f"  [dim]{note}[/dim]", highlight=False)
                 if not mined.suggested:
                     out.print("No invariants to suggest.")
                 return
-            chosen = pick(mined.suggested, accept)
-            a.accept_invariants(chosen)
+            chosen = pick(mined.suggested, accept, "--accept", "suggestion")
+            change = a.accept_invariants(chosen)
             for inv in chosen:
                 out.print(f"[green]accepted[/green] {inv.describe()}", highlight=False)
+            out.print(f"recorded as change #{change.id}")
 
     run_guarded(go)
 
 
-def pick(items: list, spec: str) -> list:
+def pick(items: list, spec: str, option: str, what: str) -> list:
     """The items named by 'all' or comma-separated 1-based numbers."""
     if spec.strip() == "all":
         return items
     try:
         numbers = [int(n) for n in spec.split(",")]
     except ValueError:
-        raise InputError(f"--accept takes 'all' or numbers like 1,3, not {spec!r}") from None
+        raise InputError(f"{option} takes 'all' or numbers like 1,3, not {spec!r}") from None
     if bad := [n for n in numbers if not 1 <= n <= len(items)]:
-        raise InputError(f"no suggestion {bad[0]}: there are {len(items)} (see --suggest)")
+        raise InputError(f"no {what} {bad[0]}: there are {len(items)}")
     return [items[n - 1] for n in numbers]
 
 
@@ -424,7 +436,7 @@ def check() -> None:
 
     def go() -> None:
         with agent() as a:
-            issues = a.check()
+            issues = a.check(incomplete=True)
         for i in issues:
             out.print(f"  - [{i.kind}] {i.message}", markup=False, highlight=False, soft_wrap=True)
         if issues:

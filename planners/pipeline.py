@@ -19,15 +19,15 @@ from kgplan.domains.formula import Formula, parse_formula
 from kgplan.domains.sexpr import PDDLError, read
 from kgplan.domains.verify import check_goal
 from kgplan.errors import InputError
+from kgplan.graph.check import check_graph
 from kgplan.graph.world import WorldGraph
 from kgplan.planners.engines import PLANNERS
 from kgplan.planners.problem import Task
 from kgplan.planners.relevance import Relevance
-from kgplan.planners.solve import PlanResult, Status, prepare, solve
+from kgplan.planners.solve import PlanResult, Status, check_limits, prepare, solve
 from kgplan.planners.state import State, Step, simulate
 
 LAST_PLAN = "last_plan"
-MAX_TIMEOUT = 86_400  # seconds per planner call: a day
 
 
 @dataclass
@@ -81,10 +81,7 @@ def plan(graph: WorldGraph, goal_text: str, *, planner: str = "fd", timeout: flo
          prune: bool = True, memory_mb: int = 4096, progress: Callable[[str], None] = lambda _: None) -> PlanReport:
     """Plan for a PDDL goal on the graph's current state; the plan is remembered for `run`. `progress` is
     told each phase: the state read, each pruned state (its level, widening) and each planner call."""
-    if not 0 < timeout <= MAX_TIMEOUT:  # also refuses NaN
-        raise InputError(f"the timeout must be more than 0 and at most {MAX_TIMEOUT} seconds, not {timeout}")
-    if memory_mb < 1:
-        raise InputError(f"the memory cap must be 1 MB or more, not {memory_mb}")
+    check_limits(timeout, memory_mb)  # before the state is read
     prepare(planner)  # the planner's process gets ready while the domain and the state are read, and pruned
     domain = graph.domain
     prepare(planner, domain)
@@ -124,10 +121,20 @@ def plan(graph: WorldGraph, goal_text: str, *, planner: str = "fd", timeout: flo
         report.used_full_state = True
         _attempt(report, state, Task(domain, objects, set(state.facts), goal, numbers), planner, timeout, memory_mb,
                  "full", notes, progress)
+    if report.status == Status.UNSOLVABLE:
+        notes.extend(_why_unsolvable(graph))
     report.message = "; ".join(notes)
     if report.solved:
         remember(graph, goal_text, report.plan)
     return report
+
+
+def _why_unsolvable(graph: WorldGraph, most: int = 5) -> list[str]:
+    """What the whole-graph check finds that can make a goal unreachable: an entity without the atom an
+    exactly-one invariant needs (the robot with no place), a violated invariant, a wrong type."""
+    issues = check_graph(graph, incomplete=True)
+    shown = [f"the graph may be why: {i.message}" for i in issues[:most]]
+    return shown + ([f"... and {len(issues) - most} more (kgplan check)"] if len(issues) > most else [])
 
 
 @contextmanager

@@ -259,3 +259,12 @@ def test_checking_a_plan_leaves_the_full_state_as_it_was(world: WorldGraph) -> N
     assert _check(state, good, goal) is None and state.facts == before
     assert "step 2" in (_check(state, bad, goal) or "") and state.facts == before
     assert list(state.match("agent_at", ("robot", None))) == [("robot", "hallway")]  # indexes put back too
+
+
+def test_an_unsolvable_plan_names_what_the_graph_lacks(world: WorldGraph) -> None:
+    """Issue 21.19: with the robot's place lost (an unverified edit), planning proved the goal unreachable and
+    said nothing of why; the report now names the entity without the atom its exactly-one invariant needs."""
+    world.apply(Delta(remove=[F("(agent_at robot hallway)")]), verified=False)
+    r = plan(world, "(switched_on hallway_light)", prune=False)
+    assert r.status == "unsolvable", r.message
+    assert "the graph may be why: robot has none of" in r.message, r.message
