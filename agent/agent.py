@@ -336,11 +336,11 @@ class Agent:
 
     def read_observation(self, text: str, action: str | None = None, rounds: int = 3) -> EditOutcome:
         """LLM mode of exploration (PDDL-edit): the LLM edits the problem to hold what a prose observation
-        (made after `action`) tells; applied as one verified change, refused edits re-prompted with the issues."""
+        (made after `action`) tells; applied as one verified change, refused edits re-prompted with the issues. The
+        LLM is asked without the writers' lock."""
         from kgplan.language.pddl_edit import observe
 
-        with self.writes:
-            return observe(self.llm, self.graph, action, text, rounds)
+        return observe(self.llm, self.graph, action, text, rounds, self.writes)
 
     def goal_for(self, task: str, progress: Progress = quiet) -> str:
         """The PDDL goal the LLM writes for a task in English (checked against the domain and the graph)."""

@@ -346,7 +346,8 @@ class Jobs:
     finished."""
 
     def __init__(self, limits: Limits) -> None:
-        self.pool = ThreadPoolExecutor(limits.workers, thread_name_prefix="kgplan-job")
+        self.name = f"kgplan-jobs-{uuid.uuid4().hex[:8]}"  # its threads' names begin with it
+        self.pool = ThreadPoolExecutor(limits.workers, thread_name_prefix=self.name)
         self.slots = threading.BoundedSemaphore(limits.workers + limits.queue)
         self.jobs: dict[str, JobOut] = {}
         self.finished: deque[str] = deque()
@@ -409,6 +410,7 @@ def create_app(agent: Agent, token: str | None = None, *, hosts: Iterable[str] =
 
     app = FastAPI(title="kgplan", version="0.1.0", description=__doc__, lifespan=lifespan,
                   dependencies=[Depends(same_site)])
+    app.state.jobs = jobs
     app.router.route_class = StrictRoute
     app.add_middleware(Guard, hosts=hosts, max_body=limits.max_body)
     bearer = HTTPBearer(auto_error=False, description="KGPLAN_API_TOKEN, when the server has one")

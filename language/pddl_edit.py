@@ -10,6 +10,7 @@ The prompt is `prompts.edit_messages`; this module holds the reply schema and ap
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from typing import Annotated, Any
 
@@ -152,9 +153,11 @@ def to_delta(tx: Tx, edits: Edits, text: str) -> Delta:
                  known=known, source="nl", text=text)
 
 
-def observe(llm: LLM, graph: WorldGraph, action: str | None, observation: str, max_rounds: int = 3) -> EditOutcome:
+def observe(llm: LLM, graph: WorldGraph, action: str | None, observation: str, max_rounds: int = 3,
+            lock: AbstractContextManager = nullcontext()) -> EditOutcome:
     """Ask the LLM for the edits an observation makes, apply them verified; re-prompt with the issues of a
-    refused or malformed reply, at most `max_rounds` replies (then nothing is applied)."""
+    refused or malformed reply, at most `max_rounds` replies (then nothing is applied). Only the apply holds
+    `lock` (a writers' lock): the edits are made against the graph as it is then."""
     out = EditOutcome()
     messages = edit_messages(graph.domain, CurrentProblem.of(graph), action, observation)
     text = f"{action or 'start'}: {observation.strip()}"
@@ -171,7 +174,8 @@ def observe(llm: LLM, graph: WorldGraph, action: str | None, observation: str, m
         out.calls.append(record)
         try:
             if edits != Edits():
-                out.change = graph.apply_from(lambda tx, e=edits: to_delta(tx, e, text))
+                with lock:
+                    out.change = graph.apply_from(lambda tx, e=edits: to_delta(tx, e, text))
             return out
         except ChangeRefused as e:
             issues = [str(i) for i in e.issues]

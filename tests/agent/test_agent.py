@@ -152,6 +152,33 @@ def test_tell_asks_the_llm_without_the_writers_lock(agent: Agent) -> None:
     assert "(switched_on kitchen_light)" not in map(str, agent.facts("switched_on"))
 
 
+def test_an_observation_is_read_without_the_writers_lock(agent: Agent) -> None:
+    """Like a tell (issue 21 item 14), exploration's LLM reading of an observation held the writers' lock for its
+    whole LLM call: a plain change waits no longer, and the edits are applied to the graph as it is then."""
+    asked, answer = threading.Event(), threading.Event()
+
+    def slow(messages: list[dict]) -> str:
+        asked.set()
+        answer.wait(60)
+        return json.dumps({"init": {"delete": ["(switched_on kitchen_light)"]}})
+
+    agent._llm = ScriptedLLM([slow])
+    read: list = []
+    reading = threading.Thread(target=lambda: read.append(agent.read_observation("The kitchen light is off.")))
+    reading.start()
+    assert asked.wait(60)
+    plain = threading.Thread(target=agent.change, kwargs={"add": ["(switched_on hallway_light)"], "note": "plain"})
+    plain.start()
+    plain.join(60)  # a bound against a deadlock, not a timing
+    waited = plain.is_alive()
+    answer.set()
+    reading.join(60)
+    assert not waited, "the plain change waited for the observation's LLM call"
+    assert read and read[0].change is not None, read
+    on = set(map(str, agent.facts("switched_on")))
+    assert "(switched_on hallway_light)" in on and "(switched_on kitchen_light)" not in on
+
+
 def test_run_simulates_the_plan_first_and_runs_it_once(agent: Agent) -> None:
     """Issue 21 item 8, through the Agent (the API's and MCP's run): a stale plan is refused with the step and
     its unmet precondition, nothing applied; a plan that ran is not run again."""

@@ -8,6 +8,7 @@ before, inside and after it.
 
 from __future__ import annotations
 
+import json
 import random
 import signal
 import subprocess
@@ -20,6 +21,7 @@ import pytest
 from kgplan.domains.model import Problem, resolve_domain
 from kgplan.domains.synthetic import household_world
 from kgplan.graph.backends import open_graph
+from kgplan.graph.model import Delta, Fact
 from kgplan.graph.world import WorldGraph
 from tests.conftest import HOUSEHOLD, ROOT
 
@@ -43,6 +45,21 @@ def init_child(url: str, problem: str) -> None:
 
     WorldGraph.in_transaction = marked  # type: ignore[method-assign]
     app(["--store", url, "init", "--force", "--domain", "household", "--problem", problem])
+
+
+def observe_child(url: str, path: str) -> None:
+    """`kgplan --store URL observe PATH`, printing A after each change it has applied."""
+    from kgplan.interfaces.cli import app
+
+    apply = WorldGraph.apply
+
+    def marked(self: WorldGraph, *args, **kwargs):
+        out = apply(self, *args, **kwargs)
+        print("A", flush=True)
+        return out
+
+    WorldGraph.apply = marked  # type: ignore[method-assign]
+    app(["--store", url, "observe", path])
 
 
 def state(g: WorldGraph) -> tuple:
@@ -111,3 +128,43 @@ def test_sigkill_during_init_force_leaves_the_old_graph_or_the_new_one(store_url
     print(f"{backend}: kills within {window:.2f} s of the start; after the kills: {outcomes[1:]}, "
           f"{inside} before the commit")
     assert outcomes[0] == "new" and inside >= TRIALS // 4, "too few kills landed inside the transaction"
+
+
+def test_sigkill_during_observe_leaves_whole_observations(tmp_path: Path) -> None:
+    """Issue 21 acceptance: `kgplan observe` SIGKILLed at random moments leaves the first k observations applied,
+    each whole (its facts and its history entry), and the others not at all."""
+    lights = ["hallway_light", "kitchen_light", "bedroom_light", "bathroom_light"]
+    # all on, then each light off in turn, then each on again, ...: every observation applies
+    observations = [{("add" if (i // len(lights)) % 2 else "remove"): [f"(switched_on {lights[i % len(lights)]})"],
+                     "text": f"observation {i}"} for i in range(600)]
+    (tmp_path / "obs.json").write_text(json.dumps(observations))
+    url = f"sqlite:{tmp_path / 'g.db'}"
+    world = Problem.parse((HOUSEHOLD / "world.pddl").read_text())
+    rng = random.Random(7)
+    midway = 0
+    for trial in range(4):
+        with open_graph(url) as g:
+            g.init(resolve_domain("household"), force=True, problem=world)
+            on = {f.args[0] for f in g.facts("switched_on")}
+            g.apply(Delta(add=[Fact.parse(f"(switched_on {x})") for x in lights if x not in on]))
+        child = subprocess.Popen([sys.executable, "-c", "import sys; from tests.graph.test_init_force import "
+                                  "observe_child; observe_child(*sys.argv[1:])", url, str(tmp_path / "obs.json")],
+                                 cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        assert child.stdout is not None
+        for _ in range(rng.randrange(1, 500)):  # the child says each change it has applied
+            child.stdout.readline()
+        child.send_signal(signal.SIGKILL)
+        child.wait(10)
+        child.stdout.close()
+        with open_graph(url) as g:
+            texts = [c.delta.text for c in g.history() if c.delta.source == "sensor"]
+            on = {f.args[0] for f in g.facts("switched_on")} & set(lights)
+        k = len(texts)
+        assert texts == [f"observation {i}" for i in range(k)], f"trial {trial}: the recorded ones are no prefix"
+        expected = set(lights)
+        for o in observations[:k]:
+            expected |= {f[len("(switched_on "):-1] for f in o.get("add", [])}
+            expected -= {f[len("(switched_on "):-1] for f in o.get("remove", [])}
+        assert on == expected, f"trial {trial}: {k} observations recorded, but the lights do not match them"
+        midway += 0 < k < len(observations)
+    assert midway >= 2, "too few kills landed while observations were being applied"

@@ -374,7 +374,8 @@ def test_jobs_are_bounded_and_unfinished_ones_kept(agent: Agent) -> None:
             assert r.status_code == 429 and r.headers["Retry-After"], (path, r.text)
             assert "busy" in ErrorOut.model_validate(r.json()).detail.message
         assert c.get("/api/entities").status_code == 200  # reads are not queued
-        assert sum(t.name.startswith("kgplan-job") for t in threading.enumerate()) == 2  # one thread per worker
+        pool = c.app.state.jobs.name  # type: ignore[attr-defined]
+        assert sum(t.name.startswith(pool) for t in threading.enumerate()) == 2  # one thread per worker
     finally:
         release.set()
     assert wait(c, queued)["status"] == "done"  # the last to finish: the tells before it, failed, are forgotten
