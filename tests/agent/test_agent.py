@@ -124,57 +124,36 @@ def test_cli_commands_through_the_agent(tmp_path: Path) -> None:
     assert r.exit_code == 1 and "Change refused" in r.output
 
 
-def test_tell_asks_the_llm_without_the_writers_lock(agent: Agent) -> None:
-    """Issue 21 item 14: while a tell waits for a slow LLM, a plain change on the same agent is applied; the told
-    change is verified against the graph as it is when the reply comes."""
+@pytest.mark.parametrize(("reply", "act"), [
+    ({"add": [], "remove": [{"predicate": "switched_on", "args": ["kitchen_light"]}]},
+     lambda a: a.tell("the kitchen light went off", whole=True)),
+    ({"init": {"delete": ["(switched_on kitchen_light)"]}},  # exploration's reading of an observation
+     lambda a: a.read_observation("The kitchen light is off.")),
+], ids=["tell", "read_observation"])
+def test_the_llm_is_asked_without_the_writers_lock(agent: Agent, reply: dict, act) -> None:
+    """Issue 21 item 14: while a tell (or an observation read by the LLM) waits for a slow LLM, a plain change on
+    the same agent is applied; the LLM's change is verified against the graph as it is when the reply comes."""
     asked, answer = threading.Event(), threading.Event()
 
     def slow(messages: list[dict]) -> str:
         asked.set()
         answer.wait(60)
-        return json.dumps({"add": [], "remove": [{"predicate": "switched_on", "args": ["kitchen_light"]}]})
+        return json.dumps(reply)
 
     agent._llm = ScriptedLLM([slow])
-    told: list = []
-    tell = threading.Thread(target=lambda: told.append(agent.tell("the kitchen light went off", whole=True)))
-    tell.start()
+    done: list = []
+    asking = threading.Thread(target=lambda: done.append(act(agent)))
+    asking.start()
     assert asked.wait(60)
     plain = threading.Thread(target=agent.change, kwargs={"add": ["(switched_on hallway_light)"], "note": "plain"})
     plain.start()
     plain.join(60)  # a bound against a deadlock, not a timing
     waited = plain.is_alive()
     answer.set()
-    tell.join(60)
-    assert not waited, "the plain change waited for the tell's LLM call"
-    assert told and told[0].change is not None, told
-    assert [c.delta.text for c in agent.history(2)] == ["the kitchen light went off", "plain"]
-    assert {"(switched_on hallway_light)"} <= set(map(str, agent.facts("switched_on")))
-    assert "(switched_on kitchen_light)" not in map(str, agent.facts("switched_on"))
-
-
-def test_an_observation_is_read_without_the_writers_lock(agent: Agent) -> None:
-    """Like a tell (issue 21 item 14), exploration's LLM reading of an observation held the writers' lock for its
-    whole LLM call: a plain change waits no longer, and the edits are applied to the graph as it is then."""
-    asked, answer = threading.Event(), threading.Event()
-
-    def slow(messages: list[dict]) -> str:
-        asked.set()
-        answer.wait(60)
-        return json.dumps({"init": {"delete": ["(switched_on kitchen_light)"]}})
-
-    agent._llm = ScriptedLLM([slow])
-    read: list = []
-    reading = threading.Thread(target=lambda: read.append(agent.read_observation("The kitchen light is off.")))
-    reading.start()
-    assert asked.wait(60)
-    plain = threading.Thread(target=agent.change, kwargs={"add": ["(switched_on hallway_light)"], "note": "plain"})
-    plain.start()
-    plain.join(60)  # a bound against a deadlock, not a timing
-    waited = plain.is_alive()
-    answer.set()
-    reading.join(60)
-    assert not waited, "the plain change waited for the observation's LLM call"
-    assert read and read[0].change is not None, read
+    asking.join(60)
+    assert not waited, "the plain change waited for the LLM call"
+    assert done and done[0].change is not None, done
+    assert [c.delta.text for c in agent.history(2)][1] == "plain"
     on = set(map(str, agent.facts("switched_on")))
     assert "(switched_on hallway_light)" in on and "(switched_on kitchen_light)" not in on
 
