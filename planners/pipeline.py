@@ -15,12 +15,13 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field, fields
 
-from kgplan.domains.formula import Formula, parse_formula
+from kgplan.domains.formula import Formula, Quantified, children, parse_formula
 from kgplan.domains.sexpr import PDDLError, read
 from kgplan.domains.verify import check_goal
 from kgplan.errors import InputError
 from kgplan.graph.check import check_graph
 from kgplan.graph.world import WorldGraph
+from kgplan.planners.budget import Budget, Exhausted, bounded, check_instances
 from kgplan.planners.engines import PLANNERS
 from kgplan.planners.problem import Task
 from kgplan.planners.relevance import Relevance
@@ -80,22 +81,51 @@ def parse_goal(text: str, graph: WorldGraph, objects: dict[str, str]) -> Formula
 def plan(graph: WorldGraph, goal_text: str, *, planner: str = "fd", timeout: float = 60.0,
          prune: bool = True, memory_mb: int = 4096, progress: Callable[[str], None] = lambda _: None) -> PlanReport:
     """Plan for a PDDL goal on the graph's current state; the plan is remembered for `run`. `progress` is
-    told each phase: the state read, each pruned state (its level, widening) and each planner call."""
+    told each phase: the state read, each pruned state (its level, widening) and each planner call.
+    `timeout` and `memory_mb` bound the whole call: grounding the goal and pruning count against them (a
+    TIMEOUT or MEMOUT report), the planner gets what is left; a goal whose grounding would pass the memory
+    cap is refused (InputError) before it starts."""
     check_limits(timeout, memory_mb)  # before the state is read
-    prepare(planner)  # the planner's process gets ready while the domain and the state are read, and pruned
-    domain = graph.domain
-    prepare(planner, domain)
-    with _gc_paused():
-        objects, atoms, numbers = graph.snapshot()
-        state = State(domain, objects, atoms, numbers)
-    progress(f"read the state: {len(objects)} objects, {len(state.facts)} facts")
-    goal = parse_goal(goal_text, graph, objects)
-    report = PlanReport(goal=goal_text, status=Status.ERROR, planner=planner, facts_full=len(state.facts))
+    with bounded(timeout, memory_mb) as budget:
+        prepare(planner)  # the planner's process gets ready while the domain and the state are read, and pruned
+        domain = graph.domain
+        prepare(planner, domain)
+        with _gc_paused():
+            objects, atoms, numbers = graph.snapshot()
+            state = State(domain, objects, atoms, numbers)
+        progress(f"read the state: {len(objects)} objects, {len(state.facts)} facts")
+        goal = parse_goal(goal_text, graph, objects)
+        check_instances("the goal", instances(goal, state), memory_mb)
+        report = PlanReport(goal=goal_text, status=Status.ERROR, planner=planner, facts_full=len(state.facts))
+        notes: list[str] = []
+        try:
+            _plan(report, graph, state, objects, goal, prune, budget, notes, progress)
+        except Exhausted as e:
+            report.status, report.plan = Status(e.status), []
+            notes.append(str(e))
+    report.message = "; ".join(notes)
+    return report
+
+
+def instances(f: Formula, state: State) -> int:
+    """How many ground instances of its parts a formula's quantifiers make over `state`'s objects (at least 1)."""
+    if isinstance(f, Quantified):
+        n = 1
+        for p in f.params:
+            n *= len(state.of_type(p.types))
+        return n * instances(f.body, state)
+    return max(1, sum(instances(g, state) for g in children(f)))
+
+
+def _plan(report: PlanReport, graph: WorldGraph, state: State, objects: dict[str, str], goal: Formula, prune: bool,
+          budget: Budget, notes: list[str], progress: Callable[[str], None]) -> None:
+    """`plan` within the budget set for it: fills `report`, its message's parts in `notes`."""
+    domain, numbers, planner = graph.domain, state.numbers, report.planner
     if state.holds(goal):
-        report.status, report.message = Status.SOLVED, "the goal already holds: nothing to do"
-        remember(graph, goal_text, report.plan)
-        return report
-    notes: list[str] = []
+        report.status = Status.SOLVED
+        notes.append("the goal already holds: nothing to do")
+        remember(graph, report.goal, report.plan)
+        return
     if prune and PLANNERS[planner].optimal:  # a pruned state may lack the objects of a cheaper plan
         prune = False
         notes.append(f"{planner} is optimal: it plans on the full state (pruning does not keep optimality)")
@@ -109,24 +139,22 @@ def plan(graph: WorldGraph, goal_text: str, *, planner: str = "fd", timeout: flo
             if not pruned.reachable:
                 notes.append(f"pruned state ({pruned.level}): goal not relaxed-reachable")
                 progress("the goal is not relaxed-reachable on it: widening")
-            elif _attempt(report, state, Task(domain, pruned.objects, pruned.facts, goal, numbers), planner, timeout,
-                          memory_mb, f"pruned ({pruned.level})", notes, progress):
+            elif _attempt(report, state, Task(domain, pruned.objects, pruned.facts, goal, numbers), planner,
+                          budget, f"pruned ({pruned.level})", notes, progress):
                 break
             report.widenings += 1
             if report.status in (Status.TIMEOUT, Status.MEMOUT):  # a wider pruned task would not be faster
                 break
             t = time.perf_counter()
-    if not report.solved:
+    if not report.solved and report.status != Status.TIMEOUT:  # after a timeout, no time is left
         report.fallback = prune
         report.used_full_state = True
-        _attempt(report, state, Task(domain, objects, set(state.facts), goal, numbers), planner, timeout, memory_mb,
+        _attempt(report, state, Task(domain, objects, set(state.facts), goal, numbers), planner, budget,
                  "full", notes, progress)
     if report.status == Status.UNSOLVABLE:
         notes.extend(_why_unsolvable(graph))
-    report.message = "; ".join(notes)
     if report.solved:
-        remember(graph, goal_text, report.plan)
-    return report
+        remember(graph, report.goal, report.plan)
 
 
 def _why_unsolvable(graph: WorldGraph, most: int = 5) -> list[str]:
@@ -150,11 +178,12 @@ def _gc_paused() -> Iterator[None]:
             gc.enable()
 
 
-def _attempt(report: PlanReport, state: State, task: Task, planner: str, timeout: float, memory_mb: int,
-             name: str, notes: list[str], progress: Callable[[str], None]) -> bool:
-    """Plan on one task, checking the plan on the full state; whether it gave a valid plan."""
+def _attempt(report: PlanReport, state: State, task: Task, planner: str, budget: Budget, name: str,
+             notes: list[str], progress: Callable[[str], None]) -> bool:
+    """Plan on one task, in the time left to the call, checking the plan on the full state; whether it gave a
+    valid plan."""
     progress(f"{planner} on the {name} state")
-    result = solve(task, planner, timeout, memory_mb)
+    result = solve(task, planner, budget.left(), budget.memory_mb)
     report.seconds += result.seconds
     report.planner_cpu_seconds += result.cpu_seconds
     report.planner_peak_mb = max(report.planner_peak_mb, result.peak_mb)

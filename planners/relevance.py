@@ -45,6 +45,7 @@ from kgplan.domains.formula import (
     quantifiers,
 )
 from kgplan.domains.model import Action, Domain
+from kgplan.planners.budget import tick
 from kgplan.planners.state import Binding, State, ground
 
 Pattern = tuple[str | None, ...]
@@ -322,6 +323,7 @@ class _Explorer:
         b = b or {}
         free = [p for p in params if p.name not in b]
         if not free:
+            tick()
             yield b
             return
         for o in self.of_type(free[0].types):
@@ -340,6 +342,7 @@ class _Explorer:
               allowed: dict[str, set[str]] | None = None) -> Iterator[Binding]:
         """Extend `b` so that every atom matches a reached fact (the most selective atom first)."""
         if not atoms:
+            tick()
             yield b
             return
         i = min(range(len(atoms)), key=lambda j: self._count(atoms[j], b)) if len(atoms) > 1 else 0

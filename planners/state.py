@@ -22,6 +22,7 @@ from kgplan.domains.formula import (
 )
 from kgplan.domains.model import TOTAL_COST, Action, Domain
 from kgplan.errors import InputError
+from kgplan.planners.budget import tick
 
 Binding = dict[str, str]
 
@@ -139,6 +140,7 @@ class State:
         first, rest = params[0], params[1:]
         for o in self.of_type(first.types):
             for tail in self.bindings(rest):
+                tick()
                 yield {first.name: o, **tail}
 
     def failed_conjunct(self, f: Formula, b: Binding | None = None) -> str | None:

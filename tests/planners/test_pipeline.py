@@ -19,7 +19,7 @@ from kgplan.planners.execute import execute
 from kgplan.planners.pipeline import last_plan, plan
 from kgplan.planners.problem import Task
 from kgplan.planners.relevance import Relevance
-from kgplan.planners.solve import solve, validate
+from kgplan.planners.solve import Status, solve, validate
 from kgplan.planners.state import State, Step, simulate
 from tests.conftest import DATA, HOUSEHOLD, l3mp_runs, run_steps
 
@@ -268,3 +268,36 @@ def test_an_unsolvable_plan_names_what_the_graph_lacks(world: WorldGraph) -> Non
     r = plan(world, "(switched_on hallway_light)", prune=False)
     assert r.status == "unsolvable", r.message
     assert "the graph may be why: robot has none of" in r.message, r.message
+
+
+# ---- the plan call's limits bound goal grounding and pruning too -------------------------------------------
+EXPLOSIVE = DATA / "explosive"  # one action with eight parameters over 30 objects
+NO_PAIR = "(exists ({}- object) (and (= ?a ?b) (not (= ?a ?b))))"  # never true: every binding is tried
+
+
+def test_a_goal_whose_grounding_would_explode_is_refused_with_its_count(tmp_path: Path) -> None:
+    runner = CliRunner()
+    store = ["--store", f"sqlite:{tmp_path / 'x.db'}"]
+    assert runner.invoke(app, [*store, "init", "--problem", str(HOUSEHOLD / "world.pddl")]).exit_code == 0
+    goal = NO_PAIR.format("?a ?b ?c ?d ?e ?f ")
+    res = runner.invoke(app, [*store, "plan", "--timeout", "2", "--goal", goal])
+    with open_graph(f"sqlite:{tmp_path / 'x.db'}") as g:
+        n = len(full_state(g).objects)
+    count = 2 * n**6  # two equalities under six variables
+    assert res.exit_code != 0 and f"the goal would need {count:,} ground instances" in " ".join(res.output.split())
+
+
+def test_goal_grounding_counts_against_the_timeout(world: WorldGraph) -> None:
+    """Four variables over the household world: 13.5M bindings, under the cap of 20 GB, past one second."""
+    r = plan(world, NO_PAIR.format("?a ?b ?c ?d "), timeout=1, memory_mb=20_000)
+    assert r.status == Status.TIMEOUT and "goal grounding and pruning ran past the timeout (1 s)" in r.message
+
+
+def test_pruning_counts_against_the_timeout(tmp_path: Path) -> None:
+    runner = CliRunner()
+    store = ["--store", f"sqlite:{tmp_path / 'w.db'}"]
+    res = runner.invoke(app, [*store, "init", "--domain", str(EXPLOSIVE), "--problem", str(EXPLOSIVE / "p01.pddl")])
+    assert res.exit_code == 0, res.output
+    res = runner.invoke(app, [*store, "plan", "--timeout", "2", "--goal", "(done)", "--json"])
+    data = json.loads(res.stdout)
+    assert data["status"] == "timeout" and "pruning ran past the timeout (2 s)" in data["message"], data
