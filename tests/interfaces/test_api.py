@@ -21,6 +21,7 @@ from kgplan.graph.model import Entity
 from kgplan.interfaces.api import ErrorOut, Limits, check_exposure, create_app, is_loopback, serving
 from kgplan.interfaces.cli import app as cli
 from kgplan.language.llm import ScriptedLLM
+from tests.conftest import DATA
 
 LOCAL = "http://127.0.0.1"  # TestClient's own host name, testserver, is not this machine's
 
@@ -291,6 +292,20 @@ def test_reads_answer_while_a_tell_waits_for_the_llm(client: TestClient, agent: 
         release.set()
     assert wait(client, job)["status"] == "done"
     assert client.get("/api/history").json()[0]["text"] == "Omar switched the kitchen light off"
+
+
+def test_reads_answer_while_a_plan_job_prunes_past_its_timeout(tmp_path: Path) -> None:
+    """One action with eight parameters over 30 objects: pruning would never end; the job ends at its timeout
+    with a TIMEOUT report, and reads answer meanwhile."""
+    explosive = DATA / "explosive"
+    with Agent(f"sqlite:{tmp_path / 'wide.db'}", llm=ScriptedLLM()) as agent:
+        agent.init(str(explosive), explosive / "p01.pddl")
+        client = TestClient(create_app(agent), base_url=LOCAL)
+        job = client.post("/api/jobs/plan", json={"goal": "(done)", "timeout": 2}).json()
+        assert [client.get(p).status_code for p in ("/api/entities", "/api/facts", "/api/history")] == [200] * 3
+        assert client.get(f"/api/jobs/{job['id']}").json()["status"] == "running"
+        result = wait(client, job)["result"]
+        assert result["status"] == "timeout" and "pruning ran past the timeout (2 s)" in result["message"], result
 
 
 def test_entity_list_shows_another_process_changes_at_once(client: TestClient, agent: Agent) -> None:
