@@ -596,8 +596,8 @@ def plan(
     = None,
     planner: Annotated[PLANNERS.choice, typer.Option(help="The planner (`kgplan list planners` says what each is).")
                        ] = "fd",
-    timeout: Annotated[float, typer.Option(help="Seconds per planner call.")] = 60.0,
-    memory: Annotated[int, typer.Option(min=1, help="Memory cap for the planner in MB.")] = 4096,
+    timeout: Annotated[float, typer.Option(help="Seconds for the whole plan call.")] = 60.0,
+    memory: Annotated[int, typer.Option(min=1, help="Memory cap in MB (planner, grounding, pruning).")] = 4096,
     prune: Annotated[bool, typer.Option(help="Plan on the relevance-pruned state first.")] = True,
     explain: Annotated[bool, typer.Option(help="Also print the problem file the planner answered on, saying "
                                                "whether that was the pruned or the full state.")] = False,

@@ -301,3 +301,10 @@ def test_pruning_counts_against_the_timeout(tmp_path: Path) -> None:
     res = runner.invoke(app, [*store, "plan", "--timeout", "2", "--goal", "(done)", "--json"])
     data = json.loads(res.stdout)
     assert data["status"] == "timeout" and "pruning ran past the timeout (2 s)" in data["message"], data
+
+
+def test_pruning_counts_against_the_memory_cap(tmp_path: Path) -> None:
+    with open_graph(f"sqlite:{tmp_path / 'w.db'}") as g:
+        g.init(Domain.load(EXPLOSIVE), problem=Problem.parse((EXPLOSIVE / "p01.pddl").read_text()))
+        r = plan(g, "(done)", timeout=600, memory_mb=64)
+    assert r.status == Status.MEMOUT and "pruning grew past the memory cap (64 MB)" in r.message
