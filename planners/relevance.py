@@ -134,10 +134,7 @@ class Relevance:
         if not full.run(goal):
             yield Pruned({}, set(), LEVELS[0], reachable=False)
             return
-        plan, lits = full.extract(goal)
-        keep = base | {a for _, args in plan for a in args} | {a for (_, args), _ in lits for a in args}
-        keep |= {o for name, _ in plan for q in self._quantified(name) for p in q.params
-                 for o in full.of_type(p.types)}
+        keep = base | self._restoring(state, goal, full, patterns, bindings)
         near = keep | {a for o in keep for _, args in state.about(o) for a in args}
         wider = near | {a for _, args in full.fired for a in args}
         for level, objects in zip(LEVELS, (keep, near, wider), strict=True):
@@ -145,6 +142,61 @@ class Relevance:
             sub = State(self.domain, pruned.objects, pruned.facts)
             pruned.reachable = _Explorer(self.domain, sub, patterns, bindings).run(goal)
             yield pruned
+
+    def _restoring(self, state: State, goal: Formula, full: _Explorer,
+                   patterns: dict[tuple[str, bool], list[Pattern]], bindings: dict[str, list[Binding]]) -> set[str]:
+        """The objects of the relaxed plan, and of relaxed plans that restore the goal literals it
+        undoes: a goal literal that holds already but that a relaxed-plan action can delete (washing
+        makes a dry cloth wet) must be achieved again after that action in any plan that uses it,
+        which the delete relaxation does not see. Such literals are made false in the state (with
+        what the undoing actions add) and a relaxed plan achieving them is extracted, until no
+        relaxed plan undoes another goal literal."""
+        goal_lits: list[Lit] = []
+        full.support(goal, {}, True, goal_lits)
+        held = {lit for lit in goal_lits if full.lit_level(lit) == 0}
+        undone: set[Lit] = set()
+        explorer, target, objects, after = full, goal, set(), state.copy()
+        while True:
+            plan, lits = explorer.extract(target)
+            objects |= {a for _, args in plan for a in args} | {a for (_, args), _ in lits for a in args}
+            objects |= {o for name, _ in plan for q in self._quantified(name) for p in q.params
+                        for o in full.of_type(p.types)}
+            undoers = {lit: u for lit in held - undone if (u := self._undoers(plan, lits, state, lit))}
+            if not undoers:
+                return objects
+            undone |= undoers.keys()
+            for b, effects in chain.from_iterable(undoers.values()):  # what the undoing actions add
+                for e in effects:
+                    if e.add and not e.params and all(a in b for a in e.atom.args if a.startswith("?")):
+                        after.add(ground(e.atom, b))
+            flipped = after.copy()
+            for atom, pos in undone:
+                (flipped.discard if pos else flipped.add)(atom)
+            explorer = _Explorer(self.domain, flipped, patterns, bindings)
+            target = And(tuple(atom if pos else Not(atom) for atom, pos in
+                               ((Atom(p, args), pos) for (p, args), pos in sorted(undone))))
+            if not explorer.run(target):  # no way back once undone: what the first plan names must do
+                return objects
+
+    def _undoers(self, plan: list[Key], lits: set[Lit], state: State,
+                 lit: Lit) -> list[tuple[Binding, tuple[Effect, ...]]]:
+        """The actions of `plan` (binding, effects) with an effect that falsifies `lit` when its
+        condition's literals hold in `state` or are used by the relaxed plan (`lits`)."""
+        (pred, args), pos = lit
+        out = []
+        for name, values in plan:
+            act = self.domain.actions[name]
+            b = dict(zip((p.name for p in act.params), values, strict=True))
+            for e in act.effects:
+                if e.atom.predicate != pred or e.add == pos or not _subsumes(_pattern(e.atom, b), args):
+                    continue
+                eb = b | {v: a for v, a in zip(e.atom.args, args, strict=True) if v.startswith("?")}
+                ground_condition = [(ground(a, eb), p) for a, p in _required(e.condition)
+                                    if all(v in eb for v in a.args if v.startswith("?"))]
+                if all((g in state.facts) == p or (g, p) in lits for g, p in ground_condition):
+                    out.append((b, act.effects))
+                    break
+        return out
 
     def _quantified(self, act: str) -> list[Quantified]:
         a = self.domain.actions[act]

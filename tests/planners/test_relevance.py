@@ -185,6 +185,48 @@ def test_laundry_task_shaped_like_the_held_out_failure(tmp_path: Path, household
         f"(define (problem p) (:domain household) (:goal (and {goal})))").goal) is None
 
 
+PAINT = """
+(define (domain paint)
+  (:requirements :strips :typing)
+  (:types room item table oven - object)
+  (:predicates (robot-at ?r - room) (link ?a ?b - room) (table-in ?t - table ?r - room)
+               (oven-in ?o - oven ?r - room) (on ?i - item ?t - table) (holding ?i - item)
+               (painted ?i - item) (dry ?i - item))
+  (:action move :parameters (?a ?b - room)
+    :precondition (and (robot-at ?a) (link ?a ?b)) :effect (and (robot-at ?b) (not (robot-at ?a))))
+  (:action pick :parameters (?i - item ?t - table ?r - room)
+    :precondition (and (on ?i ?t) (table-in ?t ?r) (robot-at ?r))
+    :effect (and (holding ?i) (not (on ?i ?t))))
+  (:action place :parameters (?i - item ?t - table ?r - room)
+    :precondition (and (holding ?i) (table-in ?t ?r) (robot-at ?r))
+    :effect (and (on ?i ?t) (not (holding ?i))))
+  (:action paint :parameters (?i - item)
+    :precondition (holding ?i) :effect (and (painted ?i) (not (dry ?i))))
+  (:action bake :parameters (?i - item ?o - oven ?r - room)
+    :precondition (and (holding ?i) (oven-in ?o ?r) (robot-at ?r)) :effect (dry ?i)))
+"""
+
+PAINT_PROBLEM = """
+(define (problem paint1) (:domain paint)
+  (:objects hall shop - room bench - table kiln - oven chair - item)
+  (:init (robot-at hall) (link hall shop) (link shop hall) (table-in bench hall) (oven-in kiln shop)
+         (on chair bench) (dry chair))
+  (:goal (and (painted chair) (dry chair) (on chair bench))))
+"""
+
+
+def test_pruning_keeps_what_restores_goal_facts_the_relaxed_plan_undoes() -> None:
+    """The chair is dry and on the bench already; painting it (held) makes it wet and picking it
+    up takes it off the bench. The delete relaxation sees neither, so the relaxed plan named no
+    oven nor the room it stands in: the relaxed-plan pruning must keep them, and solve the task."""
+    domain, problem = Domain.parse(PAINT, "domain"), Problem.parse(PAINT_PROBLEM, "problem")
+    state = State(domain, problem.objects, list(problem.init))
+    first = Relevance(domain).prune(state, problem.goal)
+    assert {"kiln", "shop"} <= first.objects.keys()
+    r = solve(Task(domain, first.objects, first.facts, problem.goal), timeout=30)
+    assert r.solved and simulate(state.copy(), r.plan, problem.goal) is None
+
+
 def _domain_problems() -> list:
     return [pytest.param(p, id=f"{p.parent.name}/{p.stem}") for p in sorted(DOMAINS.glob("*/p*.pddl"))] or [
         pytest.param(None, marks=pytest.mark.skip(reason="tests/domains/ is not in this checkout"))]
