@@ -36,7 +36,6 @@ if TYPE_CHECKING:
     from kgplan.planners.state import Step
 
 Progress = Callable[[str], None]
-MAX_ID = 2**63 - 1  # the largest change id a store can hold (a 64-bit integer)
 
 
 def quiet(_: str) -> None:
@@ -217,12 +216,11 @@ class Agent:
         provenance and the first few items of each list of its delta (`sizes` gives the totals)."""
         if limit is not None and limit < 1:
             raise InputError("limit must be 1 or more")
-        limit = limit if limit is None else min(limit, MAX_ID)  # more than there can be: all
-        return self.graph.changes(limit, before if before is None else min(before, MAX_ID))
+        return self.graph.changes(limit, before)  # ids and limits beyond what a store holds: see WorldGraph
 
     def diff(self, change_id: int, offset: int = 0, limit: int | None = 1000) -> ChangeSlice:
         """One change with items [offset, offset + limit) of each list of its delta."""
-        if (c := self.graph.change_slice(_stored_id(change_id), offset, limit)) is None:
+        if (c := self.graph.change_slice(change_id, offset, limit)) is None:
             raise NotFound(f"no change with id {change_id}")
         return c
 
@@ -303,7 +301,7 @@ class Agent:
     def undo(self, change_id: int) -> Change:
         """Apply the inverse of a change as a new change (NotFound if there is no such change)."""
         with self.writes:
-            return self.graph.undo(_stored_id(change_id))
+            return self.graph.undo(change_id)
 
     # ---- language -----------------------------------------------------------------------------
     def _retrieve(self, text: str, whole: bool = False, depth: int = 1) -> Retrieval:
@@ -430,13 +428,6 @@ class Agent:
             done = execute(self.graph, steps, f"plan for {goal}")
             mark_ran(self.graph, goal, steps, done.changes)
             return goal, len(steps), done
-
-
-def _stored_id(change_id: int) -> int:
-    """A change id a store can hold (a positive 64-bit integer); NotFound for any other: there is no such change."""
-    if not 0 < change_id <= MAX_ID:
-        raise NotFound(f"no change with id {change_id}")
-    return change_id
 
 
 def _fact(f: str | Fact) -> Fact:

@@ -361,8 +361,8 @@ def gloss(domain: Domain, group: MutexGroup) -> str:
     (part,) = group.parts
     params = domain.predicates[part.predicate].params
     words = [f"?{_VARIABLES[i]}" for i in range(len(params))]
-    text = domain.gloss(part.predicate)
-    text = text.format(*words) if "{" in text else f"({part.predicate} {' '.join(words)})"
+    text = domain.gloss(part.predicate, words) if "{" in domain.gloss(part.predicate) else (
+        f"({part.predicate} {' '.join(words)})")
 
     def named(i: int) -> str:
         return f"{' or '.join(params[i].types)} {words[i]}"

@@ -38,7 +38,7 @@ from kgplan.errors import DomainError, InputError, NotFound
 from kgplan.files import read_text
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterable
+    from collections.abc import Callable, Iterable, Sequence
 
     from kgplan.domains.invariants import MutexGroup, Synthesis
 
@@ -427,10 +427,16 @@ class Domain:
         ]
 
     # ---- metadata -------------------------------------------------------------------------------
-    def gloss(self, predicate: str) -> str:
-        """English gloss of a predicate from domain.toml, or a readable default."""
-        g = self.meta.get("predicates", {}).get(predicate, {}).get("gloss")
-        return g or predicate.replace("_", " ")
+    def gloss(self, predicate: str, words: Sequence[str] | None = None) -> str:
+        """English gloss of a predicate from domain.toml, or a readable default; with `words`, its places
+        ({0}, {1}, ...) filled with them (a gloss whose braces are not its places is given as it is)."""
+        g = self.meta.get("predicates", {}).get(predicate, {}).get("gloss") or predicate.replace("_", " ")
+        if words is None:
+            return g
+        try:
+            return g.format(*words)
+        except (IndexError, KeyError, ValueError):
+            return g
 
     @cached_property
     def invariants(self) -> list[MutexGroup]:

@@ -297,10 +297,7 @@ def said(dom: Domain, predicate: str, args: Sequence[str] | None = None) -> str:
     pred = dom.predicates.get(predicate)
     if args is None:
         args = [f"<{' or '.join(p.types)}>" for p in pred.params] if pred else []
-    try:
-        return dom.gloss(predicate).format(*args)
-    except (IndexError, KeyError, ValueError):  # a gloss whose braces are not its arguments
-        return dom.gloss(predicate)
+    return dom.gloss(predicate, args)
 
 
 @app.command()

@@ -81,8 +81,8 @@ def domain_out(d: Domain) -> DomainOut:
         return [ParamOut(name=p.name, types=list(d.reduce_types(p.types))) for p in ps]
 
     def predicates(ps: dict[str, Any]) -> list[PredicateOut]:
-        return [PredicateOut(name=p.name, params=params(p.params), gloss=d.gloss(p.name).format(
-            *(a.name for a in p.params))) for p in ps.values()]
+        return [PredicateOut(name=p.name, params=params(p.params), gloss=d.gloss(p.name, [a.name for a in p.params]))
+                for p in ps.values()]
 
     return DomainOut(name=d.name, types=d.types, predicates=predicates(d.predicates),
                      functions=predicates(d.functions),

@@ -44,7 +44,7 @@ def action_text(step: Step, templates: Mapping[str, str]) -> str:
 
 def goal_text(domain: Domain, goal: Formula) -> str:
     """A goal's atoms in words (domain.toml's glosses), joined by "and"."""
-    return " and ".join(domain.gloss(a.predicate).format(*(x.replace("_", " ") for x in a.args)) for a in atoms(goal))
+    return " and ".join(domain.gloss(a.predicate, [x.replace("_", " ") for x in a.args]) for a in atoms(goal))
 
 
 @dataclass
