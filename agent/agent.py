@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from kgplan.planners.mcts.search import Decision
     from kgplan.planners.pipeline import PlanReport
     from kgplan.planners.state import Step
+    from kgplan.planners.whynot import WhyNot
 
 Progress = Callable[[str], None]
 
@@ -372,6 +373,26 @@ class Agent:
         return plan(self.graph, goal, planner=planner, timeout=timeout, prune=prune, memory_mb=memory_mb,
                     progress=progress)
 
+    def why(self, goal: str, *, planner: str = "fd", timeout: float = 60.0,
+            progress: Progress = quiet) -> tuple[PlanReport | None, WhyNot | None, PlanReport | None]:
+        """Why a PDDL goal cannot be reached: the plan report (None for a goal refused for names not in the graph),
+        the causes and the closest goal that can be reached (None if the goal was solved), and that goal's own plan
+        (kept for `run`)."""
+        from kgplan.planners.whynot import GoalRefused, WhyNot
+
+        try:
+            r: PlanReport | None = self.plan(goal=goal, planner=planner, timeout=timeout, progress=progress)
+        except GoalRefused as e:
+            if e.why is None:
+                raise
+            r, why = None, e.why
+        else:
+            why = None if r.solved else WhyNot(r.why, r.alternative)
+        if why is None or why.alternative is None:
+            return r, why, None
+        progress(f"planning for the closest goal that can be reached: {why.alternative}")
+        return r, why, self.plan(goal=why.alternative, planner=planner, timeout=timeout, progress=progress)
+
     def belief(self, item: str) -> dict[str, float]:
         """The stored belief over where an item is (empty if none)."""
         from kgplan.planners.mcts.graph_io import read_belief
@@ -417,15 +438,19 @@ class Agent:
         it again is an InputError.
         """
         from kgplan.planners.execute import execute, stale
-        from kgplan.planners.pipeline import last_plan, mark_ran
+        from kgplan.planners.pipeline import last_plan, mark_ran, planned_at
+        from kgplan.planners.whynot import stopped
 
         with self.writes:
             goal, steps = last_plan(self.graph)
             if (failure := stale(self.graph, steps)) is not None:
-                raise InputError(f"the last plan (for {goal}) no longer applies to the graph, nothing was "
-                                 f"executed: {failure}; plan again (`kgplan plan`)")
+                why = stopped(self.graph, steps, failure.step, planned_at(self.graph)) if failure.step else None
+                raise InputError(f"the last plan (for {goal}) no longer applies to the graph, nothing was executed: "
+                                 f"{failure}{'; ' + why.explanation if why else ''}; plan again (`kgplan plan`)")
             progress(f"executing {len(steps)} steps")
             done = execute(self.graph, steps, f"plan for {goal}")
+            if done.failure:  # a change came between the check above and the step
+                done.why = stopped(self.graph, [steps[done.failure.step - 1]], 1, planned_at(self.graph))
             mark_ran(self.graph, goal, steps, done.changes)
             return goal, len(steps), done
 

@@ -11,7 +11,6 @@ from enum import StrEnum
 from typing import Protocol
 
 from kgplan.domains.formula import Equals, Formula, GroundAtom, quantifiers, scoped
-from kgplan.domains.invariants import MutexGroup
 from kgplan.domains.model import NAME_RE, TOTAL_COST, Domain
 from kgplan.errors import InputError
 
@@ -75,6 +74,12 @@ class StateView(Protocol):
 
 def show(atom: GroundAtom) -> str:
     return f"({' '.join((atom[0], *atom[1]))})"
+
+
+def glossed(domain: Domain, atom: GroundAtom) -> str:
+    """An atom as PDDL followed by its predicate's gloss in words, where domain.toml has one."""
+    text = show(atom)
+    return f'{text} ("{domain.gloss(atom[0], list(atom[1]))}")' if "{" in domain.gloss(atom[0]) else text
 
 
 def verify(
@@ -156,11 +161,11 @@ def verify(
     present = view.present(add + remove)
     for atom in remove:
         if atom not in present:
-            issues.append(Issue(IssueKind.ABSENT_FACT, f"cannot remove {show(atom)}: it is not true now",
+            issues.append(Issue(IssueKind.ABSENT_FACT, f"cannot remove {glossed(domain, atom)}: it is not true now",
                                 show(atom)))
     for atom in add:
         if atom in present:
-            issues.append(Issue(IssueKind.PRESENT_FACT, f"cannot add {show(atom)}: it is already true",
+            issues.append(Issue(IssueKind.PRESENT_FACT, f"cannot add {glossed(domain, atom)}: it is already true",
                                 show(atom)))
     if issues:
         return issues
@@ -170,8 +175,7 @@ def verify(
     revealed = {(gi, (e,)) for e, p in unmarked for gi, g in enumerate(domain.invariants) if g.arity == 1
                 for part in g.parts if p in (None, part.predicate)
                 and domain.accepts(domain.predicates[part.predicate].params[part.key_positions[0]].types, types[e])}
-    return _check_invariants(domain.invariants, add, remove, view, set(gone), set(undone), set(marked),
-                             set(unmarked), revealed)
+    return _check_invariants(domain, add, remove, view, set(gone), set(undone), set(marked), set(unmarked), revealed)
 
 
 def _show_mark(mark: Mark) -> str:
@@ -238,7 +242,7 @@ def check_values(domain: Domain, facts: Iterable[tuple[GroundAtom, float | None]
     return out
 
 
-def _check_invariants(groups: list[MutexGroup], add: list[GroundAtom], remove: list[GroundAtom],
+def _check_invariants(domain: Domain, add: list[GroundAtom], remove: list[GroundAtom],
                       view: StateView, dropped: set[str], undone: set[GroundAtom],
                       marked: set[Mark], unmarked: set[Mark], revealed: set[Instance]) -> list[Issue]:
     """Check every mutex group instance the change touches, reading the state in two queries.
@@ -246,7 +250,9 @@ def _check_invariants(groups: list[MutexGroup], add: list[GroundAtom], remove: l
     An instance about a removed entity (in `dropped`) goes with it, and one that held only
     `undone` atoms is given back its state before them: either may be left with none. An
     exactly-one instance is at-most-one while one of its entities is marked unknown for one of its
-    predicates (or as a placeholder); the instances `revealed` by a mark that goes must hold an atom."""
+    predicates (or as a placeholder); the instances `revealed` by a mark that goes must hold an atom. Each issue
+    says the rule, and the facts that break it in words."""
+    groups = domain.invariants
     parts: dict[str, list[tuple[int, tuple[int, ...]]]] = defaultdict(list)
     for gi, g in enumerate(groups):
         for part in g.parts:
@@ -289,19 +295,25 @@ def _check_invariants(groups: list[MutexGroup], add: list[GroundAtom], remove: l
             stale, new = before - removed, added.get((gi, key), set()) - before
             hint = (f"; if {' and '.join(show(a) for a in sorted(new))} is now true, also remove "
                     f"{' and '.join(show(a) for a in sorted(stale))}") if stale and new else ""
+            said = (f"{_words(domain, new)} cannot hold while {_words(domain, stale)} does" if stale and new else
+                    f"{_words(domain, after)} cannot all hold")
             out.append(Issue(IssueKind.INVARIANT,
-                             f"{who} would have {listed} at once, but {g.describe()}{hint}", listed))
+                             f"{who} would have {listed} at once, but {g.describe()}: {said}{hint}", listed))
         elif not g.exactly_one or after or not dropped.isdisjoint(key) or relaxed(gi, key):
             continue
         elif before and not before <= undone:
             gone = " and ".join(show(a) for a in sorted(before))
             out.append(Issue(IssueKind.INVARIANT,
-                             f"removing {gone} leaves {who} with none, but {g.describe()}; "
-                             "say where it is now, or mark it unknown", gone))
+                             f"removing {gone} leaves {who} with none, but {g.describe()}, and "
+                             f"{_words(domain, before)} is all it has; say where it is now, or mark it unknown", gone))
         elif not before and (gi, key) in revealed:
             out.append(Issue(IssueKind.INVARIANT, f"{who} would stop being unknown with none of "
                              f"{', '.join(p.predicate for p in g.parts)}, but {g.describe()}; say which holds"))
     return out
+
+
+def _words(domain: Domain, atoms: Iterable[GroundAtom]) -> str:
+    return " and ".join(glossed(domain, a) for a in sorted(atoms))
 
 
 def _suggest(word: str, choices: Iterable[str]) -> str:

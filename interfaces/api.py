@@ -78,6 +78,7 @@ from kgplan.interfaces.views import (
     entities_out,
     facts_out,
 )
+from kgplan.planners.whynot import GoalRefused
 
 WEB = Path(__file__).parent / "web"
 ID = 2**63 - 1  # the largest change id a store holds
@@ -136,6 +137,8 @@ class ErrorDetail(BaseModel):
     message: str
     issues: list[Issue] = Field(default_factory=list)
     rounds: list[list[str]] = Field(default_factory=list)
+    why: list[views.CauseOut] = Field(default_factory=list)  # a goal refused for names not in the graph
+    alternative: str | None = None  # and the closest goal that can be reached
 
 
 class ErrorOut(BaseModel):
@@ -193,6 +196,8 @@ def problem_of(e: Exception) -> Problem | None:
         return Problem(e.status_code, str(e.detail), e.headers)
     if isinstance(e, RecursionError):
         return Problem(400, "the input is nested too deeply")
+    if isinstance(e, GoalRefused) and e.why:
+        return Problem(400, str(e), why=views.causes_out(e.why.causes), alternative=e.why.alternative)
     if isinstance(e, TellFailed):
         return Problem(422, str(e), rounds=e.rounds)
     if isinstance(e, NotFound):

@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from kgplan.language.update import Outcome
     from kgplan.planners.mcts import Decision
     from kgplan.planners.pipeline import PlanReport
+    from kgplan.planners.whynot import Cause
 
 app = typer.Typer(help=__doc__, no_args_is_help=True, pretty_exceptions_enable=False,
                   context_settings={"help_option_names": ["-h", "--help"]})
@@ -544,10 +545,19 @@ def print_plan(r: PlanReport, explain: bool = False) -> None:
         out.print(f"cost {r.cost:g} (total-cost)", highlight=False)
     if r.message:
         out.print(f"[dim]{r.message}[/dim]", highlight=False)
+    print_why(r.why, r.alternative)
     if explain and r.problem_pddl:
         which = "the full state" if r.used_full_state else f"the pruned state ({r.facts_pruned} facts)"
         out.rule(f"the problem the planner answered: on {which}")
         out.print(r.problem_pddl, highlight=False, markup=False)
+
+
+def print_why(causes: list[Cause], alternative: str | None) -> None:
+    """Why a goal cannot be reached, each cause with its kind, and the closest goal that can."""
+    for c in causes:
+        out.print(f"[yellow]why not:[/yellow] {escape(f'[{c.kind}]')} {escape(c.explanation)}", highlight=False)
+    if alternative:
+        out.print(f"[cyan]the closest goal that can be reached:[/cyan] {escape(alternative)}", highlight=False)
 
 
 def decide(d: Decision, as_json: bool) -> None:
@@ -674,7 +684,45 @@ def run_plan() -> None:
         if result.failure:
             err.print(f"[red]stopped:[/red] {escape(str(result.failure))}; replan with `kgplan plan --goal ...`",
                       highlight=False)
+            if result.why:
+                err.print(f"[yellow]why:[/yellow] {escape(result.why.explanation)}", highlight=False)
             raise typer.Exit(1)
+
+    run_guarded(go)
+
+
+@app.command()
+def why(
+    goal: Annotated[str, typer.Argument(help='A PDDL goal, e.g. "(person_at omar bedroom)".')],
+    planner: Annotated[PLANNERS.choice, typer.Option(help="The planner (`kgplan list planners`).")] = "fd",
+    timeout: Annotated[float, typer.Option(help="Seconds for each plan call (the goal, then the closest one).")]
+    = 60.0,
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object instead.")] = False,
+) -> None:
+    """Why a goal cannot be reached from the graph's state (its facts that no action reaches and their first missing
+    link, the invariants it contradicts, the names or facts the graph lacks), and the closest goal that can be
+    reached, planned (`kgplan run` runs that plan). Exit status 2 if the goal cannot be reached."""
+
+    def go() -> None:
+        with agent() as a:
+            r, w, alt = a.why(goal, planner=str(planner), timeout=timeout)
+        if as_json:
+            sys.stdout.write(json.dumps({"goal": goal, "solved": w is None,
+                                         "why": [c.to_json() for c in w.causes] if w else [],
+                                         "alternative": w.alternative if w else None,
+                                         "alternative_plan": alt.to_json() if alt else None}) + "\n")
+        elif w is None:
+            out.print("[green]nothing stops it[/green]: the goal can be reached (`kgplan run` runs the plan)")
+            if r is not None:
+                print_plan(r)
+        else:
+            print_why(w.causes, None)
+            if alt is not None:
+                out.print(f"[cyan]the closest goal that can be reached:[/cyan] {escape(w.alternative or '')}",
+                          highlight=False)
+                print_plan(alt)
+        if w is not None:
+            raise typer.Exit(2)
 
     run_guarded(go)
 

@@ -15,6 +15,7 @@ from kgplan.games import GAMES
 from kgplan.graph.model import Change, ChangeSlice, Entity, Fact, Unknown
 from kgplan.planners.engines import PLANNERS
 from kgplan.planners.solve import Status
+from kgplan.planners.whynot import Cause
 
 EXPECTED = (KgplanError, ValidationError)  # a user's mistake, a failing store or LLM: not a bug
 
@@ -120,6 +121,20 @@ class StepOut(BaseModel):
     remove: list[FactOut]
 
 
+class CauseOut(BaseModel):
+    """One reason a goal cannot be reached (or a plan's step cannot run)."""
+
+    kind: str = Field(description="missing_object, unreachable, blocked_precondition, invariant, missing_fact, graph, "
+                                  "together or changed")
+    literal: str = Field(description="The goal literal (or the step's precondition) it is about, as PDDL")
+    explanation: str = Field(description="The reason in English")
+    blocker: str | None = Field(None, description="The first missing link: a fact, a type or a name")
+
+
+def causes_out(causes: list[Cause]) -> list[CauseOut]:
+    return [CauseOut(**c.to_json()) for c in causes]
+
+
 class PlanOut(BaseModel):
     goal: str
     status: Status
@@ -130,6 +145,8 @@ class PlanOut(BaseModel):
     used_full_state: bool
     message: str
     report: dict[str, Any] = Field(description="Every measurement of the planning run")
+    why: list[CauseOut] = Field(default_factory=list, description="Why the goal cannot be reached, when it cannot")
+    alternative: str | None = Field(None, description="The closest goal that can be reached, when the goal cannot")
 
 
 class DecisionOut(BaseModel):
@@ -171,6 +188,7 @@ class RunOut(BaseModel):
     changes: list[int]
     done: bool
     failure: str | None
+    why: CauseOut | None = None  # the stopped step's unmet precondition and the changes that made it so
 
 
 def fact_out(f: Fact) -> FactOut:
@@ -249,7 +267,8 @@ def do_plan(agent: Agent, body: PlanIn, progress: Progress) -> PlanOut:
              for s, (a, d) in zip(r.plan, agent.effects(r.plan), strict=True)]
     return PlanOut(goal=r.goal, status=r.status, planner=r.planner, plan=[str(s) for s in r.plan], steps=steps,
                    seconds=r.seconds,
-                   used_full_state=r.used_full_state, message=r.message, report=r.to_json())
+                   used_full_state=r.used_full_state, message=r.message, report=r.to_json(), why=causes_out(r.why),
+                   alternative=r.alternative)
 
 
 def do_decide(agent: Agent, body: DecideIn, progress: Progress) -> DecisionOut:
@@ -274,6 +293,7 @@ def do_explore(body: ExploreIn, progress: Progress) -> ExploreOut:
 
 def do_run(agent: Agent, progress: Progress) -> RunOut:
     goal, n, e = agent.run(progress)
-    return RunOut(goal=goal, steps=n, changes=e.changes, done=e.done, failure=str(e.failure) if e.failure else None)
+    return RunOut(goal=goal, steps=n, changes=e.changes, done=e.done, failure=str(e.failure) if e.failure else None,
+                  why=causes_out([e.why])[0] if e.why else None)
 
 

@@ -12,6 +12,7 @@ from kgplan.graph.model import Delta, Fact
 from kgplan.graph.store import Tx
 from kgplan.graph.world import WorldGraph
 from kgplan.planners.state import Failure, PlanError, State, Step, simulate
+from kgplan.planners.whynot import Cause
 
 
 @dataclass
@@ -20,6 +21,7 @@ class Execution:
 
     changes: list[int] = field(default_factory=list)
     failure: Failure | None = None
+    why: Cause | None = None  # the failing step's unmet precondition and what changed it (planners/whynot.py)
 
     @property
     def done(self) -> bool:

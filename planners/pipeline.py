@@ -17,9 +17,8 @@ from dataclasses import dataclass, field, fields
 
 from kgplan.domains.formula import Formula, Quantified, children, parse_formula
 from kgplan.domains.sexpr import PDDLError, read
-from kgplan.domains.verify import check_goal
+from kgplan.domains.verify import IssueKind, check_goal
 from kgplan.errors import InputError
-from kgplan.graph.check import check_graph
 from kgplan.graph.world import WorldGraph
 from kgplan.planners.budget import Budget, Exhausted, bounded, check_instances
 from kgplan.planners.engines import PLANNERS
@@ -27,6 +26,7 @@ from kgplan.planners.problem import Task
 from kgplan.planners.relevance import Relevance
 from kgplan.planners.solve import PlanResult, Status, check_limits, prepare, solve
 from kgplan.planners.state import State, Step, simulate
+from kgplan.planners.whynot import Cause, GoalRefused, contradictions, explain, explain_graph
 
 LAST_PLAN = "last_plan"
 
@@ -50,6 +50,8 @@ class PlanReport:
     fallback: bool = False  # pruning was tried and the full state had to answer
     message: str = ""
     cost: float | None = None  # the plan's (total-cost) under :action-costs
+    why: list[Cause] = field(default_factory=list)  # an unsolvable goal's causes (planners/whynot.py)
+    alternative: str | None = None  # the closest goal that can be reached (relaxed-reachable), as PDDL
     task: Task | None = field(default=None, repr=False)  # the attempt that produced the answer
 
     @property
@@ -64,17 +66,18 @@ class PlanReport:
     def to_json(self) -> dict:
         """The report as JSON data: the steps as PDDL text."""
         out = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "task"}
-        return out | {"status": self.status.value, "plan": [str(s) for s in self.plan]}
+        return out | {"status": self.status.value, "plan": [str(s) for s in self.plan],
+                      "why": [c.to_json() for c in self.why]}
 
 
 def parse_goal(text: str, graph: WorldGraph, objects: dict[str, str]) -> Formula:
-    """Parse a PDDL goal and check it against the domain and the graph's objects."""
+    """Parse a PDDL goal and check it against the domain and the graph's objects (GoalRefused)."""
     exprs = read(text, "goal")
     if len(exprs) != 1:
         raise PDDLError("a goal is one formula, e.g. (and (not (light_on kitchen_light)))", 1, 1, "goal")
     goal = parse_formula(exprs[0], "goal")
     if issues := check_goal(graph.domain, goal, objects):
-        raise InputError("goal refused:\n" + "\n".join(f"  - {i}" for i in issues))
+        raise GoalRefused(issues, goal)
     return goal
 
 
@@ -94,12 +97,22 @@ def plan(graph: WorldGraph, goal_text: str, *, planner: str = "fd", timeout: flo
             objects, atoms, numbers = graph.snapshot()
             state = State(domain, objects, atoms, numbers)
         progress(f"read the state: {len(objects)} objects, {len(state.facts)} facts")
-        goal = parse_goal(goal_text, graph, objects)
+        try:
+            goal = parse_goal(goal_text, graph, objects)
+        except GoalRefused as e:  # names not in the graph: why, and the goal without them
+            if any(i.kind != IssueKind.UNKNOWN_ENTITY for i in e.issues):
+                raise
+            raise GoalRefused(e.issues, e.goal, explain(state, e.goal)) from None
         check_instances("the goal", instances(goal, state), memory_mb)
         report = PlanReport(goal=goal_text, status=Status.ERROR, planner=planner, facts_full=len(state.facts))
         notes: list[str] = []
         try:
-            _plan(report, graph, state, objects, goal, prune, budget, notes, progress)
+            if contradictions(domain, goal):  # no planner needed to see it
+                report.status = Status.UNSOLVABLE
+                notes.append("the goal contradicts itself or the domain's invariants: no planner was run")
+                _why(report, graph, state, goal, notes)
+            else:
+                _plan(report, graph, state, objects, goal, prune, budget, notes, progress)
         except Exhausted as e:
             report.status, report.plan = Status(e.status), []
             notes.append(str(e))
@@ -152,17 +165,19 @@ def _plan(report: PlanReport, graph: WorldGraph, state: State, objects: dict[str
         _attempt(report, state, Task(domain, objects, set(state.facts), goal, numbers), planner, budget,
                  "full", notes, progress)
     if report.status == Status.UNSOLVABLE:
-        notes.extend(_why_unsolvable(graph))
+        _why(report, graph, state, goal, notes)
     if report.solved:
         remember(graph, report.goal, report.plan)
 
 
-def _why_unsolvable(graph: WorldGraph, most: int = 5) -> list[str]:
-    """What the whole-graph check finds that can make a goal unreachable: an entity without the atom an
-    exactly-one invariant needs (the robot with no place), a violated invariant, a wrong type."""
-    issues = check_graph(graph, incomplete=True)
-    shown = [f"the graph may be why: {i.message}" for i in issues[:most]]
-    return shown + ([f"... and {len(issues) - most} more (kgplan check)"] if len(issues) > most else [])
+def _why(report: PlanReport, graph: WorldGraph, state: State, goal: Formula, notes: list[str]) -> None:
+    """Why an unsolvable goal is so, and the closest goal that can be reached, into the report."""
+    try:
+        why = explain_graph(graph, state, goal)
+    except Exhausted:
+        notes.append("no time was left to say why")
+        return
+    report.why, report.alternative = why.causes, why.alternative
 
 
 @contextmanager
@@ -201,7 +216,8 @@ def _attempt(report: PlanReport, state: State, task: Task, planner: str, budget:
 
 def remember(graph: WorldGraph, goal: str, plan: list[Step]) -> None:
     """Keep a plan for a goal in the store for `kgplan run`."""
-    graph.set_meta({LAST_PLAN: json.dumps({"goal": goal, "plan": [str(s) for s in plan]})})
+    at = graph.changes(1)
+    graph.set_meta({LAST_PLAN: json.dumps({"goal": goal, "plan": [str(s) for s in plan], "at": at[0].id if at else 0})})
 
 
 def _check(state: State, result: PlanResult, goal: Formula) -> str | None:
@@ -231,6 +247,11 @@ def last_plan(graph: WorldGraph) -> tuple[str, list[Step]]:
         raise InputError(f"the last plan (for {data['goal']}) has already run ({changes}); a plan runs once: "
                          "plan again (`kgplan plan`) to run it anew")
     return data["goal"], [Step.parse(s) for s in data["plan"]]
+
+
+def planned_at(graph: WorldGraph) -> int | None:
+    """The newest change when the last plan was made (None if unknown)."""
+    return json.loads(graph.get_meta(LAST_PLAN) or "{}").get("at")
 
 
 def mark_ran(graph: WorldGraph, goal: str, plan: list[Step], changes: list[int]) -> None:

@@ -116,6 +116,12 @@ class Relevance:
             for e in act.effects:
                 self.achievers[e.atom.predicate, e.add].append((act, e))
 
+    def explore(self, state: State, goal: Formula) -> tuple[_Explorer, bool]:
+        """The relaxed exploration from `state` over the actions relevant to `goal` (run until the goal holds
+        or nothing new is reached), and whether it reached the goal."""
+        explorer = _Explorer(self.domain, state, *self._relevant(state, goal))
+        return explorer, explorer.run(goal)
+
     def prune(self, state: State, goal: Formula) -> Pruned:
         """The relaxed-plan pruning of `state` for `goal` (the first of `prunings`)."""
         return next(self.prunings(state, goal))

@@ -398,13 +398,25 @@ async function plan(kind) {
   const where = p.used_full_state ? "the full state" : `${p.report.facts_pruned} of ${p.report.facts_full} facts`;
   outcome(el("div", { class: p.status === "solved" ? "ok" : "issues" },
     `${p.status} by ${p.planner} in ${p.seconds.toFixed(2)} s on ${where}`),
-  el("div", { class: "dim" }, "goal: " + p.goal), p.message ? el("div", { class: "dim" }, p.message) : "");
+  el("div", { class: "dim" }, "goal: " + p.goal), p.message ? el("div", { class: "dim" }, p.message) : "",
+  ...whyNot(p));
   state.plan = p.steps;
   $("#plan-steps").replaceChildren(...p.steps.map((s, i) => el("li", { onclick: () => showStep(i) }, s.action,
     el("div", {}, ...s.remove.map((f) => el("div", { class: "remove" }, "- " + f.text)),
       ...s.add.map((f) => el("div", { class: "add" }, "+ " + f.text))))));
   $("#run-btn").hidden = !p.steps.length;
   if (p.steps.length) showStep(0);
+}
+
+// why a goal cannot be reached: each cause, and the closest goal that can be (a click plans it)
+function whyNot(p) {
+  const alt = p.alternative ? [el("div", { class: "why" }, "the closest goal that can be reached: ",
+    el("a", { href: "#", id: "alternative", onclick: (e) => {
+      e.preventDefault();
+      $("#ask").value = p.alternative;
+      plan("goal");
+    } }, p.alternative))] : [];
+  return [...p.why.map((c) => el("div", { class: "why" }, `why not: [${c.kind}] ${c.explanation}`)), ...alt];
 }
 
 function showStep(i) {

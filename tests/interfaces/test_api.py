@@ -561,3 +561,19 @@ def test_schemathesis_finds_no_server_error_and_no_schema_violation(agent: Agent
                             "--max-response-time", "120", "--no-color"],
                            capture_output=True, text=True, cwd=tmp_path, timeout=600)
     assert r.returncode == 0, r.stdout[-20_000:] + r.stderr[-5000:]
+
+
+def test_a_plan_job_says_why_not_and_offers_the_closest_goal(client: TestClient) -> None:
+    """Issue 25 item 3: the plan job's result (and /api/plan's answer) carries the causes and the closest goal; a goal
+    refused for a name the graph lacks carries them in its error."""
+    job = wait(client, client.post("/api/jobs/plan", json={
+        "goal": "(and (switched_on hallway_light) (person_at omar bedroom))"}).json())
+    result = job["result"]
+    assert job["status"] == "done" and result["status"] == "unsolvable"
+    assert [(c["kind"], c["literal"], c["blocker"]) for c in result["why"]] == [
+        ("unreachable", "(person_at omar bedroom)", "(person_at omar bedroom)")]
+    assert result["alternative"] == "(switched_on hallway_light)" and result["report"]["why"] == result["why"]
+    r = client.post("/api/plan", json={"goal": "(and (switched_on hallway_light) (on box3 kitchen_table))"})
+    assert r.status_code == 400 and r.json()["detail"]["why"][0]["kind"] == "missing_object"
+    assert r.json()["detail"]["alternative"] == "(switched_on hallway_light)"
+    assert client.post("/api/plan", json={"goal": "(switched_on hallway_light)"}).json()["why"] == []

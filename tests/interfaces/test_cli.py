@@ -335,3 +335,32 @@ def test_the_readme_search_example_runs_as_written(tmp_path: Path, monkeypatch: 
         code, out = cli(*args[1:])
         assert code == 0, (line, out)
     assert "Executed 1 of 1 steps" in out
+
+
+def test_plan_and_why_say_why_not_and_offer_the_closest_goal(store: Path) -> None:
+    """Issue 25 item 3: an unsolvable goal's causes and the closest goal that can be reached, in `plan` and `why`;
+    a plan that stopped names the change since planning that broke its step."""
+    goal = "(and (switched_on hallway_light) (person_at omar bedroom))"
+    code, out = cli("plan", "--goal", goal)
+    assert code == 2 and "why not: [unreachable] (person_at omar bedroom) (\"person omar is in room bedroom\") " \
+                          "cannot be reached from this state: no action makes it true" in out, out
+    assert "the closest goal that can be reached: (switched_on hallway_light)" in out, out
+    code, out = cli("why", goal)
+    assert code == 2 and "why not: [unreachable]" in out and "(switch_on robot hallway_light hallway)" in out, out
+    code, out = cli("why", "--json", "(and (on apple kitchen_table) (inside apple kitchen_fridge))")
+    answer = json.loads(out)
+    assert code == 2 and [(c["kind"], c["literal"]) for c in answer["why"]] == [
+        ("invariant", "(inside apple kitchen_fridge)")]
+    assert answer["alternative"] == "(on apple kitchen_table)" and answer["alternative_plan"]["status"] == "solved"
+    code, out = cli("why", "(and (switched_on hallway_light) (on box3 kitchen_table))")  # refused: no box3
+    assert code == 2 and "[missing_object] 'box3' is not in the graph" in out and "hallway_light hallway)" in out, out
+    code, out = cli("why", "(switched_on hallway_light)")
+    assert code == 0 and "nothing stops it" in out, out
+    assert cli("remove", "(switched_on hallway_light)")[0] == 1  # refused: not true now, in words
+    code, out = cli("run")
+    assert code == 0, out
+    assert cli("plan", "--goal", "(not (switched_on hallway_light))")[0] == 0
+    assert cli("remove", "(switched_on hallway_light)", "--note", "Lena switched it off")[0] == 0
+    code, out = cli("run")
+    assert code == 1 and "needs (switched_on hallway_light) (\"hallway_light is switched on\"); changed since the " \
+                          "plan was made by change #" in out and "'Lena switched it off'" in out, out

@@ -118,3 +118,23 @@ def test_mcp_writes_verified_changes_and_describes_the_domain(tmp_path: Path) ->
             assert empty.is_error and "the change is empty" in empty.content[0].text
 
     anyio.run(session)
+
+
+@pytest.mark.integration
+def test_mcp_plan_says_why_not_and_offers_the_closest_goal(tmp_path: Path) -> None:
+    """Issue 25 item 3: the plan tool's answer to an unsolvable goal carries its causes and the closest goal."""
+    store = f"sqlite:{tmp_path / 'mcp.db'}"
+    with Agent(store) as a:
+        a.init("household", HOUSEHOLD / "world.pddl")
+    params = StdioServerParameters(command=sys.executable, args=["-m", "kgplan.interfaces.mcp"],
+                                   env={**os.environ, "KGPLAN_STORE": store}, cwd=ROOT)
+
+    async def session() -> None:
+        async with Client(params, read_timeout_seconds=120) as client:
+            planned = structured(await client.call_tool("plan", {
+                "goal": "(and (on apple kitchen_table) (inside apple kitchen_fridge))"}))
+            assert planned["status"] == "unsolvable" and planned["alternative"] == "(on apple kitchen_table)"
+            causes = [(c["kind"], c["literal"]) for c in planned["why"]]
+            assert causes == [("invariant", "(inside apple kitchen_fridge)")]
+
+    anyio.run(session)

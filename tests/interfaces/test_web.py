@@ -292,3 +292,25 @@ def test_page_draws_readably_changes_at_once_and_follows_other_clients(agent: Ag
     page.wait_for_selector(f"#entity-count:has-text('showing 500 of {len(agent.entities())} entities')")
     assert page.locator("#entity-list li").count() == 500
     assert not errors, errors
+
+
+def test_page_shows_why_a_plan_failed_and_plans_the_closest_goal(live_server: str, browser: object) -> None:
+    """Issue 25 item 3: under a failed plan, each cause; a click on the closest goal that can be reached plans it."""
+    page = browser.new_page(viewport={"width": 1500, "height": 1000})  # type: ignore[attr-defined]
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.goto(live_server)
+    page.wait_for_selector("body[data-ready='1']")
+    page.fill("#ask", "(and (switched_on hallway_light) (person_at omar bedroom))")
+    page.click("#goal-btn")
+    page.wait_for_selector("#outcome .why")
+    assert "unsolvable" in page.text_content("#outcome")
+    whys = page.locator("#outcome .why").all_text_contents()
+    assert whys == ['why not: [unreachable] (person_at omar bedroom) ("person omar is in room bedroom") cannot be '
+                    "reached from this state: no action makes it true",
+                    "the closest goal that can be reached: (switched_on hallway_light)"], whys
+    page.click("#alternative")
+    page.wait_for_selector("#plan-steps li")
+    assert "solved" in page.text_content("#outcome") and page.input_value("#ask") == "(switched_on hallway_light)"
+    assert page.locator("#plan-steps li").last.text_content().startswith("(switch_on robot hallway_light hallway)")
+    assert not errors, errors

@@ -267,7 +267,7 @@ def test_an_unsolvable_plan_names_what_the_graph_lacks(world: WorldGraph) -> Non
     world.apply(Delta(remove=[F("(agent_at robot hallway)")]), verified=False)
     r = plan(world, "(switched_on hallway_light)", prune=False)
     assert r.status == "unsolvable", r.message
-    assert "the graph may be why: robot has none of" in r.message, r.message
+    assert r.why[0].kind == "missing_fact" and "the graph may be why: robot has none of" in r.why[0].explanation, r.why
 
 
 # ---- the plan call's limits bound goal grounding and pruning too -------------------------------------------
