@@ -12,7 +12,7 @@ import gc
 import json
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field, fields
 
 from kgplan.domains.formula import Formula, Quantified, children, parse_formula
@@ -102,7 +102,9 @@ def plan(graph: WorldGraph, goal_text: str, *, planner: str = "fd", timeout: flo
         except GoalRefused as e:  # names not in the graph: why, and the goal without them
             if any(i.kind != IssueKind.UNKNOWN_ENTITY for i in e.issues):
                 raise
-            raise GoalRefused(e.issues, e.goal, explain(state, e.goal)) from None
+            with suppress(Exhausted):
+                e = GoalRefused(e.issues, e.goal, explain(state, e.goal))
+            raise e from None
         check_instances("the goal", instances(goal, state), memory_mb)
         report = PlanReport(goal=goal_text, status=Status.ERROR, planner=planner, facts_full=len(state.facts))
         notes: list[str] = []

@@ -270,18 +270,16 @@ class _Links:
         conds = [*conjuncts(act.precondition), *conjuncts(condition)]
         statics = [c for c in conds if isinstance(c, Atom) and c.predicate in self.static]
         best: tuple[tuple[int, int, int], Binding, list[Formula]] | None = None
-        for jb in islice(self._join(statics, b, types), BINDINGS):
-            for full in islice((jb | nb for nb in self.state.bindings(tuple(p for p in params if p.name not in jb))),
-                               BINDINGS):
-                unmet = [c for c in conds if self.explorer.support(c, full) is None]
-                lits = [_ground(c, full) for c in unmet]  # the closest: no cycle, nothing no action could make
-                score = (sum(lit in seen for lit in lits), sum(lit is not None and not self._can(lit) for lit in lits),
-                         len(unmet))
-                if best is None or score < best[0]:
-                    best = score, full, unmet
-                if score <= (0, 0, 1):
-                    break
-            if best is not None and best[0] <= (0, 0, 1):
+        candidates = (jb | nb for jb in self._join(statics, b, types)
+                      for nb in self.state.bindings(tuple(p for p in params if p.name not in jb)))
+        for full in islice(candidates, BINDINGS):
+            unmet = [c for c in conds if self.explorer.support(c, full) is None]
+            lits = [_ground(c, full) for c in unmet]  # the closest: no cycle, nothing no action could make
+            score = (sum(lit in seen for lit in lits), sum(lit is not None and not self._can(lit) for lit in lits),
+                     len(unmet))
+            if best is None or score < best[0]:
+                best = score, full, unmet
+            if score <= (0, 0, 1):
                 break
         if best is None:  # no binding of the static preconditions: a fact the graph lacks and no action adds
             gone = next((a for a in statics if not any(self._unify(a.args, args, b, types) is not None
