@@ -444,13 +444,15 @@ class Agent:
         with self.writes:
             goal, steps = last_plan(self.graph)
             if (failure := stale(self.graph, steps)) is not None:
-                why = stopped(self.graph, steps, failure.step, planned_at(self.graph)) if failure.step else None
+                i = failure.step
+                why = stopped(self.graph, steps[i - 1], i, planned_at(self.graph), steps[:i - 1]) if i else None
                 raise InputError(f"the last plan (for {goal}) no longer applies to the graph, nothing was executed: "
                                  f"{failure}{'; ' + why.explanation if why else ''}; plan again (`kgplan plan`)")
             progress(f"executing {len(steps)} steps")
             done = execute(self.graph, steps, f"plan for {goal}")
             if done.failure:  # a change came between the check above and the step
-                done.why = stopped(self.graph, [steps[done.failure.step - 1]], 1, planned_at(self.graph))
+                i = done.failure.step
+                done.why = stopped(self.graph, steps[i - 1], i, planned_at(self.graph))
             mark_ran(self.graph, goal, steps, done.changes)
             return goal, len(steps), done
 

@@ -355,14 +355,13 @@ def explain_graph(graph: WorldGraph, state: State, goal: Formula) -> WhyNot:
     return explain(state, goal, check_graph(graph, incomplete=True))
 
 
-def stopped(graph: WorldGraph, plan: list[Step], index: int, since: int | None) -> Cause | None:
-    """Why step `index` (1-based) of `plan` cannot run once the steps before it have run on the graph as it is now:
-    its first unmet precondition, and the changes after change `since` (when the plan was made) that touched it;
-    None if it can run."""
+def stopped(graph: WorldGraph, step: Step, index: int, since: int | None, before: Iterable[Step] = ()) -> Cause | None:
+    """Why `step`, a plan's step `index`, cannot run on the graph as it is now after the steps `before` it (those not
+    run yet): its first unmet precondition, and the changes after change `since` (when the plan was made) that
+    touched it; None if it can run."""
     state = State(graph.domain, *graph.snapshot())
-    for step in plan[:index - 1]:
-        state.apply(step)
-    step = plan[index - 1]
+    for earlier in before:
+        state.apply(earlier)
     try:
         act, b = state.bind(step)
     except PlanError as e:  # an object gone since the plan was made

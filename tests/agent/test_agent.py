@@ -12,6 +12,7 @@ from typer.testing import CliRunner
 from kgplan.agent.agent import Agent
 from kgplan.domains.verify import ChangeRefused
 from kgplan.errors import KgplanError
+from kgplan.graph.model import Delta, Fact
 from kgplan.interfaces.cli import app
 from kgplan.language.llm import ScriptedLLM
 from tests.conftest import HOUSEHOLD
@@ -173,3 +174,23 @@ def test_run_simulates_the_plan_first_and_runs_it_once(agent: Agent) -> None:
     assert done.done and n == 1
     with pytest.raises(KgplanError, match=rf"already run \(#{done.changes[0]}\)"):
         agent.run()
+
+
+def test_a_plan_stopped_while_running_says_which_change_broke_its_step(agent: Agent) -> None:
+    """Issue 25 item 3: another writer's change lands after the plan was simulated (it writes to the store, not through
+    this Agent): the run stops at the step, naming its unmet precondition and that change."""
+    assert agent.plan(goal="(and (switched_on hallway_light) (not (switched_on kitchen_light)))").solved
+    changed: list[int] = []
+
+    def meanwhile(said: str) -> None:
+        if said.startswith("executing"):
+            changed.append(agent.graph.apply(Delta(remove=[Fact.parse("(switched_on kitchen_light)")],
+                                                   text="Omar switched it off")).id)
+
+    _, _, done = agent.run(meanwhile)
+    assert not done.done and done.failure is not None and done.why is not None
+    assert (done.why.kind, done.why.literal) == ("changed", "(switched_on kitchen_light)")
+    assert done.why.explanation == (
+        f"step {done.failure.step} {done.failure.action} needs (switched_on kitchen_light) (\"kitchen_light is "
+        f"switched on\"); changed since the plan was made by change #{changed[0]} (user: 'Omar switched it off'), "
+        "which removed (switched_on kitchen_light)")

@@ -47,6 +47,9 @@ CASES = [
     pytest.param("snacks", Delta(remove=[F("(no-gluten-content c2)")]), "(and (served amy) (served ben))",
                  "blocked_precondition", "(served amy)", "(no-gluten-content ?c)", "(served ben)",
                  id="snacks-blocked-precondition"),
+    pytest.param("snacks", Delta(remove=[F("(notexist s1)")], add=[F("(ontray s1 tray1)")]),  # made: never again
+                 "(and (at-kitchen-sandwich s1) (served ben))", "blocked_precondition", "(at-kitchen-sandwich s1)",
+                 "(notexist s1)", "(served ben)", id="snacks-blocked-by-a-fact-no-action-adds"),
     pytest.param("snacks", Delta(removed_entities=["tray1"]), "(and (served amy) (at-kitchen-sandwich s1))",
                  "missing_object", "(served amy)", "tray", "(at-kitchen-sandwich s1)", id="snacks-missing-object-type"),
     pytest.param("travel", Delta(remove=[F("(road home office)"), F("(road c office)")]),
@@ -170,20 +173,20 @@ def test_a_stopped_plan_names_the_step_its_precondition_and_the_change(world: Wo
     unrelated = world.apply(Delta(remove=[F("(switched_on living_room_tv)")]))
     change = world.apply(Delta(remove=[F("(switched_on kitchen_light)")], text="Omar switched it off"))
     index = next(i for i, s in enumerate(steps, 1) if s.action == "switch_off")
-    cause = stopped(world, steps, index, at)
+    cause = stopped(world, steps[index - 1], index, at, steps[:index - 1])
     assert cause is not None and (cause.kind, cause.literal) == ("changed", "(switched_on kitchen_light)")
     assert cause.explanation == (
         f"step {index} {steps[index - 1]} needs (switched_on kitchen_light) (\"kitchen_light is switched on\"); "
         f"changed since the plan was made by change #{change.id} (user: 'Omar switched it off'), which removed "
         "(switched_on kitchen_light)")
     assert f"#{unrelated.id}" not in cause.explanation
-    assert stopped(world, steps, 1, at) is None  # the first step can still run
+    assert stopped(world, steps[0], 1, at) is None  # the first step can still run
 
 
 def test_a_stopped_plan_whose_item_was_moved(world: WorldGraph) -> None:
     assert plan(world, "(holding robot apple)").solved
     _, steps = last_plan(world)
     world.apply(Delta(remove=[F("(on apple kitchen_counter)")], add=[F("(on apple kitchen_table)")]))
-    cause = stopped(world, steps, len(steps), planned_at(world))
+    cause = stopped(world, steps[-1], len(steps), planned_at(world), steps[:-1])
     assert cause is not None and cause.literal == "(on apple kitchen_counter)"
     assert "which removed (on apple kitchen_counter)" in cause.explanation
