@@ -109,7 +109,7 @@ def plan(graph: WorldGraph, goal_text: str, *, planner: str = "fd", timeout: flo
         report = PlanReport(goal=goal_text, status=Status.ERROR, planner=planner, facts_full=len(state.facts))
         notes: list[str] = []
         try:
-            if contradictions(domain, goal):  # no planner needed to see it
+            if contradictions(state, goal):  # no planner needed to see it
                 report.status = Status.UNSOLVABLE
                 notes.append("the goal contradicts itself or the domain's invariants: no planner was run")
                 _why(report, graph, state, goal, notes)

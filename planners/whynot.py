@@ -118,7 +118,7 @@ def explain(state: State, goal: Formula, graph_issues: Iterable[Issue] = ()) -> 
                                 + (f" (did you mean '{close[0]}'?)" if close else "")
                                 + f", so {to_pddl(f)} cannot be reached", name))
             dropped.add(i)
-    for i, cause in _contradictions(domain, parts, dropped):
+    for i, cause in _contradictions(state, parts, dropped):
         causes.append(cause)
         dropped.add(i)
     relevance = Relevance(domain)
@@ -139,17 +139,20 @@ def explain(state: State, goal: Formula, graph_issues: Iterable[Issue] = ()) -> 
     return WhyNot(causes, alternative)
 
 
-def contradictions(domain: Domain, goal: Formula) -> list[Cause]:
-    """The goal's ground conjuncts that contradict one another or the domain's invariants (an item in two places):
-    no planner is needed to see that such a goal is never reached."""
-    return [c for _, c in _contradictions(domain, conjuncts(goal), set())]
+def contradictions(state: State, goal: Formula) -> list[Cause]:
+    """The goal's conjuncts that contradict one another or the domain's invariants (an item in two places, the robot
+    in no room) from `state`: no planner is needed to see that such a goal is never reached."""
+    return [c for _, c in _contradictions(state, conjuncts(goal), set())]
 
 
-def _contradictions(domain: Domain, parts: list[Formula], skip: set[int]) -> Iterator[tuple[int, Cause]]:
-    """(index, cause) for each conjunct that contradicts an earlier one."""
+def _contradictions(state: State, parts: list[Formula], skip: set[int]) -> Iterator[tuple[int, Cause]]:
+    """(index, cause) for each conjunct that contradicts an earlier one or an invariant on its own."""
+    domain = state.domain
     seen: dict[Lit, int] = {}
     held: dict[tuple[int, tuple[str, ...]], GroundAtom] = {}  # (group, key) -> the goal's atom of it
     for i, f in enumerate(parts):
+        if i not in skip and (cause := _nowhere(state, f)):
+            yield i, cause
         if i in skip or (lit := _literal(f)) is None:
             continue
         atom, pos = lit
@@ -170,6 +173,28 @@ def _contradictions(domain: Domain, parts: list[Formula], skip: set[int]) -> Ite
             else:
                 continue
             break
+
+
+def _nowhere(state: State, f: Formula) -> Cause | None:
+    """A conjunct `(forall (?v - t) (not (p k ?v)))` that leaves an exactly-one instance which holds an atom now with
+    none (the robot in no room): every state reachable from this one has one."""
+    if not (isinstance(f, Quantified) and f.kind == "forall" and isinstance(f.body, Not)
+            and isinstance(atom := f.body.arg, Atom)):
+        return None
+    domain, every = state.domain, {p.name: p.types for p in f.params}
+    for group in domain.invariants:
+        (part, *more) = group.parts
+        if more or not group.exactly_one or part.predicate != atom.predicate or part.counted_position is None:
+            continue
+        key, var = part.key(atom.args), atom.args[part.counted_position]
+        wanted = domain.predicates[atom.predicate].params[part.counted_position].types
+        pattern = tuple(None if i == part.counted_position else a for i, a in enumerate(atom.args))
+        if (var in every and all(domain.accepts(every[var], t) for t in wanted) and not any(k in every for k in key)
+                and (now := next(state.match(atom.predicate, pattern), None)) is not None):
+            return Cause(CauseKind.INVARIANT, to_pddl(f), f"the goal asks that {', '.join(key)} have no "
+                         f"{part.pattern(key)}, but {group.describe()}, and {say(domain, (atom.predicate, now))} "
+                         "holds now", show((atom.predicate, now)))
+    return None
 
 
 def _unknown(f: Formula, known: dict[str, str]) -> list[str]:

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from kgplan.domains.formula import Formula
 from kgplan.domains.model import Domain, Problem
 from kgplan.domains.verify import ChangeRefused, IssueKind
 from kgplan.graph.backends import open_graph
@@ -104,8 +105,21 @@ def test_a_contradicting_goal_is_caught_before_any_planner_runs(world: WorldGrap
     r = plan(world, "(and (switched_on kitchen_light) (not (switched_on kitchen_light)))")  # itself
     assert [(c.kind, c.literal) for c in r.why] == [("invariant", "(not (switched_on kitchen_light))")]
     assert plan(world, r.alternative or "").solved
-    assert not contradictions(world.domain, Problem.parse(
-        "(define (problem p) (:domain household) (:goal (and (on apple kitchen_table) (on bowl kitchen_table))))").goal)
+    r = plan(world, "(and (switched_on hallway_light) (forall (?r - room) (not (agent_at robot ?r))))")  # nowhere
+    assert r.seconds == 0 and [(c.kind, c.literal, c.blocker) for c in r.why] == [
+        ("invariant", "(forall (?r - room) (not (agent_at robot ?r)))", "(agent_at robot hallway)")]
+    assert r.why[0].explanation == (
+        "the goal asks that robot have no agent_at(robot, *), but exactly one of agent_at(?x, *) holds for each ?x, "
+        "and (agent_at robot hallway) (\"the robot robot is in room hallway\") holds now")
+    assert plan(world, r.alternative or "").solved
+    state = State(world.domain, *world.snapshot())
+    def goal(text: str) -> Formula:
+        return Problem.parse(f"(define (problem p) (:domain household) (:goal {text}))").goal
+
+    assert not contradictions(state, goal("(and (on apple kitchen_table) (on bowl kitchen_table))"))
+    assert not contradictions(state, goal("(forall (?f - table) (not (on apple ?f)))"))  # on a shelf, held, ...
+    assert [c.blocker for c in contradictions(state, goal("(forall (?r - room) (not (person_at omar ?r)))"))] == [
+        "(person_at omar kitchen)"]  # a declared invariant: nothing moves people
 
 
 @pytest.mark.parametrize("world", ["household", "travel"])
