@@ -126,16 +126,27 @@ class Mapping:
             raise DomainError(f"domain {domain.name} declares no scene mapping: add a [scene] table to its "
                               "domain.toml (docs/architecture.md, \"Scene graphs\")")
         wrong: list[str] = []
+
+        def names(value: Any, where: str) -> list[str]:
+            if isinstance(value, str):
+                return [value]
+            if isinstance(value, list) and all(isinstance(x, str) for x in value):
+                return value
+            wrong.append(f"{where} must be a name or a list of names")
+            return []
+
         types: dict[str, str] = {}
         for t, classes in table.get("classes", {}).items():
             if t not in domain.types:
                 wrong.append(f"[scene.classes] names the unknown type {t!r}")
-            for c in classes:
+            for c in names(classes, f"[scene.classes] {t}"):
                 if types.setdefault(c.lower(), t) != t:
                     wrong.append(f"class {c!r} is given two types ({types[c.lower()]} and {t})")
-        relations = {r.lower(): tuple(p for p in ([ps] if isinstance(ps, str) else ps) if p)
+        relations = {r.lower(): tuple(p for p in names(ps, f"[scene.relations] {r}") if p)
                      for r, ps in table.get("relations", {}).items()}
-        states = {s.lower(): p for s, p in table.get("states", {}).items()}
+        states = {s.lower(): p for s, p in table.get("states", {}).items() if isinstance(p, str)}
+        wrong += [f"[scene.states] {s} must be a name" for s, p in table.get("states", {}).items()
+                  if not isinstance(p, str)]
         for what, preds, arity in (("relations", {p for ps in relations.values() for p in ps}, 2),
                                    ("states", set(states.values()) - {""}, 1)):
             for p in sorted(preds):
@@ -143,7 +154,8 @@ class Mapping:
                     wrong.append(f"[scene.{what}] names {p!r}, which is no {arity}-place predicate of the domain")
         if wrong:
             raise DomainError(f"domain {domain.name}'s scene mapping is wrong: " + "; ".join(wrong))
-        return cls(types, frozenset(c.lower() for c in table.get("ignore", [])), relations, states)
+        return cls(types, frozenset(c.lower() for c in names(table.get("ignore", []), "[scene] ignore")), relations,
+                   states)
 
     @property
     def predicates(self) -> set[str]:
@@ -172,7 +184,8 @@ class SceneCounts:
 
     def __str__(self) -> str:
         said = [f"{n} {w.replace('_', ' ')}" for w, n in vars(self).items() if n and w != "states"]
-        return ", ".join([*said, *([f"{self.states} states changed"] if self.states else [])]) or "no change"
+        states = [f"{self.states} state{'s' * (self.states != 1)} changed"] if self.states else []
+        return ", ".join([*said, *states]) or "no change"
 
 
 class _Reader:
@@ -184,10 +197,10 @@ class _Reader:
         self.wrong: list[str] = []
 
     def refuse(self) -> None:
-        if self.wrong:
-            more = f"; and {len(self.wrong) - SHOWN} more" if len(self.wrong) > SHOWN else ""
+        if wrong := list(dict.fromkeys(self.wrong)):  # once each (a relation with no predicate may recur)
+            more = f"; and {len(wrong) - SHOWN} more" if len(wrong) > SHOWN else ""
             raise InputError(f"the scene does not map onto domain {self.domain.name}: "
-                             + "; ".join(self.wrong[:SHOWN]) + more)
+                             + "; ".join(wrong[:SHOWN]) + more)
 
     def kept_nodes(self) -> dict[str, tuple[SceneNode, str]]:
         """The nodes the mapping keeps, by key, with their types (unknown classes refused)."""
@@ -195,7 +208,7 @@ class _Reader:
         keys: set[str] = set()
         for n in self.scene.nodes:
             if n.key in keys:
-                self.wrong.append(f"two nodes are {n.key!r}")
+                self.wrong.append(f"two nodes have the id or ref {n.key!r}")
             keys.add(n.key)
             if (c := n.cls.lower()) in self.map.ignore:
                 continue
