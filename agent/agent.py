@@ -8,7 +8,6 @@ wait behind a plan or an LLM call.
 
 from __future__ import annotations
 
-import json
 import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -21,12 +20,14 @@ from kgplan.domains.invariants import Mined, MutexGroup, Synthesis
 from kgplan.domains.model import Domain, Problem, resolve_domain
 from kgplan.domains.verify import ChangeRefused, Issue
 from kgplan.errors import InputError, LLMError, NotFound
-from kgplan.files import read_text
+from kgplan.files import read_json, read_text
 from kgplan.graph.backends import open_graph
 from kgplan.graph.model import Change, ChangeSlice, Delta, Entity, Fact, Unknown
+from kgplan.graph.store import Tx
 from kgplan.graph.world import WorldGraph
 
 if TYPE_CHECKING:
+    from kgplan.games.scene import Scene, SceneCounts
     from kgplan.language.llm import LLM, LLMConfig
     from kgplan.language.pddl_edit import EditOutcome
     from kgplan.language.update import Outcome, Retrieval
@@ -56,12 +57,7 @@ def load_observations(path: Path) -> list[Delta]:
     """Read sensor observations: one JSON object or a list, each {add, remove, new_entities,
     removed_entities, unknown, known, text}; InputError (naming the observation) if one is malformed or changes nothing
     (it is not recorded as an empty change)."""
-    try:
-        data = json.loads(read_text(path, "observation file"))
-    except json.JSONDecodeError as e:
-        raise InputError(f"{path} is not JSON: {e.msg} at line {e.lineno}, column {e.colno}") from None
-    except RecursionError:
-        raise InputError(f"{path} is not JSON: it is nested too deeply") from None
+    data = read_json(path, "observation file")
     deltas = []
     for i, item in enumerate(data if isinstance(data, list) else [data], 1):
         if not isinstance(item, dict):
@@ -299,6 +295,28 @@ class Agent:
                 out.append(e)
         return out
 
+    def observe_scene(self, scene: Scene) -> tuple[Change | None, SceneCounts]:
+        """Apply a perceived scene graph (see `kgplan.games.scene`) as one verified change, built from the graph as
+        the change's transaction reads it: what the scan shows, what it could not see marked unknown; no change
+        (None) if it shows what the graph holds. ChangeRefused (nothing applied) if the scan contradicts the
+        domain, InputError if the domain's `[scene]` mapping cannot map it."""
+        from kgplan.games.scene import scene_delta
+
+        made: list[SceneCounts] = []
+
+        def make(tx: Tx) -> Delta:
+            delta, counts = scene_delta(self.domain, scene, tx)
+            made[:] = [counts]
+            if delta.is_empty():
+                raise _Unchanged
+            return delta
+
+        with self.writes:
+            try:
+                return self.graph.apply_from(make), made[0]
+            except _Unchanged:
+                return None, made[0]
+
     def undo(self, change_id: int) -> Change:
         """Apply the inverse of a change as a new change (NotFound if there is no such change)."""
         with self.writes:
@@ -455,6 +473,10 @@ class Agent:
                 done.why = stopped(self.graph, steps[i - 1], i, planned_at(self.graph))
             mark_ran(self.graph, goal, steps, done.changes)
             return goal, len(steps), done
+
+
+class _Unchanged(Exception):
+    """A scan that changes nothing: its transaction ends without a change."""
 
 
 def _fact(f: str | Fact) -> Fact:

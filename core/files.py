@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
+from typing import Any
 
 from kgplan.errors import InputError, NotFound
 
@@ -21,3 +23,13 @@ def read_text(path: Path, what: str = "file") -> str:
                          "text") from None
     except OSError as e:
         raise InputError(f"cannot read the {what} {path}: {e.strerror or e}") from None
+
+
+def read_json(path: Path, what: str = "file") -> Any:
+    """A user's JSON file, or an InputError saying why it cannot be read or is not JSON."""
+    try:
+        return json.loads(read_text(path, what))
+    except json.JSONDecodeError as e:
+        raise InputError(f"{path} is not JSON: {e.msg} at line {e.lineno}, column {e.colno}") from None
+    except RecursionError:
+        raise InputError(f"{path} is not JSON: it is nested too deeply") from None

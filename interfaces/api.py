@@ -50,6 +50,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from kgplan.agent.agent import Agent, Progress, quiet
 from kgplan.domains.verify import ChangeRefused
 from kgplan.errors import InputError, KgplanError, LLMError, NotFound, StoreError
+from kgplan.games.scene import Scene, VirtualHomeGraph
 from kgplan.graph.backends import BACKENDS
 from kgplan.graph.model import Entity, Unknown
 from kgplan.interfaces import views
@@ -64,6 +65,7 @@ from kgplan.interfaces.views import (
     PlanIn,
     PlanOut,
     RunOut,
+    SceneOut,
     TellFailed,
     TellIn,
     TellOut,
@@ -73,6 +75,7 @@ from kgplan.interfaces.views import (
     do_history,
     do_plan,
     do_run,
+    do_scene,
     do_show,
     do_tell,
     entities_out,
@@ -496,6 +499,14 @@ def create_app(agent: Agent, token: str | None = None, *, hosts: Iterable[str] =
         refused."""
         return change_out(agent.change(body.add, body.remove, body.note, body.new_entities, body.dry_run,
                                        body.removed_entities, body.unknown, body.known))
+
+    @app.post("/api/scenes", **write)
+    def scenes(body: Scene | VirtualHomeGraph) -> SceneOut:
+        """A perceived scene graph (the generic form, or VirtualHome's environment graph) mapped onto the domain by
+        its domain.toml's [scene] table and applied as one verified change: what it shows, with what it could not
+        see marked unknown (change null if nothing changed). 400 with the reasons if the mapping cannot map it,
+        422 with the issues if it contradicts the domain (nothing applied)."""
+        return do_scene(agent, body if isinstance(body, Scene) else body.generic())
 
     @app.post("/api/undo/{change_id}", **write)
     def undo(change_id: int = InPath(ge=-ID, le=ID), body: Empty | None = None) -> ChangeOut:

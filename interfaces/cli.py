@@ -399,12 +399,27 @@ def change(
 
 
 @app.command()
-def observe(file: Annotated[Path, typer.Argument(help="JSON: {\"add\": [\"(fact ...)\"], \"remove\": "
-                                                     "[...], \"new_entities\": [{\"name\", \"type\"}], "
-                                                     "\"removed_entities\": [\"name\"], "
-                                                     "\"text\": \"...\"}, or a list of those.")]) -> None:
+def observe(file: Annotated[Path | None, typer.Argument(help="JSON: {\"add\": [\"(fact ...)\"], \"remove\": "
+                                                            "[...], \"new_entities\": [{\"name\", \"type\"}], "
+                                                            "\"removed_entities\": [\"name\"], "
+                                                            "\"text\": \"...\"}, or a list of those.")] = None,
+            scene: Annotated[Path | None, typer.Option(
+                "--scene", help="A scene graph instead (JSON: VirtualHome's environment graph, or {\"nodes\": "
+                                "[{\"id\" or \"ref\", \"class\", \"states\"}], \"relations\": [[subject, "
+                                "relation, object]], \"observed\": [ids]}), mapped onto the domain by its "
+                                "domain.toml's [scene] table and applied as one change.")] = None) -> None:
     """Apply sensor observations, each on its own: each is verified and applied as one change, or refused
-    (the others still apply). Says which were applied and which refused; exit status 1 if any was refused."""
+    (the others still apply). Says which were applied and which refused; exit status 1 if any was refused.
+
+    With --scene, a perceived scene graph becomes one verified change (items moved, appeared, gone; states
+    changed); what the scan could not see is marked unknown, not removed.
+    """
+    if (file is None) == (scene is None):
+        err.print("[red]give an observation file or --scene FILE[/red]")
+        raise typer.Exit(2)
+    if scene is not None:
+        run_guarded(lambda: _scene(scene))
+        return
 
     def go() -> None:
         deltas = load_observations(file)
@@ -426,6 +441,18 @@ def observe(file: Annotated[Path, typer.Argument(help="JSON: {\"add\": [\"(fact 
             raise typer.Exit(1)
 
     run_guarded(go)
+
+
+def _scene(path: Path) -> None:
+    from kgplan.games.scene import load_scene
+
+    scan = load_scene(path)
+    with agent() as a:
+        change, _ = a.observe_scene(scan)
+    if change is None:
+        out.print("The scene shows what the graph holds: nothing changed", highlight=False)
+    else:
+        print_change(change, "Scene applied as change")
 
 
 @app.command()

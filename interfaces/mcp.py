@@ -22,6 +22,7 @@ from kgplan.agent.agent import Agent, quiet
 from kgplan.agent.search import SEARCH_METHODS
 from kgplan.domains.formula import Param
 from kgplan.domains.model import Domain
+from kgplan.games.scene import Key, Scene, SceneNode
 from kgplan.graph.model import Entity, Unknown
 from kgplan.interfaces import views
 from kgplan.interfaces.api import EXPECTED, problem_of
@@ -117,6 +118,18 @@ def create_server(agent: Agent) -> MCPServer:
         A refused change fails with the verifier's issues; the graph is then unchanged."""
         return views.change_out(agent.change(add or (), remove or (), note, new_entities or (), dry_run,
                                              removed_entities or (), unknown or (), known or ()))
+
+    @server.tool(annotations=WRITES)
+    @said
+    def observe_scene(nodes: list[SceneNode], relations: list[tuple[Key, str, Key]] | None = None,
+                      observed: list[Key] | None = None) -> views.SceneOut:
+        """Apply what a perception system sees as one verified change: `nodes` ({id (tracked across scans) or ref
+        (this scan only), class, states}), `relations` [subject, relation, object] naming nodes by id or ref (a
+        node's relations as subject are all it has), `observed` the nodes seen whole. The domain's [scene]
+        mapping turns classes into types and relations and states into facts; things moved, appeared or gone and
+        changed states are written, what the scan could not see is marked unknown. Fails with the reasons if the
+        mapping cannot map it or the scan contradicts the domain (nothing applied)."""
+        return views.do_scene(agent, Scene(nodes=nodes, relations=relations or [], observed=observed or []))
 
     @server.tool(annotations=WRITES)
     @said

@@ -12,6 +12,7 @@ from kgplan.agent.agent import Agent, Progress
 from kgplan.agent.search import SEARCH_METHODS
 from kgplan.errors import InputError, KgplanError
 from kgplan.games import GAMES
+from kgplan.games.scene import Scene
 from kgplan.graph.model import Change, ChangeSlice, Entity, Fact, Unknown
 from kgplan.planners.engines import PLANNERS
 from kgplan.planners.solve import Status
@@ -297,3 +298,21 @@ def do_run(agent: Agent, progress: Progress) -> RunOut:
                   why=causes_out([e.why])[0] if e.why else None)
 
 
+
+
+# ---- scene graphs (kgplan.games.scene) -------------------------------------------------------------------
+class SceneOut(BaseModel):
+    """A scan applied as one verified change (none if it shows what the graph holds), and what it changed."""
+
+    change: ChangeOut | None
+    appeared: int = Field(description="Things seen for the first time (new entities)")
+    moved: int = Field(description="Things seen in another place")
+    out_of_view: int = Field(description="Things not seen beside what was: their place kept, marked unknown")
+    gone: int = Field(description="Things not seen in an area the scan observed whole: their place removed, marked "
+                                  "unknown")
+    states: int = Field(description="States that changed (facts added or removed)")
+
+
+def do_scene(agent: Agent, scene: Scene) -> SceneOut:
+    change, counts = agent.observe_scene(scene)
+    return SceneOut(change=change_out(change) if change else None, **vars(counts))
