@@ -12,6 +12,7 @@ import asyncio
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
+from kgplan.errors import StoreError
 from kgplan.graph.model import LISTS, ChangeSlice, Delta
 from kgplan.graph.world import WorldGraph
 
@@ -87,10 +88,14 @@ class Interest:
 
 
 async def heads(graph: WorldGraph, every: float) -> AsyncIterator[int]:
-    """The newest change's id, now and each time it changes (polled every `every` seconds, off the event loop)."""
+    """The newest change's id, now and each time it changes (polled every `every` seconds, off the event loop; a
+    store that cannot be read for a moment is read again at the next poll)."""
     last = None
     while True:
-        head = await asyncio.to_thread(newest, graph)
+        try:
+            head = await asyncio.to_thread(newest, graph)
+        except StoreError:
+            head = last
         if head != last:
             last = head
             yield head

@@ -479,7 +479,7 @@ document.addEventListener("visibilitychange", () => {
 
 function follow() {  // the server's change feed (server-sent events, resumed by the browser after a drop)
   if (!window.EventSource) return poll();
-  const feed = new EventSource(`/api/events?after=${state.head}`);
+  const feed = new EventSource("/api/events" + (state.head === undefined ? "" : `?after=${state.head}`));
   feed.addEventListener("change", (e) => changed(Number(e.lastEventId)));
   feed.addEventListener("reset", () => {  // the store was cleared and begun anew
     state.head = 0;

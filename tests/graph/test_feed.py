@@ -3,8 +3,13 @@ a store cleared and begun anew, and the followers' filters, which read a change 
 
 from __future__ import annotations
 
+import asyncio
+
+import pytest
+
 from kgplan.domains.model import Domain, Problem
-from kgplan.graph.feed import Interest, changes_after, newest, read_on
+from kgplan.errors import StoreError
+from kgplan.graph.feed import Interest, changes_after, heads, newest, read_on
 from kgplan.graph.model import Delta, Entity, Fact, Unknown
 from kgplan.graph.world import WorldGraph
 
@@ -61,3 +66,26 @@ def test_interests_pick_changes_by_entity_predicate_and_source(graph: WorldGraph
     hidden_predicates = sorted({f.predicate for f in whole.delta.add} - {f.predicate for f in load.delta.add})
     assert hidden and hidden_predicates
     assert load.id in picked(entity=hidden[0]) and load.id in picked(predicate=hidden_predicates[0])
+
+
+def test_heads_go_on_past_a_store_that_cannot_be_read_for_a_moment(world: WorldGraph,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    reads = []
+    changes = world.changes
+
+    def flaky(*args: object) -> list:
+        reads.append(args)
+        if len(reads) == 2:
+            raise StoreError("the store cannot be reached")
+        return changes(*args)
+
+    monkeypatch.setattr(world, "changes", flaky)
+
+    async def follow() -> tuple[int, int]:
+        moves = heads(world, 0)
+        first = await anext(moves)
+        rooms(world, 1)
+        return first, await anext(moves)
+
+    first, then = asyncio.run(follow())
+    assert then == first + 1 and len(reads) == 3
