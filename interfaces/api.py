@@ -34,7 +34,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 from urllib.parse import urlsplit
 
 from fastapi import Depends, FastAPI, Header, Query, Request
@@ -82,6 +82,9 @@ from kgplan.interfaces.views import (
     entities_out,
     facts_out,
 )
+
+if TYPE_CHECKING:
+    import uvicorn
 
 WEB = Path(__file__).parent / "web"
 ID = 2**63 - 1  # the largest change id a store holds
@@ -657,7 +660,7 @@ def create_app(agent: Agent, token: str | None = None, *, hosts: Iterable[str] =
     return app
 
 
-def uvicorn_server(app: FastAPI, **config: Any) -> Any:
+def uvicorn_server(app: FastAPI, **config: Any) -> uvicorn.Server:
     """A uvicorn server of `app` that ends the event streams as it begins to stop (it waits for open requests, and
     a stream would never end)."""
     import uvicorn
