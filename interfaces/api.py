@@ -13,6 +13,8 @@ request answers 422 with the issues; bad input 400; an unknown entity or change 
 store that cannot be reached or written 503.
 Long operations (tell, plan, run, explore) also run as jobs: POST /api/jobs/{op} answers 202 with a job whose
 `progress` lines and final `result` GET /api/jobs/{id} reports (polling).
+GET /api/events is the change feed: each change any process applies, as a server-sent event, resumable with
+Last-Event-ID (at most $KGPLAN_API_STREAMS open at once).
 """
 
 from __future__ import annotations
@@ -27,18 +29,18 @@ import threading
 import time
 import uuid
 from collections import deque
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 from urllib.parse import urlsplit
 
-from fastapi import Depends, FastAPI, Query, Request
+from fastapi import Depends, FastAPI, Header, Query, Request
 from fastapi import Path as InPath
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import FileResponse, Response
+from fastapi.responses import FileResponse, Response, StreamingResponse
 from fastapi.routing import APIRoute
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from fastapi.staticfiles import StaticFiles
@@ -52,7 +54,9 @@ from kgplan.domains.verify import ChangeRefused
 from kgplan.errors import InputError, KgplanError, LLMError, NotFound, StoreError
 from kgplan.games.scene import Scene, VirtualHomeGraph
 from kgplan.graph.backends import BACKENDS
-from kgplan.graph.model import Entity, Unknown
+from kgplan.graph.feed import Interest, heads, newest, read_on
+from kgplan.graph.model import Entity, Source, Unknown
+from kgplan.graph.world import WorldGraph
 from kgplan.interfaces import views
 from kgplan.interfaces.views import (
     ChangeOut,
@@ -83,6 +87,9 @@ from kgplan.interfaces.views import (
 )
 from kgplan.planners.whynot import GoalRefused
 
+if TYPE_CHECKING:
+    import uvicorn
+
 WEB = Path(__file__).parent / "web"
 ID = 2**63 - 1  # the largest change id a store holds
 T = TypeVar("T")
@@ -96,18 +103,20 @@ class Limits:
     queue: int = 32  # more of them waiting for a worker; beyond that a new one is refused (429)
     keep: int = 100  # finished jobs kept for polling
     max_body: int = 4 * 2**20  # bytes of a request body
+    streams: int = 32  # event streams (GET /api/events) open at once; beyond that a new one is refused (429)
 
     @classmethod
     def from_env(cls) -> Limits:
-        """The defaults, but for those set as $KGPLAN_API_WORKERS, $KGPLAN_API_QUEUE, $KGPLAN_API_MAX_BODY."""
-        given = {k: os.environ.get(f"KGPLAN_API_{k.upper()}") for k in ("workers", "queue", "max_body")}
+        """The defaults, but for those set as $KGPLAN_API_WORKERS, $KGPLAN_API_QUEUE, $KGPLAN_API_MAX_BODY,
+        $KGPLAN_API_STREAMS."""
+        given = {k: os.environ.get(f"KGPLAN_API_{k.upper()}") for k in ("workers", "queue", "max_body", "streams")}
         try:
             limits = cls(**{k: int(v) for k, v in given.items() if v})
         except ValueError:
             limits = cls(workers=0)
-        if limits.workers < 1 or limits.queue < 0 or limits.max_body < 0:
+        if limits.workers < 1 or limits.queue < 0 or limits.max_body < 0 or limits.streams < 0:
             raise InputError(f"bad server limits {given}: KGPLAN_API_WORKERS is a whole number from 1, "
-                             "KGPLAN_API_QUEUE and KGPLAN_API_MAX_BODY (bytes) from 0")
+                             "KGPLAN_API_QUEUE, KGPLAN_API_MAX_BODY (bytes) and KGPLAN_API_STREAMS from 0")
         return limits
 
 
@@ -405,11 +414,92 @@ class Jobs:
         return snapshot
 
 
+class EventStream(StreamingResponse):
+    """Server-sent events; `done` runs once the stream ends, whether the client left or the server stopped."""
+
+    media_type = "text/event-stream"
+
+    def __init__(self, events: AsyncGenerator[str, None], done: Callable[[], None]) -> None:
+        super().__init__(events, headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
+        self.events, self.done = events, done
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            await super().__call__(scope, receive, send)
+        finally:
+            self.done()
+            await self.events.aclose()
+
+
+class Feed:
+    """The change feed's event streams (GET /api/events), at most `limit` open at once (429 beyond). Each reads the
+    durable history on from the last change it sent (`graph.feed`), so it sees every process's changes, and
+    waits for the next: one watcher of the newest change's id, running while a stream is open, wakes them all."""
+
+    poll = 0.2  # seconds between reads of the newest change's id
+    keepalive = 15.0  # seconds of quiet before a keep-alive comment
+
+    def __init__(self, graph: WorldGraph, limit: int) -> None:
+        self.graph, self.limit, self.open = graph, limit, 0
+        self.watcher: asyncio.Task[None] | None = None
+        self.moved = asyncio.Event()  # set (and replaced) when the newest change's id moves
+        self.loop: asyncio.AbstractEventLoop | None = None  # the server's, once a stream has opened
+        self.stopped = False
+
+    def stream(self, after: int | None, interest: Interest) -> EventStream:
+        """The events of the changes after `after` (None: from now on) that are of interest."""
+        if self.open >= self.limit:
+            raise Problem(429, f"the server is busy: {self.limit} event streams are open (KGPLAN_API_STREAMS); try "
+                               "again shortly", {"Retry-After": "5"})
+        self.open += 1
+        return EventStream(self.events(after, interest), self.closed)
+
+    def stop(self) -> None:
+        """End every stream (the server is stopping); safe from any thread and from a signal handler."""
+        self.stopped = True
+        if self.loop is not None:
+            self.loop.call_soon_threadsafe(lambda: self.moved.set())
+
+    def closed(self) -> None:
+        self.open -= 1
+        if not self.open and self.watcher:
+            self.watcher.cancel()
+            self.watcher = None
+
+    async def watch(self) -> None:
+        async for _ in heads(self.graph, self.poll):
+            moved, self.moved = self.moved, asyncio.Event()
+            moved.set()
+
+    async def events(self, after: int | None, interest: Interest) -> AsyncGenerator[str, None]:
+        if self.watcher is None or self.watcher.done():
+            self.moved, self.loop = asyncio.Event(), asyncio.get_running_loop()
+            self.watcher = asyncio.create_task(self.watch())
+        yield "retry: 1000\n\n"  # reconnect after a second
+        cursor = await asyncio.to_thread(newest, self.graph) if after is None else after
+        while not self.stopped:
+            moved = self.moved
+            shown, last = await asyncio.to_thread(read_on, self.graph, cursor, interest)
+            if last == cursor:  # nothing new: wait for the next change
+                try:
+                    await asyncio.wait_for(moved.wait(), self.keepalive)
+                except TimeoutError:
+                    yield ": keep-alive\n\n"
+                continue
+            events = [f"id: {c.id}\nevent: change\ndata: {change_out(c).model_dump_json()}\n\n" for c in shown]
+            if not shown or shown[-1].id != last:  # an event of the id alone, which no client dispatches unless it
+                # is a reset, moves the client's Last-Event-ID past the changes not of interest
+                events.append(f"id: {last}\n" + ("event: reset\ndata: {}\n" if last < cursor else "") + "\n")
+            yield "".join(events)
+            cursor = last
+
+
 def create_app(agent: Agent, token: str | None = None, *, hosts: Iterable[str] = (),
                limits: Limits = Limits()) -> FastAPI:
     """The API and the page over `agent`; `token`, when given, is required for every write; `hosts`: the names
     besides loopback ones that clients may reach it by ("*": any)."""
     jobs = Jobs(limits)
+    feed = Feed(agent.graph, limits.streams)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -419,6 +509,7 @@ def create_app(agent: Agent, token: str | None = None, *, hosts: Iterable[str] =
     app = FastAPI(title="kgplan", version="0.1.0", description=__doc__, lifespan=lifespan,
                   dependencies=[Depends(same_site)])
     app.state.jobs = jobs
+    app.state.feed = feed
     app.router.route_class = StrictRoute
     app.add_middleware(Guard, hosts=hosts, max_body=limits.max_body)
     bearer = HTTPBearer(auto_error=False, description="KGPLAN_API_TOKEN, when the server has one")
@@ -559,6 +650,24 @@ def create_app(agent: Agent, token: str | None = None, *, hosts: Iterable[str] =
             raise Problem(404, f"no job {job_id!r}")
         return found
 
+    @app.get("/api/events", response_class=EventStream, status_code=200, responses={
+        200: {"content": {"text/event-stream": {}}, "description": "Server-sent events"}, **errors,
+        429: {"model": ErrorOut, "description": "Too many event streams are open (see Retry-After)"}})
+    async def events(after: int | None = Query(None, ge=0, le=ID, description="Start after this change id (0: from "
+                                               "the first change); without it, from now on"),
+                     entity: str | None = Query(None, description="Only changes that touch this entity"),
+                     predicate: str | None = Query(None, description="Only changes of facts or marks of it"),
+                     source: Source | None = Query(None, description="Only changes from this source"),
+                     last_event_id: int | None = Header(None, ge=0, le=ID, description="The id of the last event "
+                                                        "received: the stream resumes after it (`after` is ignored)")
+                     ) -> EventStream:
+        """The change feed: each change applied from now on (by any client or process on this store), as it is
+        applied, as server-sent events `change` whose `id` is the change's id and whose data is its summary (as in
+        /api/history); reconnecting with `Last-Event-ID` resumes with no gap and no repeat. A quiet stream gets a
+        keep-alive comment every 15 s; an event `reset` (id 0) says the history began again (the store was cleared
+        and begun anew): read the graph again."""
+        return feed.stream(after if last_event_id is None else last_event_id, Interest(entity, predicate, source))
+
     @app.get("/", include_in_schema=False)
     def page() -> FileResponse:
         return FileResponse(WEB / "index.html")
@@ -567,26 +676,40 @@ def create_app(agent: Agent, token: str | None = None, *, hosts: Iterable[str] =
     return app
 
 
+def uvicorn_server(app: FastAPI, **config: Any) -> uvicorn.Server:
+    """A uvicorn server of `app` that ends the event streams as it begins to stop (it waits for open requests, and
+    a stream would never end)."""
+    import uvicorn
+
+    class Server(uvicorn.Server):
+        @property
+        def should_exit(self) -> bool:
+            return self.__dict__.get("exit", False)
+
+        @should_exit.setter
+        def should_exit(self, value: bool) -> None:
+            self.__dict__["exit"] = value
+            if value:
+                app.state.feed.stop()
+
+    return Server(uvicorn.Config(app, **config))
+
+
 def serve(agent: Agent, host: str = "127.0.0.1", port: int = 8000, token: str | None = None,
           hosts: Iterable[str] = (), limits: Limits | None = None) -> None:
     """Serve the API and the page with uvicorn until interrupted (clients may name it `host` too; the limits from
     the environment unless given)."""
-    import uvicorn
-
     app = create_app(agent, token, hosts=[*hosts, host], limits=limits or Limits.from_env())
-    uvicorn.run(app, host=host, port=port, log_level="info")
+    uvicorn_server(app, host=host, port=port, log_level="info").run()
 
 
 @contextmanager
 def serving(agent: Agent, **options: Any) -> Iterator[str]:
     """uvicorn serving the agent on a free port of 127.0.0.1, in a thread (`options`: of `create_app`)."""
-    import uvicorn
-
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(create_app(agent, **options), host="127.0.0.1", port=port,
-                                           log_level="warning"))
+    server = uvicorn_server(create_app(agent, **options), host="127.0.0.1", port=port, log_level="warning")
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     while not server.started:

@@ -5,17 +5,25 @@ Tools: domain, show, search, history, history_entry (reads); change (a verified 
 tell, plan, decide, run, undo. Their results are the JSON shapes of `kgplan.interfaces.views`; an error (a refused
 change, an unknown entity, a goal that does not parse) is the tool's error, with the message and issues the HTTP
 API answers (`kgplan.interfaces.api.problem_of`).
+Resources: the change history read forward, `kgplan://changes{?after,limit,entity,predicate,source}`, and the newest
+change, `kgplan://changes/latest`; a client subscribed to them (`subscriptions/listen`, or `resources/subscribe` on
+protocol versions before 2026-07-28) is sent `notifications/resources/updated` when any process changes the graph.
 """
 
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from typing import Annotated, Any, TypeVar
 
+import anyio
+from mcp.server.context import ServerRequestContext
 from mcp.server.mcpserver import MCPServer
-from mcp.server.mcpserver.exceptions import ToolError
-from mcp.types import ToolAnnotations
+from mcp.server.mcpserver.exceptions import ResourceError, ToolError
+from mcp.server.session import ServerSession
+from mcp.server.subscriptions import InMemorySubscriptionBus, ResourceUpdated
+from mcp.types import EmptyResult, SubscribeRequestParams, ToolAnnotations, UnsubscribeRequestParams
 from pydantic import BaseModel, Field
 
 from kgplan.agent.agent import Agent, quiet
@@ -23,7 +31,9 @@ from kgplan.agent.search import SEARCH_METHODS
 from kgplan.domains.formula import Param
 from kgplan.domains.model import Domain
 from kgplan.games.scene import Key, Scene, SceneNode
-from kgplan.graph.model import Entity, Unknown
+from kgplan.graph.feed import Interest, heads, read_on
+from kgplan.graph.model import Entity, Source, Unknown
+from kgplan.graph.world import MAX_ID
 from kgplan.interfaces import views
 from kgplan.interfaces.api import EXPECTED, problem_of
 from kgplan.planners.engines import PLANNERS
@@ -90,12 +100,57 @@ def domain_out(d: Domain) -> DomainOut:
                      actions=[ActionOut(name=a.name, params=params(a.params)) for a in d.actions.values()])
 
 
+CHANGES, LATEST = "kgplan://changes", "kgplan://changes/latest"
+
+
+class Changes:
+    """The change feed's notifications: while the server runs, a watcher of the newest change's id (any process's
+    changes) publishes `ResourceUpdated` for the change resources to `subscriptions/listen` streams (`bus`) and
+    sends `notifications/resources/updated` to the sessions that asked by `resources/subscribe`."""
+
+    poll = 0.2  # seconds between reads of the newest change's id
+
+    def __init__(self, agent: Agent) -> None:
+        self.graph = agent.graph
+        self.bus = InMemorySubscriptionBus()
+        self.sessions: dict[ServerSession, set[str]] = {}
+
+    @asynccontextmanager
+    async def lifespan(self, server: MCPServer) -> AsyncIterator[dict[str, Any]]:
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(self.watch)
+            yield {}
+            tasks.cancel_scope.cancel()
+
+    async def watch(self) -> None:
+        moves = heads(self.graph, self.poll)
+        await anext(moves)  # where the history stands as the server starts
+        async for _ in moves:
+            for uri in (CHANGES, LATEST):
+                await self.bus.publish(ResourceUpdated(uri=uri))
+                for session in [s for s, uris in self.sessions.items() if uri in uris]:
+                    try:
+                        await session.send_resource_updated(uri)
+                    except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+                        self.sessions.pop(session, None)
+
+    async def subscribe(self, ctx: ServerRequestContext, params: SubscribeRequestParams) -> EmptyResult:
+        self.sessions.setdefault(ctx.session, set()).add(str(params.uri))
+        return EmptyResult()
+
+    async def unsubscribe(self, ctx: ServerRequestContext, params: UnsubscribeRequestParams) -> EmptyResult:
+        self.sessions.get(ctx.session, set()).discard(str(params.uri))
+        return EmptyResult()
+
+
 def create_server(agent: Agent) -> MCPServer:
     """An MCP server whose tools call `agent`."""
+    feed = Changes(agent)
     server = MCPServer("kgplan", instructions=(
         "A world-state graph of PDDL facts with verified changes and a symbolic planner. Use `domain` for the "
         "types, predicates and actions, `search` and `show` to look things up, `change` to correct facts (or "
-        "`tell` to report a change in English), `plan` for a task or a PDDL goal, then `run`."))
+        "`tell` to report a change in English), `plan` for a task or a PDDL goal, then `run`. Subscribe to "
+        "kgplan://changes to be told of every change."), lifespan=feed.lifespan, subscriptions=feed.bus)
 
     @server.tool(annotations=READ)
     @said
@@ -194,6 +249,27 @@ def create_server(agent: Agent) -> MCPServer:
         """Undo a change (by its id in `history`) by applying its inverse as a new change."""
         return views.change_out(agent.undo(change_id))
 
+    @server.resource(CHANGES + "{?after,limit,entity,predicate,source}", name="changes", mime_type="application/json")
+    def changes(after: int = 0, limit: int = 100, entity: str | None = None, predicate: str | None = None,
+                source: Source | None = None) -> dict[str, Any]:
+        """The change history read forward: of the next `limit` changes after id `after` (0: from the first),
+        oldest first, those of interest (touching an `entity`, of a `predicate`, from a `source`), each summarised
+        as `history` does; `next`: the id to read after next time (0 when the history began again). Subscribe to
+        be told when it grows."""
+        if not 0 <= after <= MAX_ID or not 1 <= limit <= 1000:
+            raise ResourceError("after is a change id from 0, limit from 1 to 1000")
+        shown, last = read_on(agent.graph, after, Interest(entity, predicate, source), limit)
+        return {"changes": [views.change_out(c).model_dump(mode="json") for c in shown], "next": last}
+
+    @server.resource(LATEST, name="latest change", mime_type="application/json")
+    def latest() -> dict[str, Any] | None:
+        """The newest change, summarised as `history` does (null if there is none); subscribe to be told when
+        another comes."""
+        return next((views.change_out(c).model_dump(mode="json") for c in agent.history(1)), None)
+
+    # resources/subscribe (protocol versions before 2026-07-28), which MCPServer does not serve itself
+    server._lowlevel_server.add_request_handler("resources/subscribe", SubscribeRequestParams, feed.subscribe)
+    server._lowlevel_server.add_request_handler("resources/unsubscribe", UnsubscribeRequestParams, feed.unsubscribe)
     return server
 
 

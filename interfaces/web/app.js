@@ -259,7 +259,7 @@ function factRow(f) {
 }
 
 // ---- one verified change: facts, entities and unknown marks together -------------------------------------
-async function change(body, box, dryRun = false) {  // true when it was applied (or, dry, verified)
+async function change(body, box, dryRun = false, applied = () => {}) {  // true when applied (or, dry, verified)
   let c;
   try {
     c = await api("POST", "/api/changes", { ...body, dry_run: dryRun });
@@ -269,6 +269,7 @@ async function change(body, box, dryRun = false) {  // true when it was applied 
   }
   say(box, "ok", dryRun ? "checked: the change is valid (nothing applied)" : `applied as change #${c.id}`);
   if (!dryRun) {
+    applied();  // before the views follow (the change feed may show it first)
     state.highlight = { add: new Set(c.add.map((f) => f.text)), remove: new Set(c.remove.map((f) => f.text)) };
     await refresh();
   }
@@ -299,7 +300,7 @@ async function submitChange(dryRun) {
   } catch (e) {
     return say($("#change-msg"), "issues", e.message);
   }
-  if (await change(body, $("#change-msg"), dryRun) && !dryRun) $("#change-form").reset();
+  await change(body, $("#change-msg"), dryRun, () => $("#change-form").reset());
 }
 
 // ---- history with provenance and undo ----------------------------------------------------------------
@@ -463,7 +464,7 @@ async function refresh() {  // never fails: a part that cannot load says so and 
   }
 }
 
-async function follow() {  // the history's head every 2 s while the page is in view
+async function poll() {  // the history's head every 2 s while the page is in view (where the change feed fails)
   try {
     if (!document.hidden) {
       const [head] = await api("GET", "/api/history?limit=1");
@@ -472,7 +473,37 @@ async function follow() {  // the history's head every 2 s while the page is in 
   } catch (e) {
     say($("#graph-msg"), "issues", "cannot reach the server: " + e.message);
   }
-  setTimeout(follow, 2000);
+  setTimeout(poll, 2000);
+}
+
+let stale = false;  // a change came while the page was out of view: refresh when it is back
+function changed(id) {
+  if (id <= state.head) return;  // this page has shown it already
+  if (document.hidden) stale = true;
+  else refresh();
+}
+document.addEventListener("visibilitychange", () => {
+  if (!document.hidden && stale) {
+    stale = false;
+    refresh();
+  }
+});
+
+function follow() {  // the server's change feed (server-sent events, resumed by the browser after a drop)
+  if (!window.EventSource) return poll();
+  const feed = new EventSource("/api/events" + (state.head === undefined ? "" : `?after=${state.head}`));
+  feed.addEventListener("change", (e) => changed(Number(e.lastEventId)));
+  feed.addEventListener("reset", () => {  // the store was cleared and begun anew
+    state.head = 0;
+    changed(Infinity);
+  });
+  feed.addEventListener("open", () => { document.body.dataset.feed = "live"; });
+  feed.addEventListener("error", () => {
+    if (feed.readyState !== EventSource.CLOSED) return;  // reconnecting by itself
+    document.body.dataset.feed = "polling";
+    say($("#graph-msg"), "note", "live updates are unavailable: the page checks for changes every 2 s");
+    poll();
+  });
 }
 
 // ---- start -----------------------------------------------------------------------------------------
@@ -498,7 +529,7 @@ async function start() {
   makeGraph();
   await refresh();
   document.body.dataset.ready = "1";
-  setTimeout(follow, 2000);
+  follow();
 }
 
 start().catch((e) => outcome(el("div", { class: "issues" }, "cannot reach the API: " + e.message)));

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
+import sys
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,8 +17,9 @@ from pathlib import Path
 import pytest
 
 from kgplan.agent.agent import Agent
-from kgplan.interfaces.api import serving
+from kgplan.interfaces.api import Limits, serving
 from kgplan.language.llm import ScriptedLLM
+from tests.conftest import ROOT
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 pytestmark = [pytest.mark.integration,
@@ -314,3 +317,58 @@ def test_page_shows_why_a_plan_failed_and_plans_the_closest_goal(live_server: st
     assert "solved" in page.text_content("#outcome") and page.input_value("#ask") == "(switched_on hallway_light)"
     assert page.locator("#plan-steps li").last.text_content().startswith("(switch_on robot hallway_light hallway)")
     assert not errors, errors
+
+
+SEEN = """() => {  // when each history entry first appears on the page, by the browser's clock
+  window.seen = {};
+  const note = () => document.querySelectorAll("#history li[data-change]").forEach((li) => {
+    window.seen[li.dataset.change] ??= Date.now();
+  });
+  note();
+  new MutationObserver(note).observe(document.querySelector("#history"), { childList: true });
+}"""
+
+
+def cli(store: str, *args: str) -> None:
+    """The CLI in a process of its own, on the same store."""
+    subprocess.run([sys.executable, "-c", "from kgplan.interfaces.cli import app; app()", "-s", store, *args],
+                   cwd=ROOT, check=True, capture_output=True)
+
+
+def test_page_follows_the_change_feed_within_a_second_of_a_cli_change(agent: Agent, live_server: str,
+                                                                      browser: object) -> None:
+    """The page follows the server's change feed (no polling): a change made through the CLI, another process on
+    the same store, is on the page within a second of its commit (from the change's time to the moment its history
+    entry appears, on one clock), and the selected entity's facts follow."""
+    page = browser.new_page()  # type: ignore[attr-defined]
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    polls: list[str] = []
+    page.on("request", lambda r: polls.append(r.url) if "/api/history?limit=1" in r.url else None)
+    page.goto(live_server)
+    page.wait_for_selector("body[data-ready='1'][data-feed='live']")
+    page.click("#entity-list li[data-name='kitchen_light']")
+    page.wait_for_selector("#facts tr[data-fact='(switched_on kitchen_light)']")
+    page.evaluate(SEEN)
+    for args in (["remove", "(switched_on kitchen_light)", "--note", "off, said the CLI"],
+                 ["add", "(switched_on kitchen_light)"], ["remove", "(switched_on kitchen_light)"]):
+        cli(agent.graph.url, *args)
+        (change,) = agent.history(1)
+        page.wait_for_function(f"window.seen[{change.id}] !== undefined")
+        latency = page.evaluate(f"window.seen[{change.id}]") / 1000 - change.time.timestamp()
+        print(f"change {change.id} on the page {latency:.3f} s after its commit")
+        assert latency < 1.0
+    assert "off, said the CLI" in page.text_content("#history")
+    page.wait_for_function("!document.querySelector(\"#facts tr[data-fact='(switched_on kitchen_light)']\")")
+    assert not polls and not errors, (polls, errors)
+
+
+def test_page_polls_where_the_change_feed_is_refused(agent: Agent, browser: object) -> None:
+    """A server that opens no event stream (429): the page says so and follows the server by polling instead."""
+    with serving(agent, limits=Limits(streams=0)) as url:
+        page = browser.new_page()  # type: ignore[attr-defined]
+        page.goto(url)
+        page.wait_for_selector("body[data-ready='1'][data-feed='polling']")
+        assert "live updates are unavailable" in page.text_content("#graph-msg")
+        other_client(url, {"add": ["(switched_on hallway_light)"], "note": "from elsewhere"})
+        page.wait_for_selector("#history li:first-child:has-text('from elsewhere')")
