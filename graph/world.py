@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import tomllib
 from collections.abc import Callable, Collection, Iterable
 from dataclasses import replace
@@ -433,7 +434,7 @@ class WorldGraph:
         stamps = {s.id: s.time for s in self.store.stamps([first, last])}
         valid = (f"the history holds changes {first} to {last}, made from {stamps[first]:%Y-%m-%dT%H:%M:%S} to "
                  f"{stamps[last]:%Y-%m-%dT%H:%M:%S} UTC")
-        if isinstance(when, str) and when.strip().lstrip("-").isdigit():
+        if isinstance(when, str) and re.fullmatch(r"\s*-?[0-9]+\s*", when):
             when = int(when)
         if isinstance(when, int):
             if not first <= when <= last:
@@ -445,7 +446,11 @@ class WorldGraph:
             except ValueError:
                 raise InputError(f"{when!r} is neither a change id nor an ISO time such as 2026-11-20T08:00") from None
         moment = when if when.tzinfo else when.replace(tzinfo=UTC)
-        if (found := self.store.change_at(moment.astimezone(UTC).isoformat())) is None:
+        try:
+            utc = moment.astimezone(UTC).isoformat()
+        except OverflowError:  # a zone that takes it out of the years a datetime holds
+            raise InputError(f"{moment.isoformat()} is out of range: {valid}") from None
+        if (found := self.store.change_at(utc)) is None:
             raise InputError(f"{moment.isoformat()} is before the first change: {valid}")
         return found
 
@@ -506,7 +511,7 @@ def _pattern(domain: Domain, text: str) -> tuple[str | None, tuple[str | None, .
     words = text.strip().removeprefix("(").removesuffix(")").split()
     if not words or not (text.strip().startswith("(") and text.strip().endswith(")")):
         raise InputError(f'{text!r} is no fact pattern: write "(predicate arg ...)", any of them "*"')
-    predicate, *args = [None if w == "*" else w for w in words]
+    predicate, *args = [None if w == "*" else w for w in _text(words)]
     sig = domain.predicates.get(predicate or "") or domain.functions.get(predicate or "")
     if predicate is not None and sig is None:
         raise InputError(f"unknown predicate {predicate!r} in {text!r}")

@@ -35,7 +35,8 @@ CREATE TABLE IF NOT EXISTS changes(
 CREATE INDEX IF NOT EXISTS changes_time ON changes(time);
 """
 # The history indexed (see `Store.entities_at`): the spans of facts (their arguments indexed as facts' are),
-# entities and unknown marks, each found by what it is of and by the change that opened or closed it.
+# entities and unknown marks, each found by what it is of and by the change that opened or closed it. (The primary
+# keys' columns come first: SQLite 3.40's integrity check misreads a WITHOUT ROWID table's other columns otherwise.)
 SPANS = """
 CREATE TABLE fact_spans(
     id INTEGER PRIMARY KEY, predicate TEXT NOT NULL, args TEXT NOT NULL, value REAL,
@@ -45,12 +46,12 @@ CREATE INDEX fact_spans_closed ON fact_spans(closed);
 CREATE TABLE span_args(
     entity TEXT NOT NULL, pos INTEGER NOT NULL, span INTEGER NOT NULL, PRIMARY KEY(entity, pos, span)) WITHOUT ROWID;
 CREATE TABLE entity_spans(
-    name TEXT NOT NULL, type TEXT NOT NULL, attrs TEXT NOT NULL, opened INTEGER NOT NULL, closed INTEGER NOT NULL,
+    name TEXT NOT NULL, closed INTEGER NOT NULL, opened INTEGER NOT NULL, type TEXT NOT NULL, attrs TEXT NOT NULL,
     PRIMARY KEY(name, closed)) WITHOUT ROWID;
 CREATE INDEX entity_spans_opened ON entity_spans(opened);
 CREATE INDEX entity_spans_closed ON entity_spans(closed);
 CREATE TABLE mark_spans(
-    entity TEXT NOT NULL, predicate TEXT NOT NULL, opened INTEGER NOT NULL, closed INTEGER NOT NULL,
+    entity TEXT NOT NULL, predicate TEXT NOT NULL, closed INTEGER NOT NULL, opened INTEGER NOT NULL,
     PRIMARY KEY(entity, predicate, closed)) WITHOUT ROWID;
 """
 HOLDS = "s.opened <= :at AND s.closed > :at"  # span s as of change :at
@@ -155,9 +156,9 @@ def _index(db: sqlite3.Connection, at: int, delta: Delta) -> None:
     db.executemany("UPDATE mark_spans SET closed=? WHERE entity=? AND predicate=? AND closed=?",
                    [(at, u.entity, u.predicate or "", OPEN) for u in delta.known])
     db.executemany("UPDATE mark_spans SET closed=? WHERE entity=? AND closed=?", gone)
-    db.executemany("INSERT INTO mark_spans VALUES (?,?,?,?)", [(u.entity, u.predicate or "", at, OPEN)
-                                                                for u in delta.unknown])
-    db.executemany("INSERT OR IGNORE INTO entity_spans VALUES (?,?,?,?,?)",
+    db.executemany("INSERT INTO mark_spans(entity, predicate, opened, closed) VALUES (?,?,?,?)",
+                   [(u.entity, u.predicate or "", at, OPEN) for u in delta.unknown])
+    db.executemany("INSERT OR IGNORE INTO entity_spans(name, type, attrs, opened, closed) VALUES (?,?,?,?,?)",
                    [(e.name, e.type, json.dumps(e.attrs), at, OPEN) for e in delta.new_entities])
     db.executemany("UPDATE fact_spans SET closed=? WHERE predicate=? AND args=? AND closed=?",
                    [(at, f.predicate, _key(f.args), OPEN) for f in delta.remove])
@@ -165,7 +166,7 @@ def _index(db: sqlite3.Connection, at: int, delta: Delta) -> None:
     (top,) = db.execute("SELECT coalesce(max(id), 0) FROM fact_spans").fetchone()
     db.executemany("INSERT OR IGNORE INTO fact_spans(predicate, args, value, opened, closed) VALUES (?,?,?,?,?)",
                    [(f.predicate, _key(f.args), f.value, at, OPEN) for f in delta.add])
-    db.executemany("INSERT INTO span_args VALUES (?,?,?)", [
+    db.executemany("INSERT INTO span_args(entity, pos, span) VALUES (?,?,?)", [
         (a, pos, i) for i, k in db.execute("SELECT id, args FROM fact_spans WHERE id > ?", (top,))
         for pos, a in enumerate(json.loads(k))])
 
