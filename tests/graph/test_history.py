@@ -168,3 +168,19 @@ def test_an_older_store_gets_its_history_indexed_when_opened(tmp_path: Path, hou
     with open_graph(f"sqlite:{path}") as g:
         assert F("(on apple kitchen_counter)") in g.at(load).facts("on")
         assert [i.opened.id for i in g.timeline("(on apple *)")] == [load, moved]
+
+
+def test_a_changed_value_is_a_new_interval_and_in_both_lists_of_a_difference(empty_graph: WorldGraph) -> None:
+    from kgplan.domains.model import Domain, Problem
+    from tests.graph.test_round_trip import COSTS_DOMAIN, COSTS_PROBLEM
+
+    g = empty_graph
+    g.init(Domain.parse(COSTS_DOMAIN), problem=Problem.parse(COSTS_PROBLEM))
+    load = g.history()[-1].id
+    old, new = F("(= (travel f1 f2) 2.5)"), F("(= (travel f1 f2) 4)")
+    change = g.apply(Delta(remove=[old], add=[new])).id
+    assert [(i.fact, i.opened.id, i.closed and i.closed.id) for i in g.timeline("(travel f1 *)")] == [
+        (old, load, change), (new, change, None)]
+    d = g.difference(load, change)
+    assert (d.add, d.remove) == ([new], [old])
+    assert old in g.at(load).facts("travel") and new in g.facts("travel")
