@@ -22,6 +22,13 @@ T = TypeVar("T")
 OPEN = 2**63 - 1  # the change that closes a span still open (no change has this id)
 
 
+def plain(entities: list[Entity], facts: list[Fact]) -> tuple[dict[str, str], list[GroundAtom],
+                                                               dict[GroundAtom, float]]:
+    """A state as plain data for planning (see `Store.snapshot`)."""
+    return ({e.name: e.type for e in entities}, [f.atom for f in facts if f.value is None],
+            {f.atom: f.value for f in facts if f.value is not None})
+
+
 class ChangeRow(NamedTuple):
     """A stored change as JSON: `data` is its summary (`graph.model.summary_json`) or its whole delta."""
 
@@ -136,9 +143,7 @@ class Store(ABC):
     def snapshot(self) -> tuple[dict[str, str], list[GroundAtom], dict[GroundAtom, float]]:
         """The whole state as plain data for planning: entity types by name, the true atoms (in no
         particular order), and the values of numeric functions' facts. Backends may read it faster."""
-        facts = self.facts()
-        return ({e.name: e.type for e in self.entities()}, [f.atom for f in facts if f.value is None],
-                {f.atom: f.value for f in facts if f.value is not None})
+        return plain(self.entities(), self.facts())
 
     @abstractmethod
     def history(self, limit: int | None = None) -> list[Change]:

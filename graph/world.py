@@ -38,7 +38,7 @@ from kgplan.graph.model import (
     Unknown,
     by_atom,
 )
-from kgplan.graph.store import OPEN, Store, T, Tx
+from kgplan.graph.store import OPEN, Store, T, Tx, plain
 
 C = TypeVar("C", bound=Collection[str] | None)
 MAX_ID = 2**63 - 1  # the largest id (and count) a store can take; larger ones name no change
@@ -156,9 +156,7 @@ class WorldGraph:
     def snapshot(self) -> tuple[dict[str, str], list[GroundAtom], dict[GroundAtom, float]]:
         """The whole state as plain data for planning (see `Store.snapshot`)."""
         if self.as_of is not None:
-            facts = self.facts()
-            return ({e.name: e.type for e in self.entities()}, [f.atom for f in facts if f.value is None],
-                    {f.atom: f.value for f in facts if f.value is not None})
+            return plain(self.entities(), self.facts())
         return self.store.snapshot()
 
     def history(self, limit: int | None = None) -> list[Change]:

@@ -35,21 +35,24 @@ CREATE TABLE IF NOT EXISTS changes(
 CREATE INDEX IF NOT EXISTS changes_time ON changes(time);
 """
 # The history indexed (see `Store.entities_at`): the spans of facts (their arguments indexed as facts' are),
-# entities and unknown marks, each found by what it is of and by the change that opened or closed it. (The primary
+# entities and unknown marks, each found by what it is of and by the change that opened or closed it (with the other
+# end, so that a range of one is filtered by the other in the index, before any row is read). (The primary
 # keys' columns come first: SQLite 3.40's integrity check misreads a WITHOUT ROWID table's other columns otherwise.)
 SPANS = """
 CREATE TABLE fact_spans(
     id INTEGER PRIMARY KEY, predicate TEXT NOT NULL, args TEXT NOT NULL, value REAL,
     opened INTEGER NOT NULL, closed INTEGER NOT NULL, UNIQUE(predicate, args, closed));
-CREATE INDEX fact_spans_opened ON fact_spans(opened);
-CREATE INDEX fact_spans_closed ON fact_spans(closed);
+CREATE INDEX fact_spans_atom ON fact_spans(predicate, args, opened, closed, value);
+CREATE INDEX fact_spans_opened ON fact_spans(opened, closed);
+CREATE INDEX fact_spans_closed ON fact_spans(closed, opened);
 CREATE TABLE span_args(
     entity TEXT NOT NULL, pos INTEGER NOT NULL, span INTEGER NOT NULL, PRIMARY KEY(entity, pos, span)) WITHOUT ROWID;
 CREATE TABLE entity_spans(
     name TEXT NOT NULL, closed INTEGER NOT NULL, opened INTEGER NOT NULL, type TEXT NOT NULL, attrs TEXT NOT NULL,
     PRIMARY KEY(name, closed)) WITHOUT ROWID;
-CREATE INDEX entity_spans_opened ON entity_spans(opened);
-CREATE INDEX entity_spans_closed ON entity_spans(closed);
+CREATE INDEX entity_spans_name ON entity_spans(name, opened);
+CREATE INDEX entity_spans_opened ON entity_spans(opened, closed);
+CREATE INDEX entity_spans_closed ON entity_spans(closed, opened);
 CREATE TABLE mark_spans(
     entity TEXT NOT NULL, predicate TEXT NOT NULL, closed INTEGER NOT NULL, opened INTEGER NOT NULL,
     PRIMARY KEY(entity, predicate, closed)) WITHOUT ROWID;
@@ -386,15 +389,17 @@ class SqliteStore(Store):
         return [Span(_fact(p, a, v), o, c) for p, a, v, o, c in rows]
 
     def difference(self, start: int, end: int) -> tuple[list[Fact], list[Fact], list[Entity], list[Entity]]:
-        # spans opened in (start, end] that hold at end (or closed there that held at start), of whatever held
-        # not at the other moment; each from two index ranges of the spans the changes in between touched
+        # spans opened in (start, end] that hold at end (or closed there that held at start), of whatever did not
+        # hold at the other moment: two index ranges of the spans the changes in between touched, and for each one
+        # probe of the span of the same fact (entity) opened last by the other moment (spans of one are disjoint)
         came = "s.opened > :start AND s.opened <= :end AND s.closed > :end"
         went = "s.closed > :start AND s.closed <= :end AND s.opened <= :start"
-        fact = ("SELECT s.predicate, s.args, s.value FROM fact_spans s WHERE {} AND NOT EXISTS (SELECT 1 FROM "
-                "fact_spans t WHERE t.predicate = s.predicate AND t.args = s.args AND t.value IS s.value "
-                "AND t.opened <= :{at} AND t.closed > :{at})")
-        entity = ("SELECT s.name, s.type, s.attrs FROM entity_spans s WHERE {} AND NOT EXISTS (SELECT 1 FROM "
-                  "entity_spans t WHERE t.name = s.name AND t.opened <= :{at} AND t.closed > :{at})")
+        fact = ("SELECT s.predicate, s.args, s.value FROM fact_spans s WHERE {} AND coalesce((SELECT t.closed > :{at} "
+                "AND t.value IS s.value FROM fact_spans t WHERE t.predicate = s.predicate AND t.args = s.args "
+                "AND t.opened <= :{at} ORDER BY t.opened DESC LIMIT 1), 0) = 0")
+        entity = ("SELECT s.name, s.type, s.attrs FROM entity_spans s WHERE {} AND coalesce((SELECT t.closed > :{at} "
+                  "FROM entity_spans t WHERE t.name = s.name AND t.opened <= :{at} ORDER BY t.opened DESC LIMIT 1), "
+                  "0) = 0")
         moments = {"start": start, "end": end}
         with self._tx("DEFERRED") as db:  # both moments from one snapshot
             facts = [sorted((_fact(*r) for r in db.execute(fact.format(w, at=at), moments)), key=by_atom)
@@ -411,7 +416,9 @@ class SqliteStore(Store):
         return [Stamp(id=i, time=t, undo_of=u, source=s, text=x or "") for i, t, u, s, x in rows]
 
     def bounds(self) -> tuple[int, int] | None:
-        first, last = self.reader.execute("SELECT min(id), max(id) FROM changes").fetchone()
+        # one min or max per query: SQLite reads both ends of the index only so (min and max together scan)
+        first, last = self.reader.execute("SELECT (SELECT min(id) FROM changes), (SELECT max(id) FROM changes)"
+                                          ).fetchone()
         return None if first is None else (first, last)
 
     def change_at(self, time: str) -> int | None:
