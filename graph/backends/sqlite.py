@@ -256,9 +256,11 @@ class SqliteStore(Store):
     def _index_history(self) -> None:
         """Create the history's index and fill it from the history a store made before it had one."""
         with self._tx() as db:
+            if db.execute("SELECT 1 FROM sqlite_master WHERE name = 'fact_spans'").fetchone():
+                return  # another process has just made it
             for statement in filter(str.strip, SPANS.split(";")):
                 db.execute(statement)
-            for row in db.execute("SELECT id, time, undo_of, delta FROM changes ORDER BY id").fetchall():
+            for row in db.cursor().execute("SELECT id, time, undo_of, delta FROM changes ORDER BY id"):
                 _index(db, row[0], _change(row).delta)
 
     def _connect(self) -> sqlite3.Connection:
