@@ -174,8 +174,11 @@ def _index(db: sqlite3.Connection, at: int, delta: Delta) -> None:
         for pos, a in enumerate(json.loads(k))])
 
 
-def _fact(p: str, args: str, v: float | None) -> Fact:
-    return Fact(predicate=p, args=tuple(json.loads(args)), value=v)
+def _facts(rows: list[tuple[str, str, float | None]]) -> list[Fact]:
+    """The facts of (predicate, args as JSON, value) rows, in their order: the arguments parsed at once, the facts
+    built unvalidated (the store wrote them; a history read returns thousands)."""
+    args = json.loads(f"[{','.join(a for _, a, _ in rows)}]")
+    return [Fact.model_construct(predicate=p, args=tuple(a), value=v) for (p, _, v), a in zip(rows, args, strict=True)]
 
 
 def _among(column: str, names: Collection[str] | None) -> str:
@@ -374,7 +377,7 @@ class SqliteStore(Store):
             q = q.replace("WHERE", "JOIN span_args x ON x.span = s.id WHERE") + _among("x.entity", names)
         q += " AND s.predicate = :p" if predicate is not None else ""
         rows = self.reader.execute(q, {"at": at, "p": predicate, "names": json.dumps(list(names or ()))})
-        return sorted((_fact(p, a, v) for _, p, a, v in rows), key=by_atom)
+        return sorted(_facts([r[1:] for r in rows]), key=by_atom)
 
     def unknowns_at(self, at: int, names: Collection[str] | None = None) -> list[Unknown]:
         rows = self.reader.execute(f"SELECT entity, predicate FROM mark_spans s WHERE {HOLDS}{_among('entity', names)}",
@@ -387,8 +390,8 @@ class SqliteStore(Store):
             q += " JOIN span_args x ON x.span = s.id AND x.entity = :e AND x.pos = :i"
         q += " WHERE s.predicate = :p" if predicate is not None else ""
         rows = self.reader.execute(q + " ORDER BY s.opened, s.id", {"p": predicate, "i": arg and arg[0],
-                                                                    "e": arg and arg[1]})
-        return [Span(_fact(p, a, v), o, c) for p, a, v, o, c in rows]
+                                                                    "e": arg and arg[1]}).fetchall()
+        return [Span(f, o, c) for f, (*_, o, c) in zip(_facts([r[:3] for r in rows]), rows, strict=True)]
 
     def difference(self, start: int, end: int) -> tuple[list[Fact], list[Fact], list[Entity], list[Entity]]:
         # spans opened in (start, end] that hold at end (or closed there that held at start), of whatever did not
@@ -404,7 +407,7 @@ class SqliteStore(Store):
                   "0) = 0")
         moments = {"start": start, "end": end}
         with self._tx("DEFERRED") as db:  # both moments from one snapshot
-            facts = [sorted((_fact(*r) for r in db.execute(fact.format(w, at=at), moments)), key=by_atom)
+            facts = [sorted(_facts(db.execute(fact.format(w, at=at), moments).fetchall()), key=by_atom)
                      for w, at in ((came, "start"), (went, "end"))]
             ents = [[Entity(name=n, type=t, attrs=json.loads(a))
                      for n, t, a in db.execute(entity.format(w, at=at) + " ORDER BY s.name", moments)]
