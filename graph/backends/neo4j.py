@@ -54,6 +54,7 @@ RETRY_SECONDS, RETRY_PAUSE = 30.0, 0.01  # how long what passes is retried (see 
 RESTARTED = ("not expected in state", "no longer valid")  # a server's answers on a connection it has restarted under
 LABELS = ("Entity", "Fact", "Change", "Delta", "Meta", "World", "FactSpan", "EntitySpan", "MarkSpan")
 POSITIONS = 4  # a fact span's first arguments, indexed (as a0, a1, ...): how its entities find it
+WINDOW = 2000  # a difference between changes at most this far apart looks each change's spans up
 RESERVED_TYPES = {*LABELS, "ARG"}  # ArcadeDB: labels and relationship types share one namespace
 RESERVED_PROPS = {"name", "type", "attrs"}
 IDENT = re.compile(r"[A-Za-z][A-Za-z0-9_-]*")
@@ -595,65 +596,75 @@ class Neo4jStore(Store):
         row = self._read(lambda tx: tx.run(COUNT, params).single(strict=True))
         return row["e"], row["f"]
 
+    # Reads of spans look one indexed property up and filter the rest here: given a second condition (a range of
+    # changes, a predicate), ArcadeDB may pick that one's index and scan it.
     def entities_at(self, at: int, names: Collection[str] | None = None) -> list[Entity]:
         match = "MATCH (s:EntitySpan)" if names is None else "UNWIND $names AS nm MATCH (s:EntitySpan {name: nm})"
-        q = f"{match} WHERE {HOLDS} RETURN s.name AS name, s.type AS type, s.attrs AS attrs ORDER BY name"
-        rows = self._read(lambda tx: list(tx.run(q, {"at": at, "names": list(names or ())})))
-        return [Entity(name=r["name"], type=r["type"], attrs=json.loads(r["attrs"])) for r in rows]
+        q = f"{match} RETURN s.name AS name, s.type AS type, s.attrs AS attrs, s.opened AS o, s.closed AS c"
+        rows = self._read(lambda tx: list(tx.run(q, {"names": list(names or ())})))
+        return sorted((Entity(name=r["name"], type=r["type"], attrs=json.loads(r["attrs"])) for r in rows
+                       if r["o"] <= at < r["c"]), key=lambda e: e.name)
 
     def facts_at(self, at: int, predicate: str | None = None, names: Collection[str] | None = None) -> list[Fact]:
-        ret = " RETURN s.predicate AS p, s.args AS j, s.value AS v"
-        where = f" WHERE {HOLDS}" + (" AND s.predicate = $p" if predicate is not None else "")
+        ret = " RETURN s.predicate AS p, s.args AS j, s.value AS v, s.opened AS o, s.closed AS c"
         if names is None:
-            q = "MATCH (s:FactSpan)" + where + ret
+            q = f"MATCH (s:FactSpan) WHERE {HOLDS}" + (" AND s.predicate = $p" if predicate is not None else "") + ret
         else:  # by each indexed position, and the facts of predicates with more arguments by predicate
             wide = [p for p, n in self.arities().items() if n > POSITIONS and predicate in (None, p)]
-            q = " UNION ALL ".join([*(f"UNWIND $names AS nm MATCH (s:FactSpan {{a{i}: nm}}){where}{ret}"
+            q = " UNION ALL ".join([*(f"UNWIND $names AS nm MATCH (s:FactSpan {{a{i}: nm}}){ret}"
                                       for i in range(POSITIONS)),
-                                    f"MATCH (s:FactSpan){where} AND s.predicate IN $wide{ret}"])
+                                    f"MATCH (s:FactSpan) WHERE s.predicate IN $wide{ret}"])
         rows = self._read(lambda tx: list(tx.run(q, {"at": at, "p": predicate, "names": list(names or ()),
                                                      "wide": wide if names is not None else []})))
-        facts = {_span_fact(r) for r in rows}
+        facts = {_span_fact(r) for r in rows if r["o"] <= at < r["c"] and predicate in (None, r["p"])}
         if names is not None:
             facts = {f for f in facts if not set(names).isdisjoint(f.args)}
         return sorted(facts, key=by_atom)
 
     def unknowns_at(self, at: int, names: Collection[str] | None = None) -> list[Unknown]:
         match = "MATCH (s:MarkSpan)" if names is None else "UNWIND $names AS nm MATCH (s:MarkSpan {entity: nm})"
-        q = f"{match} WHERE {HOLDS} RETURN s.entity AS e, s.predicate AS p"
-        rows = self._read(lambda tx: [(r["e"], r["p"]) for r in tx.run(q, {"at": at, "names": list(names or ())})])
+        q = f"{match} RETURN s.entity AS e, s.predicate AS p, s.opened AS o, s.closed AS c"
+        rows = self._read(lambda tx: [(r["e"], r["p"]) for r in tx.run(q, {"names": list(names or ())})
+                                      if r["o"] <= at < r["c"]])
         return [Unknown(entity=e, predicate=p or None) for e, p in sorted(rows)]
 
     def spans(self, predicate: str | None, arg: tuple[int, str] | None) -> list[Span]:
-        by = f" {{a{arg[0]}: $e}}" if arg is not None and arg[0] < POSITIONS else ""
-        q = (f"MATCH (s:FactSpan{by})" + (" WHERE s.predicate = $p" if predicate is not None else "")
-             + " RETURN s.predicate AS p, s.args AS j, s.value AS v, s.opened AS o, s.closed AS c ORDER BY o")
+        by = arg is not None and arg[0] < POSITIONS
+        q = ((f"MATCH (s:FactSpan {{a{arg[0]}: $e}})" if by and arg else "MATCH (s:FactSpan)")
+             + (" WHERE s.predicate = $p" if predicate is not None and not by else "")
+             + " RETURN s.predicate AS p, s.args AS j, s.value AS v, s.opened AS o, s.closed AS c")
         rows = self._read(lambda tx: list(tx.run(q, {"p": predicate, "e": arg and arg[1]})))
-        return [Span(_span_fact(r), r["o"], r["c"]) for r in rows]
+        return sorted((Span(_span_fact(r), r["o"], r["c"]) for r in rows if predicate in (None, r["p"])),
+                      key=lambda s: s.opened)
 
     def difference(self, start: int, end: int) -> tuple[list[Fact], list[Fact], list[Entity], list[Entity]]:
-        came = "s.opened > $start AND s.opened <= $end AND s.closed > $end"
-        went = "s.closed > $start AND s.closed <= $end AND s.opened <= $start"
-        fact = "RETURN s.predicate AS p, s.args AS j, s.value AS v"
+        # the spans opened in (start, end] that hold at end, and those closed there that held at start: each change
+        # of a short stretch looked up, a long one scanned
+        near = end - start <= WINDOW
+        came = ("UNWIND range($start + 1, $end) AS i MATCH (s:{label} {{opened: i}}) WHERE s.closed > $end" if near
+                else "MATCH (s:{label}) WHERE s.opened > $start AND s.opened <= $end AND s.closed > $end")
+        went = ("UNWIND range($start + 1, $end) AS i MATCH (s:{label} {{closed: i}}) WHERE s.opened <= $start" if near
+                else "MATCH (s:{label}) WHERE s.closed > $start AND s.closed <= $end AND s.opened <= $start")
         # of those, what held at the other moment (the same fact with the same value, or the same entity)
         held_fact = (f"UNWIND $rows AS r MATCH (s:FactSpan {{predicate: r.p, args: r.j}}) WHERE {HOLDS} "
                      "RETURN s.predicate AS p, s.args AS j, s.value AS v")
         held_entity = f"UNWIND $rows AS r MATCH (s:EntitySpan {{name: r.name}}) WHERE {HOLDS} RETURN s.name AS name"
+        moments = {"start": start, "end": end}
 
         def read(tx: ManagedTransaction) -> tuple[list[Fact], list[Fact], list[Entity], list[Entity]]:
             out: list[Any] = []
             for cond, other in ((came, start), (went, end)):
-                moments = {"start": start, "end": end}
-                facts = [_span_fact(r) for r in tx.run(f"MATCH (s:FactSpan) WHERE {cond} {fact}", moments)]
+                q = cond.format(label="FactSpan") + " RETURN s.predicate AS p, s.args AS j, s.value AS v"
+                facts = [_span_fact(r) for r in tx.run(q, moments)]
                 rows = [{"p": f.predicate, "j": _key(f.args)} for f in facts]
                 held = {_span_fact(r) for r in tx.run(held_fact, {"rows": rows, "at": other})}
                 out.append(sorted((f for f in facts if f not in held), key=by_atom))
             for cond, other in ((came, start), (went, end)):
-                ents = [Entity(name=r["name"], type=r["type"], attrs=json.loads(r["attrs"])) for r in tx.run(
-                    f"MATCH (s:EntitySpan) WHERE {cond} RETURN s.name AS name, s.type AS type, s.attrs AS attrs "
-                    "ORDER BY name", {"start": start, "end": end})]
+                q = cond.format(label="EntitySpan") + " RETURN s.name AS name, s.type AS type, s.attrs AS attrs"
+                ents = [Entity(name=r["name"], type=r["type"], attrs=json.loads(r["attrs"]))
+                        for r in tx.run(q, moments)]
                 held = {r["name"] for r in tx.run(held_entity, {"rows": [{"name": e.name} for e in ents], "at": other})}
-                out.append([e for e in ents if e.name not in held])
+                out.append(sorted((e for e in ents if e.name not in held), key=lambda e: e.name))
             return out[0], out[1], out[2], out[3]
 
         return self._read(read)

@@ -184,3 +184,12 @@ def test_a_changed_value_is_a_new_interval_and_in_both_lists_of_a_difference(emp
     d = g.difference(load, change)
     assert (d.add, d.remove) == ([new], [old])
     assert old in g.at(load).facts("travel") and new in g.facts("travel")
+
+
+def test_a_difference_over_a_long_stretch_reads_the_same(hist: tuple[WorldGraph, list[int]],
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """Neo4j looks each change of a short stretch up and scans a long one: both give the same."""
+    from kgplan.graph.backends import neo4j
+
+    monkeypatch.setattr(neo4j, "WINDOW", 0)
+    test_a_difference_lists_facts_and_entities_added_and_removed(hist)
