@@ -22,7 +22,7 @@ from kgplan.domains.verify import ChangeRefused, Issue
 from kgplan.errors import InputError, LLMError, NotFound
 from kgplan.files import read_json, read_text
 from kgplan.graph.backends import open_graph
-from kgplan.graph.model import Change, ChangeSlice, Delta, Entity, Fact, Unknown
+from kgplan.graph.model import Change, ChangeSlice, Delta, Difference, Entity, Fact, Interval, Unknown
 from kgplan.graph.store import Tx
 from kgplan.graph.world import WorldGraph
 
@@ -223,6 +223,21 @@ class Agent:
 
     def count(self) -> tuple[int, int]:
         return self.graph.count()
+
+    # ---- the history: the graph as of a moment, a fact's timeline, the difference between moments -----
+    def at(self, when: int | str | None) -> Agent:
+        """This agent on its graph as of a change id or an ISO time (see `WorldGraph.moment`): every read as then,
+        nothing writable. Itself if `when` is None."""
+        return self if when is None else Agent(self.graph.at(when), llm=self._llm)
+
+    def timeline(self, pattern: str) -> list[Interval]:
+        """When each fact matching `pattern` (e.g. "(on apple *)") held, with the changes that opened and closed
+        each interval (see `WorldGraph.timeline`)."""
+        return self.graph.timeline(pattern)
+
+    def difference(self, start: int | str, end: int | str) -> Difference:
+        """What held at one moment and not at the other: facts and entities (see `WorldGraph.difference`)."""
+        return self.graph.difference(start, end)
 
     def export_pddl(self) -> str:
         return self.graph.to_problem()

@@ -180,3 +180,34 @@ def summary_json(delta: Delta) -> str:
     """What a backend stores beside a change so that the history lists it without reading it whole."""
     cut = ChangeSlice.cut(0, datetime.now(UTC), None, delta)
     return json.dumps({"delta": cut.delta.model_dump(mode="json"), "sizes": cut.sizes})
+
+
+class Stamp(BaseModel):
+    """A change's provenance, as a timeline names it: its id, time, source, text and the change it undoes."""
+
+    id: int
+    time: datetime
+    source: Source
+    text: str = ""
+    undo_of: int | None = None
+
+
+class Interval(BaseModel):
+    """A stretch of the history in which a fact held: from the change that added it to the one that removed
+    it (None: it holds still)."""
+
+    fact: Fact
+    opened: Stamp
+    closed: Stamp | None = None
+
+
+class Difference(BaseModel):
+    """What held at change `end` and not at change `start` (`add`, `new_entities`) and the reverse (`remove`,
+    `removed_entities`); a numeric fact whose value changed is in both."""
+
+    start: int
+    end: int
+    add: list[Fact] = Field(default_factory=list)
+    remove: list[Fact] = Field(default_factory=list)
+    new_entities: list[Entity] = Field(default_factory=list)
+    removed_entities: list[Entity] = Field(default_factory=list)

@@ -13,12 +13,20 @@ from typing import TYPE_CHECKING, NamedTuple, TypeVar
 
 from kgplan.domains.formula import GroundAtom
 from kgplan.domains.verify import Mark
-from kgplan.graph.model import Change, Delta, Entity, Fact, Unknown
+from kgplan.graph.model import Change, Delta, Entity, Fact, Stamp, Unknown
 
 if TYPE_CHECKING:
     from kgplan.domains.model import Domain
 
 T = TypeVar("T")
+OPEN = 2**63 - 1  # the change that closes a span still open (no change has this id)
+
+
+def plain(entities: list[Entity], facts: list[Fact]) -> tuple[dict[str, str], list[GroundAtom],
+                                                               dict[GroundAtom, float]]:
+    """A state as plain data for planning (see `Store.snapshot`)."""
+    return ({e.name: e.type for e in entities}, [f.atom for f in facts if f.value is None],
+            {f.atom: f.value for f in facts if f.value is not None})
 
 
 class ChangeRow(NamedTuple):
@@ -28,6 +36,14 @@ class ChangeRow(NamedTuple):
     time: str
     undo_of: int | None
     data: str
+
+
+class Span(NamedTuple):
+    """A stretch of the history in which a fact held: from change `opened` to change `closed` (`OPEN`: it holds)."""
+
+    fact: Fact
+    opened: int
+    closed: int
 
 
 class Tx(ABC):
@@ -127,9 +143,7 @@ class Store(ABC):
     def snapshot(self) -> tuple[dict[str, str], list[GroundAtom], dict[GroundAtom, float]]:
         """The whole state as plain data for planning: entity types by name, the true atoms (in no
         particular order), and the values of numeric functions' facts. Backends may read it faster."""
-        facts = self.facts()
-        return ({e.name: e.type for e in self.entities()}, [f.atom for f in facts if f.value is None],
-                {f.atom: f.value for f in facts if f.value is not None})
+        return plain(self.entities(), self.facts())
 
     @abstractmethod
     def history(self, limit: int | None = None) -> list[Change]:
@@ -146,6 +160,47 @@ class Store(ABC):
     @abstractmethod
     def count(self) -> tuple[int, int]:
         """(entities, facts)."""
+
+    # ---- the history indexed: what held when. A backend keeps, in each change's transaction, the span of
+    # every fact, entity and unknown mark: from the change that added it to the one that removed it (`OPEN`
+    # while it holds; adding what holds already opens none). Reads as of change `at` see the spans with
+    # opened <= at < closed.
+    @abstractmethod
+    def entities_at(self, at: int, names: Collection[str] | None = None) -> list[Entity]:
+        """The entities as of change `at`, all or those named, by name."""
+
+    @abstractmethod
+    def facts_at(self, at: int, predicate: str | None = None, names: Collection[str] | None = None) -> list[Fact]:
+        """The facts as of change `at`, optionally only of one predicate and/or with one of `names` among their
+        arguments."""
+
+    @abstractmethod
+    def unknowns_at(self, at: int, names: Collection[str] | None = None) -> list[Unknown]:
+        """The unknown marks as of change `at`, of every entity or those named, sorted as `unknowns`."""
+
+    @abstractmethod
+    def spans(self, predicate: str | None, arg: tuple[int, str] | None) -> list[Span]:
+        """The spans of the facts of `predicate` (any if None) with entity `arg[1]` at position `arg[0]` (if
+        given), oldest first; facts of other arities may be among them."""
+
+    @abstractmethod
+    def difference(self, start: int, end: int) -> tuple[list[Fact], list[Fact], list[Entity], list[Entity]]:
+        """For start < end: the facts that hold at `end` and not at `start` (with their values: a changed value
+        is a fact that holds at one and not the other), those that hold at `start` and not at `end`, and the
+        same of the entities (by name)."""
+
+    @abstractmethod
+    def stamps(self, ids: Collection[int]) -> list[Stamp]:
+        """The provenance of the changes with those ids (those that exist)."""
+
+    @abstractmethod
+    def bounds(self) -> tuple[int, int] | None:
+        """The first and the last change's ids; None while the history is empty."""
+
+    @abstractmethod
+    def change_at(self, time: str) -> int | None:
+        """The id of the last change made at or before `time` (ISO 8601 in UTC, as changes' times are
+        stored); None if none was."""
 
     @abstractmethod
     def clear(self) -> None:

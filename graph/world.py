@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
+import re
 import tomllib
 from collections.abc import Callable, Collection, Iterable
 from dataclasses import replace
+from datetime import UTC, datetime
 from functools import cached_property
 from typing import TypeVar
 
@@ -24,8 +26,19 @@ from kgplan.domains.verify import (
     verify,
 )
 from kgplan.errors import DomainError, InputError, NotFound, StoreError
-from kgplan.graph.model import Change, ChangeSlice, Delta, Entity, Fact, Source, Unknown, by_atom
-from kgplan.graph.store import Store, T, Tx
+from kgplan.graph.model import (
+    Change,
+    ChangeSlice,
+    Delta,
+    Difference,
+    Entity,
+    Fact,
+    Interval,
+    Source,
+    Unknown,
+    by_atom,
+)
+from kgplan.graph.store import OPEN, Store, T, Tx, plain
 
 C = TypeVar("C", bound=Collection[str] | None)
 MAX_ID = 2**63 - 1  # the largest id (and count) a store can take; larger ones name no change
@@ -84,11 +97,14 @@ def check_structure(domain: Domain, tx: Tx, delta: Delta) -> None:
 class WorldGraph:
     """A typed, closed-world fact graph bound to one PDDL domain, with an append-only history, over a `Store`.
 
-    Verification, invariants, undo and export live here, once; the store only keeps what it is given."""
+    Verification, invariants, undo and export live here, once; the store only keeps what it is given.
+    A graph `as_of` a change (see `at`) reads the graph as it was then, and cannot be changed."""
 
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: Store, as_of: int | None = None) -> None:
         self.store = store
-        store.bind(self.bound)
+        self.as_of = as_of
+        if as_of is None:
+            store.bind(self.bound)
 
     # ---- the store's reads and writes -----------------------------------------------------------
     @property
@@ -97,43 +113,64 @@ class WorldGraph:
 
     def in_transaction(self, work: Callable[[Tx], T]) -> T:
         """Run `work` in one write transaction of the store (see `Store.in_transaction`)."""
+        self._writable()
         return self.store.in_transaction(work)
+
+    def _writable(self) -> None:
+        if self.as_of is not None:
+            raise InputError(f"the graph as of change {self.as_of} is history: it cannot be changed")
 
     def get_meta(self, key: str) -> str | None:
         return self.store.get_meta(key)
 
     def set_meta(self, values: dict[str, str]) -> None:
+        self._writable()
         self.store.set_meta(values)
 
     def entities(self, names: Collection[str] | None = None) -> list[Entity]:
         """All entities (the domain's constants excluded), or those named, by name."""
+        if self.as_of is not None:
+            return self.store.entities_at(self.as_of, _text(names))
         return self.store.entities(_text(names))
 
     def facts(self, predicate: str | None = None, entity: str | None = None) -> list[Fact]:
         """Facts, optionally only of one predicate and/or mentioning one entity, sorted."""
         _text([predicate or "", entity or ""])
+        if self.as_of is not None:
+            return self.store.facts_at(self.as_of, predicate, None if entity is None else [entity])
         return self.store.facts(predicate, entity)
 
     def facts_about(self, names: Collection[str]) -> list[Fact]:
         """Every fact with one of `names` among its arguments."""
+        if self.as_of is not None:
+            return self.store.facts_at(self.as_of, None, _text(names))
         return self.store.facts_about(_text(names))
 
     def unknowns(self, names: Collection[str] | None = None) -> list[Unknown]:
         """What the graph marks unknown (see `graph.model.Unknown`), about every entity or those
         named, sorted by entity then predicate (the placeholder mark first)."""
+        if self.as_of is not None:
+            return self.store.unknowns_at(self.as_of, _text(names))
         return self.store.unknowns(_text(names))
 
     def snapshot(self) -> tuple[dict[str, str], list[GroundAtom], dict[GroundAtom, float]]:
         """The whole state as plain data for planning (see `Store.snapshot`)."""
+        if self.as_of is not None:
+            return plain(self.entities(), self.facts())
         return self.store.snapshot()
 
     def history(self, limit: int | None = None) -> list[Change]:
         """Applied changes, oldest first (the newest `limit` if given)."""
+        if self.as_of is not None:
+            past = [c for c in self.store.history() if c.id <= self.as_of]
+            return past[-limit:] if limit else past
         return self.store.history(_count(limit, "limit"))
 
     def changes(self, limit: int | None = 50, before: int | None = None) -> list[ChangeSlice]:
         """The newest `limit` changes (all if None) with ids below `before`, newest first, summarised:
         provenance whole, each list of the delta cut to its first `PREVIEW` items. Reads no change whole."""
+        if self.as_of is not None:
+            before = self.as_of + 1 if before is None else min(before, self.as_of + 1)
         if before is not None and before > MAX_ID:
             before = None  # every id is below it
         elif before is not None and before < 1:
@@ -144,21 +181,25 @@ class WorldGraph:
     def change_slice(self, change_id: int, offset: int = 0, limit: int | None = 1000) -> ChangeSlice | None:
         """One change with each list of its delta cut to items [offset, offset + limit): its diff, paged."""
         _count(offset, "offset")
-        if abs(change_id) > MAX_ID or (row := self.store.whole(change_id)) is None:
+        if abs(change_id) > min(MAX_ID, self.as_of or MAX_ID) or (row := self.store.whole(change_id)) is None:
             return None
         return ChangeSlice.cut(row.id, row.time, row.undo_of, json.loads(row.data), offset, _count(limit, "limit"))
 
     def count(self) -> tuple[int, int]:
         """(entities, facts)."""
+        if self.as_of is not None:
+            return len(self.entities()), len(self.facts())
         return self.store.count()
 
     def clear(self) -> None:
         """Delete everything: entities, facts, history and metadata."""
+        self._writable()
         self.store.clear()
         self.__dict__.pop("domain", None)
 
     def close(self) -> None:
-        self.store.close()
+        if self.as_of is None:  # a graph as of a change reads the store of the graph it came from
+            self.store.close()
 
     # ---- domain binding -----------------------------------------------------------------------
     def init(self, domain: Domain, force: bool = False, problem: Problem | None = None) -> Synthesis:
@@ -381,6 +422,71 @@ class WorldGraph:
             seen |= frontier
         return self.entities(seen), sorted(facts, key=by_atom)
 
+    # ---- the history: the graph as of a moment, a fact's timeline, the difference between two moments ----
+    def moment(self, when: int | str | datetime) -> int:
+        """The id of the change `when` names: a change id (as a number or digits), or a time (a datetime or ISO
+        8601; without a zone, UTC): the last change made at or before it. InputError outside the history."""
+        if (bounds := self.store.bounds()) is None:
+            raise InputError("the history is empty: there is no moment to read the graph at")
+        first, last = bounds
+        stamps = {s.id: s.time for s in self.store.stamps([first, last])}
+        valid = (f"the history holds changes {first} to {last}, made from {stamps[first]:%Y-%m-%dT%H:%M:%S} to "
+                 f"{stamps[last]:%Y-%m-%dT%H:%M:%S} UTC")
+        if isinstance(when, str) and re.fullmatch(r"\s*-?[0-9]+\s*", when):
+            when = int(when)
+        if isinstance(when, int):
+            if not first <= when <= last:
+                raise InputError(f"no change {when}: {valid}")
+            return when
+        if isinstance(when, str):
+            try:
+                when = datetime.fromisoformat(when.strip())
+            except ValueError:
+                raise InputError(f"{when!r} is neither a change id nor an ISO time such as 2026-11-20T08:00") from None
+        moment = when if when.tzinfo else when.replace(tzinfo=UTC)
+        try:
+            utc = moment.astimezone(UTC).isoformat()
+        except OverflowError:  # a zone that takes it out of the years a datetime holds
+            raise InputError(f"{moment.isoformat()} is out of range: {valid}") from None
+        if (found := self.store.change_at(utc)) is None:
+            raise InputError(f"{moment.isoformat()} is before the first change: {valid}")
+        return found
+
+    def at(self, when: int | str | datetime) -> WorldGraph:
+        """The graph as it was right after the change `when` names (see `moment`): every read as then (entities,
+        facts, marks, the history up to it), nothing writable. It shares this graph's store, which closes it."""
+        past = WorldGraph(self.store, self.moment(when))
+        if (dom := self.bound()) is not None:
+            past.__dict__["domain"] = dom
+        return past
+
+    def timeline(self, pattern: str) -> list[Interval]:
+        """Every stretch of the history in which a fact matching `pattern` held, oldest first, with the changes
+        that opened and closed it: the pattern is a fact whose predicate or arguments may be `*`, e.g.
+        "(on apple *)". What the recorded changes did is all that counts: a fact holds from the change that added
+        it to the change that removed it (an undo too). As of a change, stretches open then end open."""
+        predicate, args = _pattern(self.domain, pattern)
+        fixed = next(((i, a) for i, a in enumerate(args) if a is not None), None)
+        end = OPEN if self.as_of is None else self.as_of
+        spans = [s for s in self.store.spans(predicate, fixed) if s.opened <= end and len(s.fact.args) == len(args)
+                 and all(a in (None, b) for a, b in zip(args, s.fact.args, strict=True))]
+        stamps = {s.id: s for s in self.store.stamps({i for s in spans for i in (s.opened, s.closed) if i <= end})}
+        return [Interval(fact=s.fact, opened=stamps[s.opened], closed=stamps.get(s.closed) if s.closed <= end else None)
+                for s in spans]
+
+    def difference(self, start: int | str | datetime, end: int | str | datetime) -> Difference:
+        """What changed from one moment to another (see `moment`): facts and entities that held at `end` and not
+        at `start`, and the reverse."""
+        a, b = self.moment(start), self.moment(end)
+        if self.as_of is not None and max(a, b) > self.as_of:
+            raise InputError(f"no change {max(a, b)} as of change {self.as_of}")
+        if a == b:
+            return Difference(start=a, end=b)
+        add, remove, new, gone = self.store.difference(min(a, b), max(a, b))
+        if a > b:
+            add, remove, new, gone = remove, add, gone, new
+        return Difference(start=a, end=b, add=add, remove=remove, new_entities=new, removed_entities=gone)
+
     def __enter__(self) -> WorldGraph:
         return self
 
@@ -396,6 +502,20 @@ def _text(names: C) -> C:
         except UnicodeEncodeError as e:
             raise InputError(f"{name!r} is not valid Unicode (a lone surrogate?): {e.reason}") from None
     return names
+
+
+def _pattern(domain: Domain, text: str) -> tuple[str | None, tuple[str | None, ...]]:
+    """A fact pattern such as "(on apple *)": its predicate and arguments, None for each `*`."""
+    words = text.strip().removeprefix("(").removesuffix(")").split()
+    if not words or not (text.strip().startswith("(") and text.strip().endswith(")")):
+        raise InputError(f'{text!r} is no fact pattern: write "(predicate arg ...)", any of them "*"')
+    predicate, *args = [None if w == "*" else w for w in _text(words)]
+    sig = domain.predicates.get(predicate or "") or domain.functions.get(predicate or "")
+    if predicate is not None and sig is None:
+        raise InputError(f"unknown predicate {predicate!r} in {text!r}")
+    if sig is not None and sig.arity != len(args):
+        raise InputError(f"{predicate} takes {sig.arity} arguments, the pattern {text!r} gives {len(args)}")
+    return predicate, tuple(args)
 
 
 def _count(n: int | None, what: str) -> int | None:

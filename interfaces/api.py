@@ -548,26 +548,30 @@ def create_app(agent: Agent, token: str | None = None, *, hosts: Iterable[str] =
     @app.get("/api/entities", responses=errors, response_model=EntitiesOut)
     def entities(type: str | None = Query(None, description="Only this type (and its subtypes)"),
                  search: str | None = Query(None, description="Text in the name, type or attributes"),
-                 limit: int = Query(500, ge=1, le=100_000)) -> Response:
-        return as_json(entities_out(agent, agent.entities(type, search), limit))
+                 limit: int = Query(500, ge=1, le=100_000),
+                 at: str | None = Query(None, description=views.AT_HELP)) -> Response:
+        past = agent.at(at)
+        return as_json(entities_out(past, past.entities(type, search), limit))
 
     @app.get("/api/entities/{name}", responses=errors, response_model=NeighbourhoodOut)
-    def entity(name: str, depth: int = Query(1, ge=0, le=5, description="Fact hops around the entity")
-               ) -> Response:
-        return as_json(do_show(agent, name, depth))
+    def entity(name: str, depth: int = Query(1, ge=0, le=5, description="Fact hops around the entity"),
+               at: str | None = Query(None, description=views.AT_HELP)) -> Response:
+        return as_json(do_show(agent.at(at), name, depth))
 
     @app.get("/api/facts", responses=errors, response_model=FactsOut)
     def facts(predicate: str | None = None, entity: str | None = Query(None, description="Facts mentioning it"),
               search: str | None = Query(None, description="Text in the fact"),
-              limit: int = Query(1000, ge=1, le=1_000_000)) -> Response:
-        return as_json(facts_out(agent, agent.facts(predicate, entity, search), limit))
+              limit: int = Query(1000, ge=1, le=1_000_000),
+              at: str | None = Query(None, description=views.AT_HELP)) -> Response:
+        past = agent.at(at)
+        return as_json(facts_out(past, past.facts(predicate, entity, search), limit))
 
     @app.get("/api/unknowns", responses=errors)
-    def unknowns(entity: str | None = Query(None, description="Only what is unknown about this entity")
-                 ) -> list[Unknown]:
+    def unknowns(entity: str | None = Query(None, description="Only what is unknown about this entity"),
+                 at: str | None = Query(None, description=views.AT_HELP)) -> list[Unknown]:
         """What the graph marks unknown: placeholders (`predicate` null: an entity not yet identified) and
         facts of a predicate not known for an entity (e.g. where an item is)."""
-        return agent.unknowns(None if entity is None else [entity])
+        return agent.at(at).unknowns(None if entity is None else [entity])
 
     @app.get("/api/history", responses=errors)
     def history(limit: int = Query(50, ge=1, le=10_000),
@@ -583,6 +587,20 @@ def create_app(agent: Agent, token: str | None = None, *, hosts: Iterable[str] =
                limit: int = Query(1000, ge=1, le=100_000, description="Items of each list")) -> ChangeOut:
         """One change with items [offset, offset + limit) of each list of what it changed."""
         return change_out(agent.diff(change_id, offset, limit))
+
+    # ---- the history: a fact's timeline, the difference between two moments ----------------------------
+    @app.get("/api/timeline", responses=errors)
+    def timeline(pattern: str = Query(description='A fact, any of its names "*": (on apple *)'),
+                 at: str | None = Query(None, description=views.AT_HELP)) -> list[views.IntervalOut]:
+        """Every interval in which a fact matching the pattern held, oldest first, with the change that added it
+        and the one that removed it (null: it holds still) and their provenance."""
+        return views.do_timeline(agent, pattern, at)
+
+    @app.get("/api/diff", responses=errors)
+    def diff(start: str = Query(alias="from", description="A change id or an ISO time"),
+             end: str = Query(alias="to", description="Another one")) -> views.DifferenceOut:
+        """What held at `to` and not at `from` (`add`, `new_entities`), and the reverse."""
+        return views.do_difference(agent, start, end)
 
     @app.post("/api/changes", **write)
     def changes(body: ChangeIn) -> ChangeOut:

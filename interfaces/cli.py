@@ -26,7 +26,7 @@ from kgplan.domains.verify import ChangeRefused
 from kgplan.errors import InputError, KgplanError, LLMError
 from kgplan.games import GAMES
 from kgplan.graph.backends import BACKENDS, creating
-from kgplan.graph.model import Change, Entity, Fact, Unknown
+from kgplan.graph.model import Change, Entity, Fact, Stamp, Unknown
 from kgplan.planners.engines import PLANNERS
 from kgplan.registry import Registry
 
@@ -101,10 +101,15 @@ def _llm() -> LLMConfig | None:
 
 
 @contextmanager
-def agent() -> Iterator[Agent]:
-    """The Agent on the store and LLM settings given before the command."""
+def agent(at: str | None = None) -> Iterator[Agent]:
+    """The Agent on the store and LLM settings given before the command (on the graph as of `at`, if given)."""
     with Agent(STATE["store"], llm=_llm()) as a:
-        yield a
+        yield a.at(at)
+
+
+At = Annotated[str | None, typer.Option(
+    "--at", help="Read the graph as it was right after a change: its id (e.g. 120) or a time, the last change "
+                 "made then (ISO, UTC unless it says: 2026-11-20T08:00).")]
 
 
 def print_change(c: Change, title: str = "Applied change") -> None:
@@ -229,7 +234,7 @@ def show(entity: Annotated[str | None, typer.Argument(help="Entity to show; omit
              "--unknown", help="List what the graph marks unknown (about ENTITY, if given).")] = False,
          belief: Annotated[str | None, typer.Option("--belief", help="Show where an item whose place is unknown "
                                                     "probably is (the MCTS belief stored with the graph).")]
-         = None) -> None:
+         = None, at: At = None) -> None:
     """Show the facts around an entity as a tree, or a summary of the whole graph.
 
     Unknowns are marked: placeholders (an entity seen but not identified, e.g. a room seen through an exit)
@@ -237,7 +242,7 @@ def show(entity: Annotated[str | None, typer.Argument(help="Entity to show; omit
     """
 
     def go() -> None:
-        with agent() as a:
+        with agent(at) as a:
             dom = a.domain
             if belief is not None:
                 t = Table("place", "probability", title=f"Belief: where {belief} is")
@@ -303,12 +308,12 @@ def said(dom: Domain, predicate: str, args: Sequence[str] | None = None) -> str:
 
 @app.command()
 def facts(predicate: Annotated[str | None, typer.Option(help="Only this predicate.")] = None,
-          entity: Annotated[str | None, typer.Option(help="Only facts mentioning this entity.")] = None
-          ) -> None:
+          entity: Annotated[str | None, typer.Option(help="Only facts mentioning this entity.")] = None,
+          at: At = None) -> None:
     """List facts as PDDL atoms, one per line."""
 
     def go() -> None:
-        with agent() as a:
+        with agent(at) as a:
             for f in a.facts(predicate, entity):
                 out.print(str(f), highlight=False, soft_wrap=True)
 
@@ -456,11 +461,11 @@ def _scene(path: Path) -> None:
 
 
 @app.command()
-def check() -> None:
+def check(at: At = None) -> None:
     """Check the whole graph: every typing and invariant violation (exit status 1 if any)."""
 
     def go() -> None:
-        with agent() as a:
+        with agent(at) as a:
             issues = a.check(incomplete=True)
         for i in issues:
             out.print(f"  - [{i.kind}] {i.message}", markup=False, highlight=False, soft_wrap=True)
@@ -523,14 +528,65 @@ def undo(change_id: Annotated[int, typer.Argument(help="The id shown by `kgplan 
 
 @app.command()
 def export(pddl: Annotated[bool, typer.Option("--pddl", help="Print a PDDL problem (:objects "
-                                                            "and :init).")] = False) -> None:
+                                                            "and :init).")] = False, at: At = None) -> None:
     """Export the graph; `--pddl` prints it as a complete PDDL problem on stdout."""
 
     def go() -> None:
         if not pddl:
             raise InputError("choose an export format: --pddl")
-        with agent() as a:
+        with agent(at) as a:
             sys.stdout.write(a.export_pddl())
+
+    run_guarded(go)
+
+
+# ---- the history: a fact's timeline, the difference between two moments ---------------------------------
+def stamp(s: Stamp | None) -> str:
+    """A change's provenance in one line."""
+    if s is None:
+        return "(holds still)"
+    undo = f" (undo of #{s.undo_of})" if s.undo_of else ""
+    return f"#{s.id} {s.time:%Y-%m-%d %H:%M:%S} {s.source}{undo}{': ' + s.text if s.text else ''}"
+
+
+@app.command()
+def timeline(pattern: Annotated[str, typer.Argument(help='A fact, any of its names "*": "(on apple *)".')],
+             at: At = None) -> None:
+    """When each fact matching PATTERN held: every interval, with the change that added the fact and the one that
+    removed it (an undo too) and their provenance, oldest first."""
+
+    def go() -> None:
+        with agent(at) as a:
+            intervals = a.timeline(pattern)
+        for i in intervals:  # one line each (times in UTC)
+            out.print(f"{escape(str(i.fact))}  [green]from[/green] {escape(stamp(i.opened))}  [red]until[/red] "
+                      f"{escape(stamp(i.closed))}", highlight=False, soft_wrap=True)
+        if not intervals:
+            out.print(f"no fact matching {escape(pattern)} ever held", highlight=False)
+
+    run_guarded(go)
+
+
+@app.command()
+def diff(start: Annotated[str, typer.Argument(help="A change id or an ISO time (see --at of `show`).")],
+         end: Annotated[str, typer.Argument(help="Another one.")]) -> None:
+    """What changed between two moments: facts and entities that hold at END and not at START (+, new), and the
+    reverse (-, gone)."""
+
+    def go() -> None:
+        with agent() as a:
+            d = a.difference(start, end)
+        out.print(f"[bold]From change #{d.start} to change #{d.end}[/bold]", highlight=False)
+        for e in d.new_entities:
+            out.print(f"  [cyan]new[/cyan] {e.name} - {e.type}", highlight=False)
+        for e in d.removed_entities:
+            out.print(f"  [red]gone[/red] {e.name} - {e.type}", highlight=False)
+        for f in d.remove:
+            out.print(f"  [red]-[/red] {escape(str(f))}", highlight=False)
+        for f in d.add:
+            out.print(f"  [green]+[/green] {escape(str(f))}", highlight=False)
+        if not (d.add or d.remove or d.new_entities or d.removed_entities):
+            out.print("  no difference")
 
     run_guarded(go)
 

@@ -45,6 +45,7 @@ WRITES = ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent
 Limit = Annotated[int, Field(ge=1, le=100_000)]
 Offset = Annotated[int, Field(ge=0)]
 Id = Annotated[int, Field(ge=1)]
+At = Annotated[str | None, Field(description=views.AT_HELP)]
 
 
 def said(fn: F) -> F:
@@ -217,18 +218,20 @@ def create_server(agent: Agent) -> MCPServer:
 
     @server.tool(annotations=READ)
     @said
-    def show(entity: str, depth: Annotated[int, Field(ge=0, le=5)] = 1) -> views.NeighbourhoodOut:
-        """An entity with the entities and facts within `depth` fact hops of it."""
-        return views.do_show(agent, entity, depth)
+    def show(entity: str, depth: Annotated[int, Field(ge=0, le=5)] = 1, at: At = None) -> views.NeighbourhoodOut:
+        """An entity with the entities and facts within `depth` fact hops of it (as of `at`, if given)."""
+        return views.do_show(agent.at(at), entity, depth)
 
     @server.tool(annotations=READ)
     @said
-    def search(text: str = "", type: str | None = None, predicate: str | None = None, limit: Limit = 200
-               ) -> dict[str, Any]:
+    def search(text: str = "", type: str | None = None, predicate: str | None = None, limit: Limit = 200,
+               at: At = None) -> dict[str, Any]:
         """Entities whose name, type or attributes contain `text` (optionally of a `type`), and facts that
-        contain it (optionally of a `predicate`); at most `limit` of each (`total` says how many there are)."""
-        return {"entities": views.entities_out(agent, agent.entities(type, text or None), limit).model_dump(),
-                "facts": views.facts_out(agent, agent.facts(predicate, None, text or None), limit).model_dump()}
+        contain it (optionally of a `predicate`); at most `limit` of each (`total` says how many there are); as of
+        `at`, if given."""
+        past = agent.at(at)
+        return {"entities": views.entities_out(past, past.entities(type, text or None), limit).model_dump(),
+                "facts": views.facts_out(past, past.facts(predicate, None, text or None), limit).model_dump()}
 
     @server.tool(annotations=READ)
     @said
@@ -242,6 +245,22 @@ def create_server(agent: Agent) -> MCPServer:
     def history_entry(change_id: Id, offset: Offset = 0, limit: Limit = 200) -> views.ChangeOut:
         """One change from `history` with items [offset, offset + limit) of each list of what it changed."""
         return views.change_out(agent.diff(change_id, offset, limit))
+
+    # ---- the history: a fact's timeline, the difference between two moments ----------------------------
+    @server.tool(annotations=READ)
+    @said
+    def timeline(pattern: str, at: At = None) -> list[views.IntervalOut]:
+        """Every interval in which a fact matching `pattern` (a fact, any of its names "*": "(on apple *)") held,
+        oldest first, with the change that added it and the one that removed it (null: it holds still) and their
+        provenance: when was the apple where?"""
+        return views.do_timeline(agent, pattern, at)
+
+    @server.tool(annotations=READ)
+    @said
+    def difference(start: str, end: str) -> views.DifferenceOut:
+        """What changed between two moments (change ids or ISO times): facts and entities that hold at `end` and
+        not at `start` (`add`, `new_entities`), and the reverse."""
+        return views.do_difference(agent, start, end)
 
     @server.tool(annotations=WRITES)
     @said

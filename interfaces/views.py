@@ -13,7 +13,7 @@ from kgplan.agent.search import SEARCH_METHODS
 from kgplan.errors import InputError, KgplanError
 from kgplan.games import GAMES
 from kgplan.games.scene import Scene
-from kgplan.graph.model import Change, ChangeSlice, Entity, Fact, Unknown
+from kgplan.graph.model import Change, ChangeSlice, Entity, Fact, Stamp, Unknown
 from kgplan.planners.engines import PLANNERS
 from kgplan.planners.solve import Status
 from kgplan.planners.whynot import Cause
@@ -298,8 +298,6 @@ def do_run(agent: Agent, progress: Progress) -> RunOut:
                   why=causes_out([e.why])[0] if e.why else None)
 
 
-
-
 # ---- scene graphs (kgplan.games.scene) -------------------------------------------------------------------
 class SceneOut(BaseModel):
     """A scan applied as one verified change (none if it shows what the graph holds), and what it changed."""
@@ -316,3 +314,39 @@ class SceneOut(BaseModel):
 def do_scene(agent: Agent, scene: Scene) -> SceneOut:
     change, counts = agent.observe_scene(scene)
     return SceneOut(change=change_out(change) if change else None, **vars(counts))
+
+
+# ---- the history: a fact's timeline, the difference between two moments ------------------------------
+AT_HELP = ("Read the graph as it was right after a change: its id, or a time (ISO 8601, UTC unless it says), the "
+           "last change made then")
+
+
+class IntervalOut(BaseModel):
+    """A stretch of the history in which a fact held, with the changes that opened and closed it (null: it holds)."""
+
+    fact: FactOut
+    opened: Stamp
+    closed: Stamp | None
+
+
+class DifferenceOut(BaseModel):
+    """What held at change `end` and not at change `start` (`add`, `new_entities`), and the reverse."""
+
+    start: int
+    end: int
+    add: list[FactOut]
+    remove: list[FactOut]
+    new_entities: list[Entity]
+    removed_entities: list[Entity]
+
+
+def do_timeline(agent: Agent, pattern: str, at: str | None = None) -> list[IntervalOut]:
+    return [IntervalOut(fact=fact_out(i.fact), opened=i.opened, closed=i.closed)
+            for i in agent.at(at).timeline(pattern)]
+
+
+def do_difference(agent: Agent, start: str, end: str) -> DifferenceOut:
+    d = agent.difference(start, end)
+    return DifferenceOut(start=d.start, end=d.end, add=[fact_out(f) for f in d.add],
+                         remove=[fact_out(f) for f in d.remove], new_entities=d.new_entities,
+                         removed_entities=d.removed_entities)

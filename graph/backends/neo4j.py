@@ -45,14 +45,16 @@ from kgplan.domains.formula import GroundAtom
 from kgplan.domains.model import Domain
 from kgplan.domains.verify import Mark
 from kgplan.errors import DomainError, InputError, StoreError
-from kgplan.graph.model import Change, Delta, Entity, Fact, Unknown, summary_json
-from kgplan.graph.store import ChangeRow, Store, T, Tx
+from kgplan.graph.model import Change, Delta, Entity, Fact, Stamp, Unknown, by_atom, summary_json
+from kgplan.graph.store import OPEN, ChangeRow, Span, Store, T, Tx
 
 CHUNK = 2000  # rows per UNWIND write
 TIMEOUT = 5.0  # seconds to connect
 RETRY_SECONDS, RETRY_PAUSE = 30.0, 0.01  # how long what passes is retried (see Neo4jStore._retried); first pause
 RESTARTED = ("not expected in state", "no longer valid")  # a server's answers on a connection it has restarted under
-LABELS = ("Entity", "Fact", "Change", "Delta", "Meta", "World")
+LABELS = ("Entity", "Fact", "Change", "Delta", "Meta", "World", "FactSpan", "EntitySpan", "MarkSpan")
+POSITIONS = 4  # a fact span's first arguments, indexed (as a0, a1, ...): how its entities find it
+WINDOW = 2000  # a difference between changes at most this far apart looks each change's spans up
 RESERVED_TYPES = {*LABELS, "ARG"}  # ArcadeDB: labels and relationship types share one namespace
 RESERVED_PROPS = {"name", "type", "attrs"}
 IDENT = re.compile(r"[A-Za-z][A-Za-z0-9_-]*")
@@ -63,6 +65,13 @@ SCHEMA = (
     "CREATE CONSTRAINT kgplan_change_id IF NOT EXISTS FOR (c:Change) REQUIRE c.id IS UNIQUE",
     "CREATE CONSTRAINT kgplan_delta_id IF NOT EXISTS FOR (d:Delta) REQUIRE d.id IS UNIQUE",
     "CREATE CONSTRAINT kgplan_meta_key IF NOT EXISTS FOR (m:Meta) REQUIRE m.key IS UNIQUE",
+    "CREATE INDEX kgplan_change_time IF NOT EXISTS FOR (c:Change) ON (c.time)",
+    "CREATE INDEX kgplan_fact_span IF NOT EXISTS FOR (s:FactSpan) ON (s.predicate, s.args, s.closed)",
+    "CREATE INDEX kgplan_entity_span IF NOT EXISTS FOR (s:EntitySpan) ON (s.name, s.closed)",
+    "CREATE INDEX kgplan_mark_span IF NOT EXISTS FOR (s:MarkSpan) ON (s.entity, s.closed)",
+    *(f"CREATE INDEX kgplan_{label.lower()}_{end} IF NOT EXISTS FOR (s:{label}) ON (s.{end})"
+      for label in ("FactSpan", "EntitySpan", "MarkSpan") for end in ("opened", "closed")),
+    *(f"CREATE INDEX kgplan_factspan_a{i} IF NOT EXISTS FOR (s:FactSpan) ON (s.a{i})" for i in range(POSITIONS)),
 )
 LOCK = "MERGE (l:Meta {key: 'lock'}) SET l.at = timestamp()"  # every writer touches it first
 SINGLETONS = "MERGE (:Meta {key: 'lock'}) MERGE (s:Meta {key: 'change_seq'}) ON CREATE SET s.seq = 0"
@@ -121,6 +130,23 @@ ADD_CHANGE = ("MERGE (s:Meta {key: 'change_seq'}) ON CREATE SET s.seq = 0 SET s.
               "CREATE (:Delta {id: s.seq, delta: $delta}) "
               "RETURN c.id AS id")
 CHANGE_FIELDS = " MATCH (d:Delta {id: c.id}) RETURN c.id AS id, c.time AS time, c.undo_of AS undo_of, d.delta AS delta"
+# The history indexed (see `Store.entities_at`): each span a node, opened and closed by the change whose id `at`
+# is (the next in the counter as a change is written: its record comes last), in the order sqlite's `_index` keeps.
+AT = "MATCH (q:Meta {key: 'change_seq'}) WITH q.seq + 1 AS at "
+SPAN_WRITES = (
+    ("known", f"UNWIND $rows AS r MATCH (s:MarkSpan {{entity: r.a, predicate: r.p, closed: {OPEN}}}) "
+              "SET s.closed = at"),
+    ("gone", f"UNWIND $rows AS r MATCH (s:MarkSpan {{entity: r.a, closed: {OPEN}}}) SET s.closed = at"),
+    ("unknown", f"UNWIND $rows AS r CREATE (:MarkSpan {{entity: r.a, predicate: r.p, opened: at, closed: {OPEN}}})"),
+    ("new", f"UNWIND $rows AS r MERGE (s:EntitySpan {{name: r.a, closed: {OPEN}}}) "
+            "ON CREATE SET s.type = r.type, s.attrs = r.attrs, s.opened = at"),
+    ("remove", f"UNWIND $rows AS r MATCH (s:FactSpan {{predicate: r.p, args: r.j, closed: {OPEN}}}) SET s.closed = at"),
+    ("gone", f"UNWIND $rows AS r MATCH (s:EntitySpan {{name: r.a, closed: {OPEN}}}) SET s.closed = at"),
+    ("add", f"UNWIND $rows AS r MERGE (s:FactSpan {{predicate: r.p, args: r.j, closed: {OPEN}}}) "
+            "ON CREATE SET s.opened = at, s.value = r.v, "
+            + ", ".join(f"s.a{i} = r.args[{i}]" for i in range(POSITIONS))),
+)
+HOLDS = "s.opened <= $at AND s.closed > $at"
 COUNT = ("MATCH (n:Entity) WITH count(CASE WHEN NOT n.name IN $consts THEN 1 END) AS e, "
          "sum(size([p IN $unary WHERE n[p] = true])) AS u OPTIONAL MATCH (w:World) "
          "RETURN e, u + size([p IN $nullary WHERE w[p] = true]) "
@@ -207,6 +233,23 @@ def _unknowns(q: ManagedTransaction, names: Collection[str] | None, lead: str = 
     match = "MATCH (n:Entity)" if names is None else "UNWIND $names AS nm MATCH (n:Entity {name: nm})"
     rows = q.run(lead + UNKNOWN.replace("{match}", match), {"names": list(names or ())})
     return [(r["name"], r["p"] or None) for r in rows]
+
+
+def _span_rows(delta: Delta) -> dict[str, list[dict[str, Any]]]:
+    """The rows of `SPAN_WRITES` for a recorded delta."""
+    def marks(us: list[Unknown]) -> list[dict[str, Any]]:
+        return [{"a": u.entity, "p": u.predicate or ""} for u in us]
+
+    def facts(fs: list[Fact]) -> list[dict[str, Any]]:
+        return [{"p": f.predicate, "j": _key(f.args), "args": list(f.args), "v": f.value} for f in dict.fromkeys(fs)]
+
+    return {"known": marks(delta.known), "gone": [{"a": n} for n in delta.removed_names()],
+            "unknown": marks(delta.unknown), "remove": facts(delta.remove), "add": facts(delta.add),
+            "new": [{"a": e.name, "type": e.type, "attrs": json.dumps(e.attrs)} for e in delta.new_entities]}
+
+
+def _span_fact(r: Any) -> Fact:
+    return Fact(predicate=r["p"], args=tuple(json.loads(r["j"])), value=r["v"])
 
 
 def _change(r: Any) -> Change:
@@ -340,6 +383,8 @@ class _Neo4jTx(Tx):
         writes += [(DEL_FACTS, reified[False]), (ADD_FACTS, reified[True]),
                    (SET_UNKNOWN, [{"a": a, **m} for a, m in marks.items() if a not in gone]),
                    (DEL_ENTITIES, [{"name": n} for n in sorted(gone)])]
+        spans = _span_rows(delta)
+        writes += [(AT + q, spans[kind]) for kind, q in SPAN_WRITES]
         writes = [(q, r) for q, r in writes if r]
 
         change = Change(id=0, delta=delta, undo_of=undo_of)
@@ -396,6 +441,7 @@ class Neo4jStore(Store):
                 for q in SCHEMA:
                     s.run(q).consume()
             self._singletons()
+            self._index_history()
         except BaseException as e:
             self.driver.close()  # a pooled connection may stay bound to a missing database
             if isinstance(e, ValueError):  # the address does not resolve
@@ -549,6 +595,115 @@ class Neo4jStore(Store):
                   "nullary": [p for p, n in arity.items() if n == 0]}
         row = self._read(lambda tx: tx.run(COUNT, params).single(strict=True))
         return row["e"], row["f"]
+
+    # Reads of spans look one indexed property up and filter the rest here: given a second condition (a range of
+    # changes, a predicate), ArcadeDB may pick that one's index and scan it.
+    def entities_at(self, at: int, names: Collection[str] | None = None) -> list[Entity]:
+        match = "MATCH (s:EntitySpan)" if names is None else "UNWIND $names AS nm MATCH (s:EntitySpan {name: nm})"
+        q = f"{match} RETURN s.name AS name, s.type AS type, s.attrs AS attrs, s.opened AS o, s.closed AS c"
+        rows = self._read(lambda tx: list(tx.run(q, {"names": list(names or ())})))
+        return sorted((Entity(name=r["name"], type=r["type"], attrs=json.loads(r["attrs"])) for r in rows
+                       if r["o"] <= at < r["c"]), key=lambda e: e.name)
+
+    def facts_at(self, at: int, predicate: str | None = None, names: Collection[str] | None = None) -> list[Fact]:
+        ret = " RETURN s.predicate AS p, s.args AS j, s.value AS v, s.opened AS o, s.closed AS c"
+        if names is None:
+            q = f"MATCH (s:FactSpan) WHERE {HOLDS}" + (" AND s.predicate = $p" if predicate is not None else "") + ret
+        else:  # by each indexed position, and the facts of predicates with more arguments by predicate
+            wide = [p for p, n in self.arities().items() if n > POSITIONS and predicate in (None, p)]
+            q = " UNION ALL ".join([*(f"UNWIND $names AS nm MATCH (s:FactSpan {{a{i}: nm}}){ret}"
+                                      for i in range(POSITIONS)),
+                                    f"MATCH (s:FactSpan) WHERE s.predicate IN $wide{ret}"])
+        rows = self._read(lambda tx: list(tx.run(q, {"at": at, "p": predicate, "names": list(names or ()),
+                                                     "wide": wide if names is not None else []})))
+        facts = {_span_fact(r) for r in rows if r["o"] <= at < r["c"] and predicate in (None, r["p"])}
+        if names is not None:
+            facts = {f for f in facts if not set(names).isdisjoint(f.args)}
+        return sorted(facts, key=by_atom)
+
+    def unknowns_at(self, at: int, names: Collection[str] | None = None) -> list[Unknown]:
+        match = "MATCH (s:MarkSpan)" if names is None else "UNWIND $names AS nm MATCH (s:MarkSpan {entity: nm})"
+        q = f"{match} RETURN s.entity AS e, s.predicate AS p, s.opened AS o, s.closed AS c"
+        rows = self._read(lambda tx: [(r["e"], r["p"]) for r in tx.run(q, {"names": list(names or ())})
+                                      if r["o"] <= at < r["c"]])
+        return [Unknown(entity=e, predicate=p or None) for e, p in sorted(rows)]
+
+    def spans(self, predicate: str | None, arg: tuple[int, str] | None) -> list[Span]:
+        by = arg is not None and arg[0] < POSITIONS
+        q = ((f"MATCH (s:FactSpan {{a{arg[0]}: $e}})" if by and arg else "MATCH (s:FactSpan)")
+             + (" WHERE s.predicate = $p" if predicate is not None and not by else "")
+             + " RETURN s.predicate AS p, s.args AS j, s.value AS v, s.opened AS o, s.closed AS c")
+        rows = self._read(lambda tx: list(tx.run(q, {"p": predicate, "e": arg and arg[1]})))
+        return sorted((Span(_span_fact(r), r["o"], r["c"]) for r in rows if predicate in (None, r["p"])),
+                      key=lambda s: s.opened)
+
+    def difference(self, start: int, end: int) -> tuple[list[Fact], list[Fact], list[Entity], list[Entity]]:
+        # the spans opened in (start, end] that hold at end, and those closed there that held at start: each change
+        # of a short stretch looked up, a long one scanned
+        near = end - start <= WINDOW
+        came = ("UNWIND range($start + 1, $end) AS i MATCH (s:{label} {{opened: i}}) WHERE s.closed > $end" if near
+                else "MATCH (s:{label}) WHERE s.opened > $start AND s.opened <= $end AND s.closed > $end")
+        went = ("UNWIND range($start + 1, $end) AS i MATCH (s:{label} {{closed: i}}) WHERE s.opened <= $start" if near
+                else "MATCH (s:{label}) WHERE s.closed > $start AND s.closed <= $end AND s.opened <= $start")
+        # of those, what held at the other moment (the same fact with the same value, or the same entity)
+        held_fact = (f"UNWIND $rows AS r MATCH (s:FactSpan {{predicate: r.p, args: r.j}}) WHERE {HOLDS} "
+                     "RETURN s.predicate AS p, s.args AS j, s.value AS v")
+        held_entity = f"UNWIND $rows AS r MATCH (s:EntitySpan {{name: r.name}}) WHERE {HOLDS} RETURN s.name AS name"
+        moments = {"start": start, "end": end}
+
+        def read(tx: ManagedTransaction) -> tuple[list[Fact], list[Fact], list[Entity], list[Entity]]:
+            out: list[Any] = []
+            for cond, other in ((came, start), (went, end)):
+                q = cond.format(label="FactSpan") + " RETURN s.predicate AS p, s.args AS j, s.value AS v"
+                facts = [_span_fact(r) for r in tx.run(q, moments)]
+                rows = [{"p": f.predicate, "j": _key(f.args)} for f in facts]
+                held = {_span_fact(r) for r in tx.run(held_fact, {"rows": rows, "at": other})}
+                out.append(sorted((f for f in facts if f not in held), key=by_atom))
+            for cond, other in ((came, start), (went, end)):
+                q = cond.format(label="EntitySpan") + " RETURN s.name AS name, s.type AS type, s.attrs AS attrs"
+                ents = [Entity(name=r["name"], type=r["type"], attrs=json.loads(r["attrs"]))
+                        for r in tx.run(q, moments)]
+                held = {r["name"] for r in tx.run(held_entity, {"rows": [{"name": e.name} for e in ents], "at": other})}
+                out.append(sorted((e for e in ents if e.name not in held), key=lambda e: e.name))
+            return out[0], out[1], out[2], out[3]
+
+        return self._read(read)
+
+    def stamps(self, ids: Collection[int]) -> list[Stamp]:
+        q = ("UNWIND $ids AS i MATCH (c:Change {id: i}) "
+             "RETURN c.id AS id, c.time AS time, c.undo_of AS u, c.summary AS s")
+        rows = self._read(lambda tx: list(tx.run(q, {"ids": list(ids)})))
+        return [Stamp(id=r["id"], time=r["time"], undo_of=r["u"], source=(d := json.loads(r["s"])["delta"])["source"],
+                      text=d.get("text", "")) for r in rows]
+
+    def bounds(self) -> tuple[int, int] | None:
+        # ids count from 1 (`clear` sets the counter back) and no change is deleted otherwise
+        row = self._read(lambda tx: tx.run("MATCH (s:Meta {key: 'change_seq'}) RETURN s.seq AS n").single())
+        return (1, row["n"]) if row and row["n"] else None
+
+    def change_at(self, time: str) -> int | None:
+        q = "MATCH (c:Change) WHERE c.time <= $t RETURN c.id AS id ORDER BY c.time DESC, c.id DESC LIMIT 1"
+        row = self._read(lambda tx: tx.run(q, {"t": time}).single())
+        return row["id"] if row else None
+
+    def _index_history(self) -> None:
+        """Fill the history's index from the history of a store made before it had one (spans of none, changes)."""
+        def indexed(tx: ManagedTransaction) -> bool:
+            return any(tx.run(f"MATCH (s:{label}) RETURN 1 AS x LIMIT 1").single()
+                       for label in ("FactSpan", "EntitySpan", "MarkSpan"))
+
+        if self.bounds() is None or self._read(indexed):
+            return
+        for change in self.history():
+            rows = _span_rows(change.delta)
+
+            def work(tx: ManagedTransaction, rows: dict[str, list[dict[str, Any]]] = rows, at: int = change.id) -> None:
+                for kind, q in SPAN_WRITES:
+                    if rows[kind]:
+                        tx.run("WITH $at AS at " + q, {"rows": rows[kind], "at": at}).consume()
+
+            with self._session(WRITE_ACCESS) as s:
+                s.execute_write(work)
 
     def clear(self) -> None:
         with self._session(WRITE_ACCESS) as s:

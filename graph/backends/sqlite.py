@@ -13,8 +13,8 @@ from pathlib import Path
 from kgplan.domains.formula import GroundAtom
 from kgplan.domains.verify import Mark
 from kgplan.errors import StoreError
-from kgplan.graph.model import Change, Delta, Entity, Fact, Unknown, by_atom, summary_json
-from kgplan.graph.store import ChangeRow, Store, T, Tx
+from kgplan.graph.model import Change, Delta, Entity, Fact, Stamp, Unknown, by_atom, summary_json
+from kgplan.graph.store import OPEN, ChangeRow, Span, Store, T, Tx
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
@@ -32,7 +32,32 @@ CREATE TABLE IF NOT EXISTS unknowns(
 CREATE TABLE IF NOT EXISTS changes(
     id INTEGER PRIMARY KEY AUTOINCREMENT, time TEXT NOT NULL, undo_of INTEGER, delta TEXT NOT NULL,
     summary TEXT NOT NULL);
+CREATE INDEX IF NOT EXISTS changes_time ON changes(time);
 """
+# The history indexed (see `Store.entities_at`): the spans of facts (their arguments indexed as facts' are),
+# entities and unknown marks, each found by what it is of and by the change that opened or closed it (with the other
+# end, so that a range of one is filtered by the other in the index, before any row is read). (The primary
+# keys' columns come first: SQLite 3.40's integrity check misreads a WITHOUT ROWID table's other columns otherwise.)
+SPANS = """
+CREATE TABLE fact_spans(
+    id INTEGER PRIMARY KEY, predicate TEXT NOT NULL, args TEXT NOT NULL, value REAL,
+    opened INTEGER NOT NULL, closed INTEGER NOT NULL, UNIQUE(predicate, args, closed));
+CREATE INDEX fact_spans_atom ON fact_spans(predicate, args, opened, closed, value);
+CREATE INDEX fact_spans_opened ON fact_spans(opened, closed);
+CREATE INDEX fact_spans_closed ON fact_spans(closed, opened);
+CREATE TABLE span_args(
+    entity TEXT NOT NULL, pos INTEGER NOT NULL, span INTEGER NOT NULL, PRIMARY KEY(entity, pos, span)) WITHOUT ROWID;
+CREATE TABLE entity_spans(
+    name TEXT NOT NULL, closed INTEGER NOT NULL, opened INTEGER NOT NULL, type TEXT NOT NULL, attrs TEXT NOT NULL,
+    PRIMARY KEY(name, closed)) WITHOUT ROWID;
+CREATE INDEX entity_spans_name ON entity_spans(name, opened);
+CREATE INDEX entity_spans_opened ON entity_spans(opened, closed);
+CREATE INDEX entity_spans_closed ON entity_spans(closed, opened);
+CREATE TABLE mark_spans(
+    entity TEXT NOT NULL, predicate TEXT NOT NULL, closed INTEGER NOT NULL, opened INTEGER NOT NULL,
+    PRIMARY KEY(entity, predicate, closed)) WITHOUT ROWID;
+"""
+HOLDS = "s.opened <= :at AND s.closed > :at"  # span s as of change :at
 CHUNK = 500  # rows per statement, well under SQLite's bound-parameter limit
 
 
@@ -110,19 +135,55 @@ class _SqliteTx(Tx):
         cur = db.execute("INSERT INTO changes(time, undo_of, delta, summary) VALUES (?,?,?,?)",
                          (change.time.isoformat(), undo_of, delta.model_dump_json(), summary_json(delta)))
         change.id = int(cur.lastrowid or 0)
+        _index(db, change.id, delta)
         return change
 
     def set_meta(self, values: dict[str, str]) -> None:
         self.db.executemany("INSERT OR REPLACE INTO meta(key, value) VALUES (?,?)", values.items())
 
     def clear(self) -> None:
-        for t in ("meta", "entities", "facts", "fact_args", "unknowns", "changes"):
+        for t in ("meta", "entities", "facts", "fact_args", "unknowns", "changes", "fact_spans", "span_args",
+                  "entity_spans", "mark_spans"):
             self.db.execute(f"DELETE FROM {t}")
 
     def change(self, change_id: int) -> Change | None:
         row = self.db.execute("SELECT id, time, undo_of, delta FROM changes WHERE id=?",
                               (change_id,)).fetchone()
         return _change(row) if row else None
+
+
+def _index(db: sqlite3.Connection, at: int, delta: Delta) -> None:
+    """Close the spans of what the recorded `delta` removes and open those of what it adds, at change `at`, in
+    the order `write` applies it."""
+    gone = [(at, n, OPEN) for n in delta.removed_names()]
+    db.executemany("UPDATE mark_spans SET closed=? WHERE entity=? AND predicate=? AND closed=?",
+                   [(at, u.entity, u.predicate or "", OPEN) for u in delta.known])
+    db.executemany("UPDATE mark_spans SET closed=? WHERE entity=? AND closed=?", gone)
+    db.executemany("INSERT INTO mark_spans(entity, predicate, opened, closed) VALUES (?,?,?,?)",
+                   [(u.entity, u.predicate or "", at, OPEN) for u in delta.unknown])
+    db.executemany("INSERT OR IGNORE INTO entity_spans(name, type, attrs, opened, closed) VALUES (?,?,?,?,?)",
+                   [(e.name, e.type, json.dumps(e.attrs), at, OPEN) for e in delta.new_entities])
+    db.executemany("UPDATE fact_spans SET closed=? WHERE predicate=? AND args=? AND closed=?",
+                   [(at, f.predicate, _key(f.args), OPEN) for f in delta.remove])
+    db.executemany("UPDATE entity_spans SET closed=? WHERE name=? AND closed=?", gone)
+    (top,) = db.execute("SELECT coalesce(max(id), 0) FROM fact_spans").fetchone()
+    db.executemany("INSERT OR IGNORE INTO fact_spans(predicate, args, value, opened, closed) VALUES (?,?,?,?,?)",
+                   [(f.predicate, _key(f.args), f.value, at, OPEN) for f in delta.add])
+    db.executemany("INSERT INTO span_args(entity, pos, span) VALUES (?,?,?)", [
+        (a, pos, i) for i, k in db.execute("SELECT id, args FROM fact_spans WHERE id > ?", (top,))
+        for pos, a in enumerate(json.loads(k))])
+
+
+def _facts(rows: list[tuple[str, str, float | None]]) -> list[Fact]:
+    """The facts of (predicate, args as JSON, value) rows, in their order: the arguments parsed at once, the facts
+    built unvalidated (the store wrote them; a history read returns thousands)."""
+    args = json.loads(f"[{','.join(a for _, a, _ in rows)}]")
+    return [Fact.model_construct(predicate=p, args=tuple(a), value=v) for (p, _, v), a in zip(rows, args, strict=True)]
+
+
+def _among(column: str, names: Collection[str] | None) -> str:
+    """The condition that `column` is one of the names (JSON in parameter :names), or none if None."""
+    return "" if names is None else f" AND {column} IN (SELECT value FROM json_each(:names))"
 
 
 def _change(row: tuple) -> Change:
@@ -190,8 +251,20 @@ class SqliteStore(Store):
             self.db = self._connect()  # the writes' connection
             self.db.execute("PRAGMA journal_mode=WAL")
             self.db.executescript(SCHEMA)
+            if not self.db.execute("SELECT 1 FROM sqlite_master WHERE name = 'fact_spans'").fetchone():
+                self._index_history()
         except sqlite3.DatabaseError as e:
             raise StoreError(f"cannot open {self.path} as a kgplan store: {e}") from e
+
+    def _index_history(self) -> None:
+        """Create the history's index and fill it from the history a store made before it had one."""
+        with self._tx() as db:
+            if db.execute("SELECT 1 FROM sqlite_master WHERE name = 'fact_spans'").fetchone():
+                return  # another process has just made it
+            for statement in filter(str.strip, SPANS.split(";")):
+                db.execute(statement)
+            for row in db.cursor().execute("SELECT id, time, undo_of, delta FROM changes ORDER BY id"):
+                _index(db, row[0], _change(row).delta)
 
     def _connect(self) -> sqlite3.Connection:
         db = sqlite3.connect(self.path, isolation_level=None, timeout=60, check_same_thread=False)
@@ -292,6 +365,71 @@ class SqliteStore(Store):
         (e,) = self.reader.execute("SELECT count(*) FROM entities").fetchone()
         (f,) = self.reader.execute("SELECT count(*) FROM facts").fetchone()
         return e, f
+
+    def entities_at(self, at: int, names: Collection[str] | None = None) -> list[Entity]:
+        rows = self.reader.execute(f"SELECT name, type, attrs FROM entity_spans s WHERE {HOLDS}{_among('name', names)} "
+                                   "ORDER BY name", {"at": at, "names": json.dumps(list(names or ()))})
+        return [Entity(name=n, type=t, attrs=json.loads(a)) for n, t, a in rows]
+
+    def facts_at(self, at: int, predicate: str | None = None, names: Collection[str] | None = None) -> list[Fact]:
+        q = f"SELECT DISTINCT s.id, s.predicate, s.args, s.value FROM fact_spans s WHERE {HOLDS}"
+        if names is not None:
+            q = q.replace("WHERE", "JOIN span_args x ON x.span = s.id WHERE") + _among("x.entity", names)
+        q += " AND s.predicate = :p" if predicate is not None else ""
+        rows = self.reader.execute(q, {"at": at, "p": predicate, "names": json.dumps(list(names or ()))})
+        return sorted(_facts([r[1:] for r in rows]), key=by_atom)
+
+    def unknowns_at(self, at: int, names: Collection[str] | None = None) -> list[Unknown]:
+        rows = self.reader.execute(f"SELECT entity, predicate FROM mark_spans s WHERE {HOLDS}{_among('entity', names)}",
+                                   {"at": at, "names": json.dumps(list(names or ()))})
+        return [Unknown(entity=e, predicate=p or None) for e, p in sorted(rows)]
+
+    def spans(self, predicate: str | None, arg: tuple[int, str] | None) -> list[Span]:
+        q = "SELECT s.predicate, s.args, s.value, s.opened, s.closed FROM fact_spans s"
+        if arg is not None:
+            q += " JOIN span_args x ON x.span = s.id AND x.entity = :e AND x.pos = :i"
+        q += " WHERE s.predicate = :p" if predicate is not None else ""
+        rows = self.reader.execute(q + " ORDER BY s.opened, s.id", {"p": predicate, "i": arg and arg[0],
+                                                                    "e": arg and arg[1]}).fetchall()
+        return [Span(f, o, c) for f, (*_, o, c) in zip(_facts([r[:3] for r in rows]), rows, strict=True)]
+
+    def difference(self, start: int, end: int) -> tuple[list[Fact], list[Fact], list[Entity], list[Entity]]:
+        # spans opened in (start, end] that hold at end (or closed there that held at start), of whatever did not
+        # hold at the other moment: two index ranges of the spans the changes in between touched, and for each one
+        # probe of the span of the same fact (entity) opened last by the other moment (spans of one are disjoint)
+        came = "s.opened > :start AND s.opened <= :end AND s.closed > :end"
+        went = "s.closed > :start AND s.closed <= :end AND s.opened <= :start"
+        fact = ("SELECT s.predicate, s.args, s.value FROM fact_spans s WHERE {} AND coalesce((SELECT t.closed > :{at} "
+                "AND t.value IS s.value FROM fact_spans t WHERE t.predicate = s.predicate AND t.args = s.args "
+                "AND t.opened <= :{at} ORDER BY t.opened DESC LIMIT 1), 0) = 0")
+        entity = ("SELECT s.name, s.type, s.attrs FROM entity_spans s WHERE {} AND coalesce((SELECT t.closed > :{at} "
+                  "FROM entity_spans t WHERE t.name = s.name AND t.opened <= :{at} ORDER BY t.opened DESC LIMIT 1), "
+                  "0) = 0")
+        moments = {"start": start, "end": end}
+        with self._tx("DEFERRED") as db:  # both moments from one snapshot
+            facts = [sorted(_facts(db.execute(fact.format(w, at=at), moments).fetchall()), key=by_atom)
+                     for w, at in ((came, "start"), (went, "end"))]
+            ents = [[Entity(name=n, type=t, attrs=json.loads(a))
+                     for n, t, a in db.execute(entity.format(w, at=at) + " ORDER BY s.name", moments)]
+                    for w, at in ((came, "start"), (went, "end"))]
+        return facts[0], facts[1], ents[0], ents[1]
+
+    def stamps(self, ids: Collection[int]) -> list[Stamp]:
+        rows = self.reader.execute(
+            "SELECT id, time, undo_of, json_extract(summary, '$.delta.source'), json_extract(summary, '$.delta.text') "
+            "FROM changes WHERE id IN (SELECT value FROM json_each(?))", (json.dumps(list(ids)),))
+        return [Stamp(id=i, time=t, undo_of=u, source=s, text=x or "") for i, t, u, s, x in rows]
+
+    def bounds(self) -> tuple[int, int] | None:
+        # one min or max per query: SQLite reads both ends of the index only so (min and max together scan)
+        first, last = self.reader.execute("SELECT (SELECT min(id) FROM changes), (SELECT max(id) FROM changes)"
+                                          ).fetchone()
+        return None if first is None else (first, last)
+
+    def change_at(self, time: str) -> int | None:
+        row = self.reader.execute("SELECT id FROM changes WHERE time <= ? ORDER BY time DESC, id DESC LIMIT 1",
+                                  (time,)).fetchone()
+        return row[0] if row else None
 
     def clear(self) -> None:
         self.in_transaction(lambda tx: tx.clear())
