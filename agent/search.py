@@ -5,6 +5,7 @@ of their own registries; a new method is one `SEARCH_METHODS.add(SearchMethod(..
 from __future__ import annotations
 
 import dataclasses
+import os
 import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -14,7 +15,7 @@ from kgplan.domains.formula import Formula
 from kgplan.domains.model import Domain
 from kgplan.errors import InputError
 from kgplan.graph.world import WorldGraph
-from kgplan.planners.mcts.belief import BeliefPrior, embedding_prior
+from kgplan.planners.mcts.belief import BeliefPrior, Lifelong, embedding_prior, learned_from
 from kgplan.planners.mcts.graph_io import decide, searcher
 from kgplan.planners.mcts.priors import BeliefMassPrior, Prior, UniformPrior
 from kgplan.planners.mcts.search import Budget, Decision, Search, Settings
@@ -79,6 +80,10 @@ BELIEFS.add(BeliefKind("uniform", "no commonsense: every place equally likely", 
 BELIEFS.add(BeliefKind("embedding", "softmax of the MiniLM similarity of item and place", _embedding))
 BELIEFS.add(BeliefKind("llm", "LLM-MCTS: the LLM's sampled answers of where each item is, counted",
                        _llm_belief, needs_llm=True))
+BELIEFS.add(BeliefKind("learned", "place statistics of scene graphs (the JSON file named by KGPLAN_PLACE_COUNTS)",
+                       lambda llm: learned_from(os.environ.get("KGPLAN_PLACE_COUNTS"))))
+BELIEFS.add(BeliefKind("lifelong", "where the graph has seen items of each kind, over the MiniLM belief",
+                       lambda llm: Lifelong(_embedding(llm))))
 
 PRIORS: Registry[PriorKind] = Registry("prior")
 PRIORS.add(PriorKind("uniform", "every action alike (UCT)", lambda given: UniformPrior()))
@@ -150,5 +155,7 @@ SEARCH_METHODS.add(SearchMethod("puct", "embedding belief, its mass as the prior
                                 "embedding", "belief_mass", "belief_mass"))
 SEARCH_METHODS.add(SearchMethod("puct_dr", "puct with DR-MCTS's hybrid leaf values",
                                 "embedding", "belief_mass", "belief_mass", Settings(estimator="dr")))
+SEARCH_METHODS.add(SearchMethod("puct_lifelong", "puct over the lifelong belief: where the graph has seen items before",
+                                "lifelong", "belief_mass", "belief_mass"))
 SEARCH_METHODS.add(SearchMethod("puct_llm", "LLM belief, MC-DML's LLM prior with memories (needs an LLM)",
                                 "llm", "llm", "belief_mass"))

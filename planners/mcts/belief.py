@@ -8,15 +8,19 @@ domain.toml (item and place types, the `located` predicate, the predicates that 
 
 from __future__ import annotations
 
+import json
 import math
 import random
+import re
+from collections import Counter, defaultdict
 from collections.abc import Callable, Collection, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from kgplan.domains.formula import GroundAtom
 from kgplan.domains.model import Domain
-from kgplan.errors import DomainError
+from kgplan.errors import DomainError, InputError
 
 if TYPE_CHECKING:
     import numpy as np
@@ -26,6 +30,7 @@ Dist = dict[str, float]
 Scorer = Callable[[Sequence[str], Sequence[str]], "np.ndarray"]
 # (items, places), each name -> type -> a distribution over the places for each item
 BeliefPrior = Callable[[Mapping[str, str], Mapping[str, str]], dict[str, Dist]]
+Counts = dict[str, dict[str, float]]  # item kind -> place (or place kind) -> how often an item was there
 FLOOR = 0.01  # the least probability a possible place keeps under a commonsense prior
 TEMPERATURE = 0.05  # softmax temperature over cosine similarities
 
@@ -76,6 +81,73 @@ def prior(items: Mapping[str, str], places: Mapping[str, str], score: Scorer, fl
 def embedding_prior(score: Scorer) -> BeliefPrior:
     """`prior` with a similarity scorer (e.g. sentence embeddings)."""
     return lambda items, places: prior(items, places, score)
+
+
+def kind_of(name: str) -> str:
+    """An object's kind from its name: the name without its copy number (`cup_2` -> `cup`)."""
+    return re.sub(r"_\d+$", "", name)
+
+
+def place_counts(scenes: Mapping[str, Mapping[str, str]], leave_out: str | None = None) -> Counts:
+    """How often items of each kind were inside/on places of each kind, over `scenes` (scene name -> item ->
+    its place), without the scene named `leave_out` (the one being evaluated)."""
+    out: defaultdict[str, Counter[str]] = defaultdict(Counter)
+    for name, where in scenes.items():
+        if name != leave_out:
+            for item, place in where.items():
+                out[kind_of(item)][kind_of(place)] += 1
+    return {k: dict(c) for k, c in out.items()}
+
+
+def learned_prior(counts: Counts, floor: float = FLOOR) -> BeliefPrior:
+    """Place statistics: an item is at each place as often as items of its kind were at places of that kind
+    (shared among the home's places of the kind); a kind never counted, or counted only at kinds of place
+    this home lacks, as often as any item was; floored at `floor`."""
+    every: Counter[str] = Counter()
+    for c in counts.values():
+        every.update(c)
+
+    def make(items: Mapping[str, str], places: Mapping[str, str]) -> dict[str, Dist]:
+        copies = Counter(kind_of(p) for p in places)
+        out = {}
+        for item in items:
+            seen = counts.get(kind_of(item), {})
+            if not any(kind_of(p) in seen for p in places):
+                seen = every
+            raw = {p: seen.get(kind_of(p), 0) / copies[kind_of(p)] for p in places}
+            total = sum(raw.values())
+            out[item] = (floored({p: q / total for p, q in raw.items()}, floor) if total
+                         else uniform([item], list(places))[item])
+        return out
+
+    return make
+
+
+def learned_from(path: str | None) -> BeliefPrior:
+    """`learned_prior` over the counts in a JSON file (as `kgplan bench rearrange --save-counts` writes)."""
+    if not path:
+        raise InputError("the learned belief needs place statistics: set KGPLAN_PLACE_COUNTS to a JSON file "
+                         "that `kgplan bench rearrange --save-counts PATH` writes")
+    try:
+        return learned_prior(json.loads(Path(path).read_text()))
+    except (OSError, ValueError) as e:
+        raise InputError(f"cannot read place statistics from {path}: {e}") from e
+
+
+@dataclass(frozen=True)
+class Lifelong:
+    """A belief that remembers: where items of each kind have been `seen` in this home (item kind -> place ->
+    times), added to the `base` belief counted as `strength` sightings; an item of a kind seen at a place
+    ranks it first. `graph_io.decide` fills `seen` from the graph's history."""
+
+    base: BeliefPrior | None = None
+    seen: Counts = field(default_factory=dict)
+    strength: float = 1.0
+
+    def __call__(self, items: Mapping[str, str], places: Mapping[str, str]) -> dict[str, Dist]:
+        base = self.base(items, places) if self.base else uniform(list(items), list(places))
+        return {i: normalised({p: self.strength * base[i].get(p, 0.0) + self.seen.get(kind_of(i), {}).get(p, 0)
+                               for p in places}) for i in items}
 
 
 def uniform(items: Sequence[str], places: Sequence[str]) -> dict[str, Dist]:

@@ -4,8 +4,10 @@ storage, so both backends keep them)."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import random
+from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
 
 from kgplan.domains.formula import Formula, GroundAtom, atoms
@@ -38,14 +40,18 @@ def write_beliefs(graph: WorldGraph, beliefs: Mapping[str, bl.Dist]) -> None:
 
 
 def beliefs_for(graph: WorldGraph, spec: bl.BeliefSpec, items: Sequence[str], make: bl.BeliefPrior | None,
-                facts: set[GroundAtom], objects: Mapping[str, str]) -> dict[str, bl.Dist]:
+                facts: set[GroundAtom], objects: Mapping[str, str], fresh: bool = False) -> dict[str, bl.Dist]:
     """The beliefs about `items`, written back: the prior (commonsense from `make`, else uniform; made once
-    per item and stored with the evidence) mixed with a uniform belief by how well it has predicted
-    where this episode's items were found and were not (`bl.reliability`), given what the graph knows."""
+    per item and stored with the evidence; made anew for an item found before and unknown again, and for
+    every item if `fresh`: a prior that learns as the graph sees) mixed with
+    a uniform belief by how well it has predicted where this episode's items were found and were not
+    (`bl.reliability`), given what the graph knows."""
     places = bl.places(spec, graph.domain, objects)
     evidence = json.loads(graph.get_meta(EVIDENCE_KEY) or '{"prior": {}, "found": {}}')
     prior, found = evidence["prior"], evidence["found"]
-    if missing := [i for i in items if i not in prior]:
+    if missing := [i for i in items if fresh or i not in prior or i in found]:
+        for i in missing:
+            found.pop(i, None)
         prior |= make({i: objects[i] for i in missing}, places) if make else bl.uniform(missing, list(places))
     located = {a[0]: a[1] for p, a in facts if p == spec.located}
     found |= {i: located[i] for i in prior if i in located and i not in found}
@@ -56,6 +62,17 @@ def beliefs_for(graph: WorldGraph, spec: bl.BeliefSpec, items: Sequence[str], ma
     graph.set_meta({EVIDENCE_KEY: json.dumps(evidence, sort_keys=True)})
     write_beliefs(graph, beliefs)
     return beliefs
+
+
+def sightings(graph: WorldGraph, spec: bl.BeliefSpec) -> bl.Counts:
+    """Where the graph's sensors have seen items of each kind (item kind -> place -> times), from its history."""
+    out: defaultdict[str, Counter[str]] = defaultdict(Counter)
+    for change in graph.history():
+        if change.delta.source == "sensor" and change.undo_of is None:
+            for f in change.delta.add:
+                if f.predicate == spec.located:
+                    out[bl.kind_of(f.args[0])][f.args[1]] += 1
+    return {k: dict(c) for k, c in out.items()}
 
 
 def relevant(domain: Domain, spec: bl.BeliefSpec, objects: Mapping[str, str], goal: Formula) -> dict[str, str]:
@@ -94,10 +111,14 @@ def searcher(graph: WorldGraph, goal: Formula, prior: Prior, rollout_prior: Prio
 def decide(graph: WorldGraph, search: Search, budget: Budget, prior: bl.BeliefPrior | None = None,
            history: tuple[str, ...] = ()) -> Decision:
     """One decision on the graph's current state and belief (initialised with the commonsense `prior`,
-    or uniform, for unknown items that have none yet; updated with what the graph knows; stored)."""
+    or uniform, for unknown items that have none yet; updated with what the graph knows; stored). A lifelong
+    prior is given the graph's sightings."""
     spec = bl.BeliefSpec.of(graph.domain)
+    fresh = isinstance(prior, bl.Lifelong)
+    if fresh:
+        prior = dataclasses.replace(prior, seen=sightings(graph, spec))
     objects, facts, _ = graph.snapshot()
     unknown = [i for i in unknown_items(graph, spec, objects, set(facts)) if i in search.observe.items]
-    beliefs = beliefs_for(graph, spec, unknown, prior, set(facts), objects)
+    beliefs = beliefs_for(graph, spec, unknown, prior, set(facts), objects, fresh)
     known = frozenset(a for a in facts if all(x in search.task.objects for x in a[1]))
     return search.decide(known, beliefs, budget, history)

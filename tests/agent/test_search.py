@@ -31,8 +31,9 @@ def agent(tmp_path: Path) -> Iterator[Agent]:
 
 
 def test_the_methods_and_their_kinds() -> None:
-    assert SEARCH_METHODS.names() == ["explore", "uct", "puct", "puct_dr", "puct_llm"]
-    assert all(m.help for m in SEARCH_METHODS) and BELIEFS.names() == ["uniform", "embedding", "llm"]
+    assert SEARCH_METHODS.names() == ["explore", "uct", "puct", "puct_dr", "puct_lifelong", "puct_llm"]
+    assert all(m.help for m in SEARCH_METHODS) and BELIEFS.names() == ["uniform", "embedding", "llm", "learned",
+                                                                       "lifelong"]
     assert PRIORS.names() == ["uniform", "belief_mass", "llm"]
     assert not SEARCH_METHODS["explore"].tree
     assert [m.name for m in SEARCH_METHODS if m.needs_llm] == ["puct_llm"]

@@ -62,3 +62,52 @@ def test_rearrange_episode_with_a_scripted_llm_prior() -> None:
     # five belief samples for the item, then at most 3 prior/reflection calls per decision
     assert 5 < ep.llm_calls <= 5 + 3 * ep.decisions and ep.llm_calls == len(llm.prompts)
     assert any("most likely to be" in p[0]["content"] for p in llm.prompts)
+
+
+def test_learned_belief_of_a_scene_is_fit_on_the_others_only() -> None:
+    places = {"fridge": ("container", "kitchen"), "bed": ("surface", "bedroom")}
+    corpus = {"a": rearrange.Scene("a", places, {"milk": "fridge"}), "b": rearrange.Scene("b", places, {"milk": "bed"}),
+              "c": rearrange.Scene("c", places, {"milk_2": "bed"})}
+    prior = rearrange.make_belief("learned", "a", corpus, None)
+    assert prior is not None
+    b = prior({"milk": "item"}, {p: t for p, (t, _) in places.items()})["milk"]
+    assert b["bed"] > b["fridge"]
+    assert rearrange.hits(prior, corpus["a"], ["milk"]) == [(0.0, 1.0)]  # second of two places
+    assert rearrange.hits(None, corpus["a"], ["milk"]) == [(0.5, 1.0)]  # uniform: a tie, broken at random
+
+
+def test_beliefs_are_chosen_like_methods(tmp_path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`--belief` runs each belief in place of puct's own and reports each one's place accuracy; `--lifelong`
+    runs successive episodes in one home on one graph and reports success by episode."""
+    out = tmp_path / "r.json"
+    assert rearrange.main(["--seeds", "3", "--scenes", "generated", "--methods", "explore,uct,puct",
+                           "--belief", "learned,uniform", "--families", "simple", "--simulations", "5",
+                           "--json", str(out)]) == 0
+    data = json.loads(out.read_text())
+    runs = {(r["method"], r["belief"]) for r in data["results"]}
+    assert runs == {("explore", ""), ("uct", ""), ("puct", "learned"), ("puct", "uniform")}
+    accuracy = {a["belief"]: a for a in data["belief_accuracy"]}
+    assert set(accuracy) == {"learned", "uniform"} and accuracy["learned"]["items"] == len(rearrange.ITEMS)
+    assert accuracy["learned"]["belief_top1"] > accuracy["uniform"]["belief_top1"]
+    assert rearrange.main(["--seeds", "3", "--scenes", "generated", "--methods", "puct", "--belief", "learned",
+                           "--families", "simple,comp2", "--simulations", "5", "--lifelong", "3",
+                           "--json", str(out)]) == 0
+    curve = json.loads(out.read_text())["lifelong"]
+    assert [(c["episode"], c["episodes"], c["belief"]) for c in curve] == [(k, 1, "learned") for k in range(3)]
+    assert all({"success_rate", "wilson_95", "belief_top1"} <= set(c) for c in curve)
+    assert out.with_name("r_lifelong.png").stat().st_size > 0
+    assert rearrange.main(["--belief", "bogus", "--scenes", "generated"]) == 2
+    assert "unknown belief: bogus" in capsys.readouterr().out
+
+
+def test_saved_counts_are_the_learned_belief_of_search_methods(tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from kgplan.agent.search import BELIEFS, SEARCH_METHODS
+
+    path = tmp_path / "counts.json"
+    assert rearrange.main(["--scenes", "generated", "--save-counts", str(path)]) == 0
+    counts = json.loads(path.read_text())
+    assert counts["milk"]["fridge"] > counts["milk"].get("kitchen_counter", 0) > 0
+    monkeypatch.setenv("KGPLAN_PLACE_COUNTS", str(path))
+    b = BELIEFS["learned"].make(None)({"milk": "item"}, {"fridge": "container", "bed": "surface"})
+    assert max(b["milk"], key=b["milk"].__getitem__) == "fridge"
+    assert SEARCH_METHODS["puct_lifelong"].belief == "lifelong"

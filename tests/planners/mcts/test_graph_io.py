@@ -7,7 +7,7 @@ import pytest
 
 from kgplan.domains.model import Problem
 from kgplan.graph.backends import open_graph
-from kgplan.graph.model import Delta, Unknown
+from kgplan.graph.model import Delta, Fact, Unknown
 from kgplan.graph.world import WorldGraph
 from kgplan.planners.mcts import belief as bl
 from kgplan.planners.mcts import graph_io
@@ -56,3 +56,50 @@ def test_decide_on_a_graph_stores_the_belief(tmp_path) -> None:
     assert graph_io.read_belief(g, "milk") == pytest.approx({"fridge": 0.5, "counter": 0.5})  # bed was looked at
     assert graph_io.unknown_in_goal(g, goal("(agent_at fridge)")) == []
     g.close()
+
+
+def top(dist: bl.Dist | None) -> str:
+    """The most likely place."""
+    assert dist
+    return max(dist, key=dist.__getitem__)
+
+
+def test_lifelong_belief_remembers_where_the_graph_saw_an_item(tmp_path) -> None:
+    """A sensor saw the milk at the counter; the milk was then moved, put back (not a sighting), and is unknown
+    again: its belief, made anew, puts the counter first over a base that says fridge."""
+    g = open_graph(f"sqlite:{tmp_path / 'w.db'}")
+    g.init(DOMAIN, problem=PROBLEM)
+    spec = bl.BeliefSpec.of(DOMAIN)
+    search = graph_io.searcher(g, goal(), UniformPrior(), UniformPrior())
+    base = bl.learned_prior({"milk": {"fridge": 1}})
+    graph_io.decide(g, search, Budget(5), bl.Lifelong(base))
+    assert top(graph_io.read_belief(g, "milk")) == "fridge"
+    at_counter, held = Fact(predicate="in", args=["milk", "counter"]), Fact(predicate="holding", args=["milk"])
+    g.apply(Delta(add=[at_counter], source="sensor"))
+    g.apply(Delta(add=[held], remove=[at_counter], source="plan"))
+    g.apply(Delta(add=[at_counter], remove=[held], source="plan"))
+    assert graph_io.sightings(g, spec) == {"milk": {"counter": 1}}
+    g.apply(Delta(remove=[at_counter], unknown=[Unknown(entity="milk", predicate="in")], source="user"))
+    graph_io.decide(g, search, Budget(5), bl.Lifelong(base))
+    assert top(graph_io.read_belief(g, "milk")) == "counter"
+    g.close()
+
+
+def test_an_item_found_and_unknown_again_gets_a_new_prior(empty_graph: WorldGraph) -> None:
+    """The prior is made once per search for an item: found, then unknown again (moved), it is made anew."""
+    empty_graph.init(DOMAIN, problem=PROBLEM)
+    spec = bl.BeliefSpec.of(DOMAIN)
+
+    def belief(make: bl.BeliefPrior) -> bl.Dist:
+        objects, facts, _ = empty_graph.snapshot()
+        return graph_io.beliefs_for(empty_graph, spec, ["milk"] if ("in", ("milk", "fridge")) not in facts else [],
+                                    make, set(facts), objects).get("milk", {})
+
+    fridge, counter = bl.learned_prior({"milk": {"fridge": 1}}), bl.learned_prior({"milk": {"counter": 1}})
+    assert top(belief(fridge)) == "fridge"
+    assert top(belief(counter)) == "fridge"  # the stored prior: made once per search
+    at = Fact(predicate="in", args=["milk", "fridge"])
+    empty_graph.apply(Delta(add=[at], source="sensor"))
+    belief(counter)  # found: recorded as evidence
+    empty_graph.apply(Delta(remove=[at], unknown=[Unknown(entity="milk", predicate="in")], source="user"))
+    assert top(belief(counter)) == "counter"
