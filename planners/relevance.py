@@ -13,13 +13,15 @@
    the relaxation over-approximates what the real task can reach.
 3. FF-style extraction back from the goal gives a relaxed plan. Its steps are run for real, each
    one the state reached cannot run replaced by a relaxed plan from there (`Relevance._executed`),
-   so that resources the relaxation lets one object provide many times get their other objects.
-   The pruned state is every fact among the objects named (plus the agents' objects): the induced
-   sub-state, so that negative preconditions over kept objects are judged exactly.
+   so that resources the relaxation lets one object provide many times get their other objects;
+   when the goal is reached, the pruned state holds a plan. The pruned state is every fact among
+   the objects named (plus the agents' objects): the induced sub-state, so that negative
+   preconditions over kept objects are judged exactly.
 
 `Relevance.prunings` yields the relaxed-plan pruning, then wider ones (the objects sharing a fact
-with those kept; every object of every relevant action reached before the goal), each checked
-by relaxed reachability on itself; the caller plans on them in turn and on the full state last.
+with those kept; every object of every relevant action reached before the goal), or the widest
+alone when building a plan met a dead end; each is checked by relaxed reachability on itself; the caller plans
+on them in turn and on the full state last.
 A plan found on a pruned state uses only kept objects and is checked on the full state.
 """
 
@@ -54,7 +56,7 @@ Pattern = tuple[str | None, ...]
 Lit = tuple[formula.GroundAtom, bool]  # a ground literal: (atom, positive)
 Key = tuple[str, tuple[str, ...]]  # a ground action: (name, arguments)
 LEVELS = ("relaxed plan", "neighbours", "relaxed reachable")
-ROUNDS = 12  # relaxed plans extracted at most while a plan is built from them (`Relevance._executed`)
+ROUNDS = 32  # relaxed plans extracted at most while a plan is built from them (`Relevance._executed`)
 
 
 @dataclass
@@ -124,10 +126,12 @@ class Relevance:
         return next(self.prunings(state, goal))
 
     def prunings(self, state: State, goal: Formula) -> Iterator[Pruned]:
-        """Ever wider prunings: the relaxed plan's objects, then also the objects that share a fact
-        with them, then also every object of the relevant actions reached before the goal. Each
-        says whether its goal is relaxed-reachable on it; if the goal is not relaxed-reachable on
-        the full state, one unreachable pruning."""
+        """Ever wider prunings: the objects of the relaxed plans a plan was built from (`_executed`),
+        then also the objects that share a fact with them, then also every object of the relevant
+        actions reached before the goal; only the last when building a plan met a dead end (the
+        relaxed-plan objects would likely be too few). Each says whether its goal is
+        relaxed-reachable on it; if the goal is not relaxed-reachable on the full state, one
+        unreachable pruning."""
         patterns, bindings = self._relevant(state, goal)
         full = _Explorer(self.domain, state, patterns, bindings)
         t = self.domain.meta.get("agent_type", "agent")  # the objects that act (domain.toml)
@@ -137,18 +141,21 @@ class Relevance:
         if not full.run(goal):
             yield Pruned({}, set(), LEVELS[0], reachable=False)
             return
-        keep = base | self._executed(state, goal, full, patterns, bindings)
+        named, spared = self._executed(state, goal, full, patterns, bindings)
+        keep = base | named
         near = keep | {a for o in keep for _, args in state.about(o) for a in args}
         wider = near | {a for _, args in full.fired for a in args}
-        for level, objects in zip(LEVELS, (keep, near, wider), strict=True):
+        for level, objects in list(zip(LEVELS, (keep, near, wider), strict=True))[0 if spared else 2:]:
             pruned = _induced(self.domain, state, objects, level)
             sub = State(self.domain, pruned.objects, pruned.facts)
             pruned.reachable = _Explorer(self.domain, sub, patterns, bindings).run(goal)
             yield pruned
 
     def _executed(self, state: State, goal: Formula, full: _Explorer,
-                  patterns: dict[tuple[str, bool], list[Pattern]], bindings: dict[str, list[Binding]]) -> set[str]:
-        """The objects of a real plan built from relaxed plans, or else of every relaxed plan tried.
+                  patterns: dict[tuple[str, bool], list[Pattern]],
+                  bindings: dict[str, list[Binding]]) -> tuple[set[str], bool]:
+        """The objects of every relaxed plan extracted while a real plan is built from them, and False if
+        the run met a dead end.
 
         The delete relaxation lets one object serve every step that consumes it (one sandwich serves
         every child, one free hand picks up every item, a shaker is filled twice from the same level,
@@ -162,10 +169,13 @@ class Relevance:
         after those steps (once), where its precondition may no longer hold and its purpose is
         reached otherwise (the player walks around the stone instead of pushing it aside). Every
         relaxed plan is extracted where the consumed facts are gone, so it names the objects that
-        replace them. If the goal then holds, the steps run are a plan on the full state
-        over the objects they name (and those their preconditions and the goal rest on): the sub-state
-        these objects induce is solvable, and they are returned. Otherwise (a dead end, or `ROUNDS`
-        relaxed plans) the objects of every relaxed plan extracted are returned. `state` is restored."""
+        replace them. If the goal then holds, the steps run are a plan on the full state over the
+        objects named (they and those their preconditions and the goal rest on are among them), so the
+        sub-state these objects induce is solvable. A dead end (no relaxed plan left for a false goal
+        literal: the greedy run used up what another step needed, a gluten-free portion for a plain
+        sandwich, a stone pushed into a corner) shows that the choice of objects matters: False. After
+        `ROUNDS` relaxed plans without either, the objects named are kept as they are (a long goal,
+        laundry for thirty clothes). `state` is restored before this returns."""
         now = _Explorer(self.domain, state, {}, {})  # judges formulas on `state` as it changes
         named: set[str] = set()
         used: set[str] = set()
@@ -187,6 +197,8 @@ class Relevance:
                         used.update(key[1], (a for (_, xs), _ in rests for a in xs))
                         used |= self._quantified_objects([key], full)
                         undo.append(state.apply(Step(*key)))
+                        if now.support(goal, {}) == 0:
+                            break
                         continue
                     wanted = [lit for lit in purpose if now.lit_level(lit) is None]
                     if not wanted or not rounds:
@@ -204,19 +216,19 @@ class Relevance:
                     agenda.extend(fix or ())
                 goal_rests: list[Lit] = []
                 if now.support(goal, {}, True, goal_rests) == 0:
-                    return used | {a for (_, xs), _ in goal_rests for a in xs}
+                    return named | used | {a for (_, xs), _ in goal_rests for a in xs}, True
                 # the goal, else (a dead end for part of it) the first false goal literal still in reach
                 false = [lit for lit in ((ground(a, {}), pos) for a, pos in _required(goal))
                          if now.lit_level(lit) is None]
                 protected = self._needed(state, [], goal)
                 for target in (goal, *(_conjunction([lit]) for lit in false)):
-                    if not rounds:
-                        return named | used
+                    if not rounds:  # no evidence against the relaxed plans' objects: they are kept
+                        return named | used, True
                     rounds -= 1
                     if agenda := self._repair(state, target, patterns, bindings, named, protected) or []:
                         break
-                else:
-                    return named | used
+                else:  # a dead end: greedy choices used up what the goal needs, so objects must be spared
+                    return named | used, False
         finally:
             for added, removed in reversed(undo):
                 for a in added:
