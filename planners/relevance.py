@@ -56,7 +56,9 @@ Pattern = tuple[str | None, ...]
 Lit = tuple[formula.GroundAtom, bool]  # a ground literal: (atom, positive)
 Key = tuple[str, tuple[str, ...]]  # a ground action: (name, arguments)
 LEVELS = ("relaxed plan", "neighbours", "relaxed reachable")
-ROUNDS = 32  # relaxed plans extracted at most while a plan is built from them (`Relevance._executed`)
+# relaxed plans extracted at most while a plan is built from them (`Relevance._executed`): each costs about an
+# exploration of the state, so 64 on small states, fewer on larger ones (ROUNDS_WORK / facts), never below 16
+ROUNDS, ROUNDS_WORK, MIN_ROUNDS = 64, 20_000, 16
 
 
 @dataclass
@@ -174,14 +176,14 @@ class Relevance:
         sub-state these objects induce is solvable. A dead end (no relaxed plan left for a false goal
         literal: the greedy run used up what another step needed, a gluten-free portion for a plain
         sandwich, a stone pushed into a corner) shows that the choice of objects matters: False. After
-        `ROUNDS` relaxed plans without either, the objects named are kept as they are (a long goal,
+        the rounds allowed without either, the objects named are kept as they are (a long goal,
         laundry for thirty clothes). `state` is restored before this returns."""
         now = _Explorer(self.domain, state, {}, {})  # judges formulas on `state` as it changes
         named: set[str] = set()
         used: set[str] = set()
         undo: list[tuple[set[formula.GroundAtom], set[formula.GroundAtom]]] = []
         agenda = self._steps(full, goal, named)
-        rounds = ROUNDS
+        rounds = max(MIN_ROUNDS, min(ROUNDS, ROUNDS_WORK // max(len(state.facts), 1)))
         postponed: set[Key] = set()
         try:
             while True:
