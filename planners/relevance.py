@@ -58,7 +58,7 @@ Key = tuple[str, tuple[str, ...]]  # a ground action: (name, arguments)
 LEVELS = ("relaxed plan", "neighbours", "relaxed reachable")
 # relaxed plans extracted at most while a plan is built from them (`Relevance._executed`): each costs about an
 # exploration of the state, so 64 on small states, fewer on larger ones (ROUNDS_WORK / facts), never below 16
-ROUNDS, ROUNDS_WORK, MIN_ROUNDS = 64, 20_000, 16
+ROUNDS, ROUNDS_WORK, MIN_ROUNDS = 64, 10_000, 16
 
 
 @dataclass
