@@ -175,9 +175,10 @@ class Relevance:
         objects named (they and those their preconditions and the goal rest on are among them), so the
         sub-state these objects induce is solvable. A dead end (no relaxed plan left for a false goal
         literal: the greedy run used up what another step needed, a gluten-free portion for a plain
-        sandwich, a stone pushed into a corner) shows that the choice of objects matters: False. After
-        the rounds allowed without either, the objects named are kept as they are (a long goal,
-        laundry for thirty clothes). `state` is restored before this returns."""
+        sandwich, a stone pushed into a corner) shows that the choice of objects matters: False; so does
+        a goal repair asked for again in the same state (the run goes round in circles; a step's repair
+        asked for again is skipped). After the rounds allowed without either, the objects named are kept
+        as they are (a long goal: laundry for thirty clothes). `state` is restored before this returns."""
         now = _Explorer(self.domain, state, {}, {})  # judges formulas on `state` as it changes
         named: set[str] = set()
         used: set[str] = set()
@@ -185,6 +186,18 @@ class Relevance:
         agenda = self._steps(full, goal, named)
         rounds = max(MIN_ROUNDS, min(ROUNDS, ROUNDS_WORK // max(len(state.facts), 1)))
         postponed: set[Key] = set()
+        here: set[formula.GroundAtom] = set()  # how the state differs from the one given
+        away: set[formula.GroundAtom] = set()
+        seen: set[tuple[frozenset, frozenset, tuple[Lit, ...]]] = set()
+
+        def visit(target: list[Lit]) -> bool:
+            """False if the same repair was asked for in the same state before."""
+            mark = frozenset(here), frozenset(away), tuple(sorted(target))
+            if mark in seen:
+                return False
+            seen.add(mark)
+            return True
+
         try:
             while True:
                 while agenda:
@@ -199,6 +212,10 @@ class Relevance:
                         used.update(key[1], (a for (_, xs), _ in rests for a in xs))
                         used |= self._quantified_objects([key], full)
                         undo.append(state.apply(Step(*key)))
+                        for a in undo[-1][0]:
+                            (away.discard if a in away else here.add)(a)
+                        for a in undo[-1][1]:
+                            (here.discard if a in here else away.add)(a)
                         if now.support(goal, {}) == 0:
                             break
                         continue
@@ -206,6 +223,8 @@ class Relevance:
                     if not wanted or not rounds:
                         continue
                     rounds -= 1
+                    if not visit(wanted):  # asked before in this very state: the run goes round in circles
+                        continue
                     fix = self._repair(state, _conjunction(wanted), patterns, bindings, named,
                                        self._needed(state, agenda, goal))
                     if fix is None:  # the purpose is out of reach: restore the step's preconditions
@@ -223,10 +242,13 @@ class Relevance:
                 false = [lit for lit in ((ground(a, {}), pos) for a, pos in _required(goal))
                          if now.lit_level(lit) is None]
                 protected = self._needed(state, [], goal)
-                for target in (goal, *(_conjunction([lit]) for lit in false)):
+                for lits in (false, *([lit] for lit in false)):
                     if not rounds:  # no evidence against the relaxed plans' objects: they are kept
                         return named | used, True
                     rounds -= 1
+                    if not visit(lits):  # in circles: the greedy run cannot get there, as at a dead end
+                        return named | used, False
+                    target = goal if lits is false else _conjunction(lits)
                     if agenda := self._repair(state, target, patterns, bindings, named, protected) or []:
                         break
                 else:  # a dead end: greedy choices used up what the goal needs, so objects must be spared
