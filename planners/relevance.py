@@ -11,13 +11,17 @@
    joins). A negative literal is reached when its atom is false in the state or deleted by a
    reached action; disjunctions, quantifiers and conditional effects are judged on those sets, so
    the relaxation over-approximates what the real task can reach.
-3. FF-style extraction back from the goal gives a relaxed plan. The pruned state is every fact
-   among the objects the relaxed plan names (plus the goal's and the agents' objects): the
-   induced sub-state, so that negative preconditions over kept objects are judged exactly.
+3. FF-style extraction back from the goal gives a relaxed plan. Its steps are run for real, each
+   one the state reached cannot run replaced by a relaxed plan from there (`Relevance._executed`),
+   so that resources the relaxation lets one object provide many times get their other objects;
+   when the goal is reached, the pruned state holds a plan. The pruned state is every fact among
+   the objects named (plus the agents' objects): the induced sub-state, so that negative
+   preconditions over kept objects are judged exactly.
 
 `Relevance.prunings` yields the relaxed-plan pruning, then wider ones (the objects sharing a fact
-with those kept; every object of every relevant action reached before the goal), each checked
-by relaxed reachability on itself; the caller plans on them in turn and on the full state last.
+with those kept; every object of every relevant action reached before the goal), or the widest
+alone when building a plan met a dead end; each is checked by relaxed reachability on itself; the caller plans
+on them in turn and on the full state last.
 A plan found on a pruned state uses only kept objects and is checked on the full state.
 """
 
@@ -46,12 +50,15 @@ from kgplan.domains.formula import (
 )
 from kgplan.domains.model import Action, Domain
 from kgplan.planners.budget import tick
-from kgplan.planners.state import Binding, State, ground
+from kgplan.planners.state import Binding, State, Step, ground
 
 Pattern = tuple[str | None, ...]
 Lit = tuple[formula.GroundAtom, bool]  # a ground literal: (atom, positive)
 Key = tuple[str, tuple[str, ...]]  # a ground action: (name, arguments)
 LEVELS = ("relaxed plan", "neighbours", "relaxed reachable")
+# relaxed plans extracted at most while a plan is built from them (`Relevance._executed`): each costs about an
+# exploration of the state, so 64 on small states, fewer on larger ones (ROUNDS_WORK / facts), never below 16
+ROUNDS, ROUNDS_WORK, MIN_ROUNDS = 64, 10_000, 16
 
 
 @dataclass
@@ -127,10 +134,12 @@ class Relevance:
         return next(self.prunings(state, goal))
 
     def prunings(self, state: State, goal: Formula) -> Iterator[Pruned]:
-        """Ever wider prunings: the relaxed plan's objects, then also the objects that share a fact
-        with them, then also every object of the relevant actions reached before the goal. Each
-        says whether its goal is relaxed-reachable on it; if the goal is not relaxed-reachable on
-        the full state, one unreachable pruning."""
+        """Ever wider prunings: the objects of the relaxed plans a plan was built from (`_executed`),
+        then also the objects that share a fact with them, then also every object of the relevant
+        actions reached before the goal; only the last when building a plan met a dead end (the
+        relaxed-plan objects would likely be too few). Each says whether its goal is
+        relaxed-reachable on it; if the goal is not relaxed-reachable on the full state, one
+        unreachable pruning."""
         patterns, bindings = self._relevant(state, goal)
         full = _Explorer(self.domain, state, patterns, bindings)
         t = self.domain.meta.get("agent_type", "agent")  # the objects that act (domain.toml)
@@ -140,69 +149,172 @@ class Relevance:
         if not full.run(goal):
             yield Pruned({}, set(), LEVELS[0], reachable=False)
             return
-        keep = base | self._restoring(state, goal, full, patterns, bindings)
+        named, spared = self._executed(state, goal, full, patterns, bindings)
+        keep = base | named
         near = keep | {a for o in keep for _, args in state.about(o) for a in args}
         wider = near | {a for _, args in full.fired for a in args}
-        for level, objects in zip(LEVELS, (keep, near, wider), strict=True):
+        for level, objects in list(zip(LEVELS, (keep, near, wider), strict=True))[0 if spared else 2:]:
             pruned = _induced(self.domain, state, objects, level)
             sub = State(self.domain, pruned.objects, pruned.facts)
             pruned.reachable = _Explorer(self.domain, sub, patterns, bindings).run(goal)
             yield pruned
 
-    def _restoring(self, state: State, goal: Formula, full: _Explorer,
-                   patterns: dict[tuple[str, bool], list[Pattern]], bindings: dict[str, list[Binding]]) -> set[str]:
-        """The objects of the relaxed plan, and of relaxed plans that restore the goal literals it
-        undoes: a goal literal that holds already but that a relaxed-plan action can delete (washing
-        makes a dry cloth wet) must be achieved again after that action in any plan that uses it,
-        which the delete relaxation does not see. Such literals are made false in the state (with
-        what the undoing actions add) and a relaxed plan achieving them is extracted, until no
-        relaxed plan undoes another goal literal."""
-        goal_lits: list[Lit] = []
-        full.support(goal, {}, True, goal_lits)
-        held = {lit for lit in goal_lits if full.lit_level(lit) == 0}
-        undone: set[Lit] = set()
-        explorer, target, objects, after = full, goal, set(), state.copy()
-        while True:
-            plan, lits = explorer.extract(target)
-            objects |= {a for _, args in plan for a in args} | {a for (_, args), _ in lits for a in args}
-            objects |= {o for name, _ in plan for q in self._quantified(name) for p in q.params
-                        for o in full.of_type(p.types)}
-            undoers = {lit: u for lit in held - undone if (u := self._undoers(plan, lits, state, lit))}
-            if not undoers:
-                return objects
-            undone |= undoers.keys()
-            for b, effects in chain.from_iterable(undoers.values()):  # what the undoing actions add
-                for e in effects:
-                    if e.add and not e.params and all(a in b for a in e.atom.args if a.startswith("?")):
-                        after.add(ground(e.atom, b))
-            flipped = after.copy()
-            for atom, pos in undone:
-                (flipped.discard if pos else flipped.add)(atom)
-            explorer = _Explorer(self.domain, flipped, patterns, bindings)
-            target = And(tuple(atom if pos else Not(atom) for atom, pos in
-                               ((Atom(p, args), pos) for (p, args), pos in sorted(undone))))
-            if not explorer.run(target):  # no way back once undone: what the first plan names must do
-                return objects
+    def _executed(self, state: State, goal: Formula, full: _Explorer,
+                  patterns: dict[tuple[str, bool], list[Pattern]],
+                  bindings: dict[str, list[Binding]]) -> tuple[set[str], bool]:
+        """The objects of every relaxed plan extracted while a real plan is built from them, and False if
+        the run met a dead end.
 
-    def _undoers(self, plan: list[Key], lits: set[Lit], state: State,
-                 lit: Lit) -> list[tuple[Binding, tuple[Effect, ...]]]:
-        """The actions of `plan` (binding, effects) with an effect that falsifies `lit` when its
-        condition's literals hold in `state` or are used by the relaxed plan (`lits`)."""
-        (pred, args), pos = lit
-        out = []
-        for name, values in plan:
-            act = self.domain.actions[name]
-            b = dict(zip((p.name for p in act.params), values, strict=True))
-            for e in act.effects:
-                if e.atom.predicate != pred or e.add == pos or not _subsumes(_pattern(e.atom, b), args):
-                    continue
-                eb = b | {v: a for v, a in zip(e.atom.args, args, strict=True) if v.startswith("?")}
-                ground_condition = [(ground(a, eb), p) for a, p in _required(e.condition)
-                                    if all(v in eb for v in a.args if v.startswith("?"))]
-                if all((g in state.facts) == p or (g, p) in lits for g, p in ground_condition):
-                    out.append((b, act.effects))
-                    break
-        return out
+        The delete relaxation lets one object serve every step that consumes it (one sandwich serves
+        every child, one free hand picks up every item, a shaker is filled twice from the same level,
+        a cell stays clear under the stone pushed onto it, a dry cloth stays dry after washing), so the
+        relaxed plan's objects can be too few. Its steps are therefore run for real on `state`, earliest
+        layer first. A step whose precondition is false there is replaced by a relaxed plan, from the
+        state reached, for what the step was in the plan for (its purpose: the next sandwich, the next
+        shaker level) or, if that is out of reach, for its false preconditions (a free hand, the player
+        behind the stone), whose steps are run in turn; goal literals false at the end get a relaxed
+        plan the same way. A step that would falsify a literal a later step or the goal needs is run
+        after those steps (once), where its precondition may no longer hold and its purpose is
+        reached otherwise (the player walks around the stone instead of pushing it aside). Every
+        relaxed plan is extracted where the consumed facts are gone, so it names the objects that
+        replace them. If the goal then holds, the steps run are a plan on the full state over the
+        objects named (they and those their preconditions and the goal rest on are among them), so the
+        sub-state these objects induce is solvable. A dead end (no relaxed plan left for a false goal
+        literal: the greedy run used up what another step needed, a gluten-free portion for a plain
+        sandwich, a stone pushed into a corner) shows that the choice of objects matters: False; so does
+        a goal repair asked for again in the same state (the run goes round in circles; a step's repair
+        asked for again is skipped). After the rounds allowed without either, the objects named are kept
+        as they are (a long goal: laundry for thirty clothes). `state` is restored before this returns."""
+        now = _Explorer(self.domain, state, {}, {})  # judges formulas on `state` as it changes
+        named: set[str] = set()
+        used: set[str] = set()
+        undo: list[tuple[set[formula.GroundAtom], set[formula.GroundAtom]]] = []
+        agenda = self._steps(full, goal, named)
+        rounds = max(MIN_ROUNDS, min(ROUNDS, ROUNDS_WORK // max(len(state.facts), 1)))
+        postponed: set[Key] = set()
+        here: set[formula.GroundAtom] = set()  # how the state differs from the one given
+        away: set[formula.GroundAtom] = set()
+        seen: set[tuple[frozenset, frozenset, tuple[Lit, ...]]] = set()
+
+        def visit(target: list[Lit]) -> bool:
+            """False if the same repair was asked for in the same state before."""
+            mark = frozenset(here), frozenset(away), tuple(sorted(target))
+            if mark in seen:
+                return False
+            seen.add(mark)
+            return True
+
+        try:
+            while True:
+                while agenda:
+                    key, purpose = agenda.pop()
+                    rests: list[Lit] = []
+                    precondition = self.domain.actions[key[0]].precondition
+                    if now.support(precondition, self._binding(key), True, rests) == 0:
+                        if key not in postponed and (at := self._threat(state, key, agenda, goal)) is not None:
+                            postponed.add(key)  # once: after the last step that needs what it undoes
+                            agenda.insert(at, (key, purpose))
+                            continue
+                        used.update(key[1], (a for (_, xs), _ in rests for a in xs))
+                        used |= self._quantified_objects([key], full)
+                        undo.append(state.apply(Step(*key)))
+                        for a in undo[-1][0]:
+                            (away.discard if a in away else here.add)(a)
+                        for a in undo[-1][1]:
+                            (here.discard if a in here else away.add)(a)
+                        if now.support(goal, {}) == 0:
+                            break
+                        continue
+                    wanted = [lit for lit in purpose if now.lit_level(lit) is None]
+                    if not wanted or not rounds:
+                        continue
+                    rounds -= 1
+                    if not visit(wanted):  # asked before in this very state: the run goes round in circles
+                        continue
+                    fix = self._repair(state, _conjunction(wanted), patterns, bindings, named,
+                                       self._needed(state, agenda, goal))
+                    if fix is None:  # the purpose is out of reach: restore the step's preconditions
+                        b = self._binding(key)
+                        false = [(ground(a, b), pos) for a, pos in _required(precondition)
+                                 if now.lit_level((ground(a, b), pos)) is None]
+                        fix = self._repair(state, _conjunction(false), patterns, bindings, named) if false else None
+                        if fix is not None:
+                            agenda.append((key, purpose))
+                    agenda.extend(fix or ())
+                goal_rests: list[Lit] = []
+                if now.support(goal, {}, True, goal_rests) == 0:
+                    return named | used | {a for (_, xs), _ in goal_rests for a in xs}, True
+                # the goal, else (a dead end for part of it) the first false goal literal still in reach
+                false = [lit for lit in ((ground(a, {}), pos) for a, pos in _required(goal))
+                         if now.lit_level(lit) is None]
+                protected = self._needed(state, [], goal)
+                for lits in (false, *([lit] for lit in false)):
+                    if not rounds:  # no evidence against the relaxed plans' objects: they are kept
+                        return named | used, True
+                    rounds -= 1
+                    if not visit(lits):  # in circles: the greedy run cannot get there, as at a dead end
+                        return named | used, False
+                    target = goal if lits is false else _conjunction(lits)
+                    if agenda := self._repair(state, target, patterns, bindings, named, protected) or []:
+                        break
+                else:  # a dead end: greedy choices used up what the goal needs, so objects must be spared
+                    return named | used, False
+        finally:
+            for added, removed in reversed(undo):
+                for a in added:
+                    state.discard(a)
+                for a in removed:
+                    state.add(a)
+
+    def _threat(self, state: State, key: Key, agenda: list[tuple[Key, list[Lit]]], goal: Formula) -> int | None:
+        """Where in the agenda (a stack) a step must go so as to run after every later step that needs a
+        literal it would falsify (the push that moves the stone off the cell another push needs it on);
+        0 if only the goal needs one; None if it falsifies nothing needed."""
+        adds, dels = state.effects(Step(*key))
+        undone = {(a, True) for a in dels - adds if a in state.facts} | {(a, False) for a in adds - state.facts}
+        if not undone or not agenda:
+            return None
+        for i, (other, _) in enumerate(agenda):
+            b = self._binding(other)
+            if any((ground(a, b), pos) in undone for a, pos in _required(self.domain.actions[other[0]].precondition)):
+                return i
+        return 0 if any((ground(a, {}), pos) in undone for a, pos in _required(goal)) else None
+
+    def _needed(self, state: State, agenda: list[tuple[Key, list[Lit]]], goal: Formula) -> set[Lit]:
+        """The literals that hold in `state` and that a step of the agenda or the goal needs."""
+        needed = {(ground(a, self._binding(k)), pos) for k, _ in agenda
+                  for a, pos in _required(self.domain.actions[k[0]].precondition)}
+        needed |= {(ground(a, {}), pos) for a, pos in _required(goal)}
+        return {(a, pos) for a, pos in needed if (a in state.facts) == pos}
+
+    def _repair(self, state: State, target: Formula, patterns: dict[tuple[str, bool], list[Pattern]],
+                bindings: dict[str, list[Binding]], named: set[str],
+                protected: set[Lit] = frozenset()) -> list[tuple[Key, list[Lit]]] | None:
+        """The steps of a relaxed plan for `target` from `state` (see `_steps`), or None if out of reach:
+        by actions that falsify none of the `protected` literals if it can, else by any."""
+        for guard in ((protected, set()) if protected else (set(),)):
+            explorer = _Explorer(self.domain, state, patterns, bindings)
+            explorer.protected = guard
+            if explorer.run(target):
+                return self._steps(explorer, target, named)
+        return None
+
+    def _steps(self, explorer: _Explorer, target: Formula, named: set[str]) -> list[tuple[Key, list[Lit]]]:
+        """The relaxed plan for `target` of an explorer that reached it, as (step, purpose) with the latest
+        layer first (a stack); its objects are added to `named`."""
+        plan, lits = explorer.extract(target)
+        named |= {a for key in plan for a in key[1]} | {a for (_, args), _ in lits for a in args}
+        named |= self._quantified_objects(list(plan), explorer)
+        layer = {key: explorer.support(self.domain.actions[key[0]].precondition, self._binding(key)) or 0
+                 for key in plan}
+        return sorted(plan.items(), key=lambda kv: -layer[kv[0]])
+
+    def _binding(self, key: Key) -> Binding:
+        return dict(zip((p.name for p in self.domain.actions[key[0]].params), key[1], strict=True))
+
+    def _quantified_objects(self, plan: list[Key], full: _Explorer) -> set[str]:
+        """Every object a quantifier of a plan's actions ranges over."""
+        return {o for name, _ in plan for q in self._quantified(name) for p in q.params for o in full.of_type(p.types)}
 
     def _quantified(self, act: str) -> list[Quantified]:
         a = self.domain.actions[act]
@@ -267,6 +379,10 @@ class Relevance:
         return b
 
 
+def _conjunction(lits: Iterable[Lit]) -> Formula:
+    return And(tuple(Atom(p, args) if pos else Not(Atom(p, args)) for (p, args), pos in sorted(lits)))
+
+
 def _repeats(b: Binding) -> bool:
     return len(set(b.values())) < len(b)
 
@@ -286,6 +402,7 @@ class _Explorer:
     def __init__(self, domain: Domain, state: State, patterns: dict[tuple[str, bool], list[Pattern]],
                  bindings: dict[str, list[Binding]]) -> None:
         self.domain, self.state, self.patterns = domain, state, patterns
+        self.protected: set[Lit] = set()  # literals no action may falsify (see `Relevance._repair`)
         self.new = State(domain, {}, ())  # facts reached beyond the state
         self.level: dict[Lit, int] = {}  # literals reached beyond the state, with their layer
         self.achiever: dict[Lit, tuple[str, Binding, Effect]] = {}
@@ -453,6 +570,9 @@ class _Explorer:
             blocked = set()
             new: list[Lit] = []
             for key, (act, full) in sorted(found.items(), key=lambda kv: kv[0]):  # the same plan every run
+                if self.protected and any((ground(e.atom, full), not e.add) in self.protected
+                                          for e in act.effects if not e.params and e.condition == TRUE):
+                    continue
                 if self.support(act.precondition, full) is None:
                     blocked.add(key)
                     continue
@@ -512,12 +632,13 @@ class _Explorer:
             self.new.add(atom)
         new.append(lit)
 
-    def extract(self, goal: Formula) -> tuple[list[Key], set[Lit]]:
-        """An FF relaxed plan back from the goal: its ground actions and the literals it uses."""
+    def extract(self, goal: Formula) -> tuple[dict[Key, list[Lit]], set[Lit]]:
+        """An FF relaxed plan back from the goal: its ground actions, each with the literals it is in
+        the plan to achieve (its purpose), and the literals the plan uses."""
         stack: list[Lit] = []
         assert self.support(goal, {}, True, stack) is not None, "extract after a successful run"
         seen = set()
-        plan: dict[Key, None] = {}
+        plan: dict[Key, list[Lit]] = {}
         while stack:
             lit = stack.pop()
             if lit in seen:
@@ -527,7 +648,7 @@ class _Explorer:
                 continue
             name, b, e = self.achiever[lit]
             act = self.domain.actions[name]
-            plan[name, tuple(b[p.name] for p in act.params)] = None
+            plan.setdefault((name, tuple(b[p.name] for p in act.params)), []).append(lit)
             for f in (act.precondition, e.condition):
                 assert self.support(f, b, True, stack) is not None
-        return list(plan), seen
+        return plan, seen

@@ -244,3 +244,34 @@ def test_no_pruned_task_unsolvable_where_the_full_one_is_solvable(path: Path) ->
     if not full.solved:
         pytest.skip(f"the full task is not solved ({full.status}): nothing to compare")
     _solved_pruned(domain, problem)
+
+
+RIDES = """
+(define (domain rides)
+  (:requirements :strips :typing)
+  (:types stop ticket)
+  (:predicates (at ?s - stop) (road ?a ?b - stop) (valid ?t - ticket))
+  (:action ride :parameters (?a ?b - stop ?t - ticket)
+    :precondition (and (at ?a) (road ?a ?b) (valid ?t))
+    :effect (and (at ?b) (not (at ?a)) (not (valid ?t)))))
+"""
+
+RIDES_PROBLEM = """
+(define (problem rides1) (:domain rides)
+  (:objects s0 s1 s2 - stop t1 t2 t3 - ticket)
+  (:init (at s0) (road s0 s1) (road s1 s2) (valid t1) (valid t2) (valid t3))
+  (:goal (at s2)))
+"""
+
+
+def test_pruning_keeps_a_resource_for_each_step_that_consumes_one() -> None:
+    """Each ride uses up a ticket; the relaxed plan rides twice on the first ticket (deleting it is
+    not seen), so its objects hold one ticket where any plan needs two. The relaxed-plan pruning
+    must keep a second one (and no more: the plan built from relaxed plans needs two) and be
+    solvable."""
+    domain, problem = Domain.parse(RIDES, "domain"), Problem.parse(RIDES_PROBLEM, "problem")
+    state = State(domain, problem.objects, list(problem.init))
+    first = Relevance(domain).prune(state, problem.goal)
+    assert len([o for o, t in first.objects.items() if t == "ticket"]) == 2, first.objects
+    r = solve(Task(domain, first.objects, first.facts, problem.goal), timeout=30)
+    assert r.solved and simulate(state.copy(), r.plan, problem.goal) is None
