@@ -84,7 +84,7 @@ class LLMConfig:
     def from_env(cls, env: Mapping[str, str] | None = None, **overrides: Any) -> LLMConfig:
         """`KGPLAN_LLM_BASE_URL` (else the openai client's `OPENAI_BASE_URL`), `KGPLAN_LLM_MODEL`, `OPENAI_API_KEY`,
         `KGPLAN_LLM_RESPONSE_FORMAT`, `KGPLAN_LLM_TIMEOUT` (seconds per request: raise it for a slow local
-        model), `KGPLAN_LLM_MAX_TOKENS`."""
+        model), `KGPLAN_LLM_MAX_TOKENS`, `KGPLAN_LLM_TEMPERATURE` (0: the same reply to the same prompt)."""
         env = os.environ if env is None else env
         config = cls(
             model=env.get("KGPLAN_LLM_MODEL") or cls.model,
@@ -97,6 +97,11 @@ class LLMConfig:
             if not limit.isdigit() or int(limit) == 0:
                 raise InputError(f"KGPLAN_LLM_MAX_TOKENS={limit!r}: expected a positive whole number")
             config = replace(config, max_tokens=int(limit))
+        if temperature := env.get("KGPLAN_LLM_TEMPERATURE"):
+            try:
+                config = replace(config, temperature=float(temperature))
+            except ValueError:
+                raise InputError(f"KGPLAN_LLM_TEMPERATURE={temperature!r}: expected a number") from None
         fmt = env.get("KGPLAN_LLM_RESPONSE_FORMAT")
         if fmt:
             if fmt not in MODES:

@@ -1,0 +1,131 @@
+"""Propose, then choose (issue 23) with scripted replies over a fake OpenAI endpoint and the real embedding model:
+the prompts and schemas the model gets, the change applied with its provenance, and clarification."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from kgplan.graph.model import Fact
+from kgplan.graph.world import WorldGraph
+from kgplan.language import propose
+from kgplan.language.llm import ScriptedLLM
+from tests.support.fake_llm import FakeServer, ok
+
+F = Fact.parse
+EXAMPLE = {  # an invented mini-situation over the household domain's predicates
+    "text": "Ines went to the study and switched off the lamp.", "mentions": ["Ines", "the study", "the lamp"],
+    "named": ["ines", "the_study", "study_lamp"],
+    "objects": {"ines": "person", "the_study": "room", "the_porch": "room", "study_lamp": "light",
+                "study_sofa": "sofa"},
+    "init": ["(person_at ines the_porch)", "(in_room study_lamp the_study)", "(in_room study_sofa the_study)",
+             "(switched_on study_lamp)"],
+    "true": ["(person_at ines the_study)"], "false": ["(switched_on study_lamp)"]}
+MOVE = "Omar went to the living room and switched the light off."
+
+
+@pytest.fixture
+def world(world: WorldGraph) -> WorldGraph:
+    world.domain.meta["examples"] = [EXAMPLE]
+    return world
+
+
+def schema_of(request: dict) -> dict:
+    return request["response_format"]["json_schema"]["schema"]
+
+
+def test_mentions_then_typed_candidates_then_the_choice_applied(server: FakeServer, world: WorldGraph) -> None:
+    server.script = [ok({"mentions": ["Omar", "the living room", "the light"]}), ok({"changes": ["a", "b"]})]
+    out = propose.tell(server.client(), world, MOVE)
+    assert out.error is None and out.clarification is None and out.change is not None
+    mentions, choose = server.requests
+    # 1: the words naming people, rooms and things: short strings, the worked example before the sentence
+    items = schema_of(mentions)["properties"]["mentions"]
+    assert items["items"] == {"type": "string", "minLength": 1, "maxLength": 48} and items["maxItems"] == 8
+    shot, answer, last = mentions["messages"][1:]
+    assert shot["content"] == f"Sentence: {EXAMPLE['text']}" and json.loads(answer["content"]) == {
+        "mentions": EXAMPLE["mentions"]}
+    assert last["content"] == f"Sentence: {MOVE}"
+    # 3: the candidates the domain admits for what was named (the room's light, not another), glossed, with ids
+    assert choose["messages"][-1]["content"] == (
+        f"Sentence: {MOVE}\nCandidates:\na) now: person omar is in room living room\n"
+        "b) no longer: living room light is switched on")
+    assert schema_of(choose)["properties"]["changes"]["items"]["enum"] == ["a", "b"]
+    # the example's candidates and answer are computed from the domain, as a real sentence's are
+    assert choose["messages"][1]["content"] == (
+        f"Sentence: {EXAMPLE['text']}\nCandidates:\na) now: person ines is in room the study\n"
+        "b) no longer: study lamp is switched on")
+    assert json.loads(choose["messages"][2]["content"]) == {"changes": ["a", "b"]}
+    assert mentions["messages"][:-1] == propose_prefix(world)  # the same prefix for every sentence
+    # 4: the old room goes by the invariant, not by the model; each fact says how it was chosen
+    delta = out.change.delta
+    assert set(delta.add) == {F("(person_at omar living_room)")}
+    assert set(delta.remove) == {F("(person_at omar kitchen)"), F("(switched_on living_room_light)")}
+    assert delta.how["(person_at omar living_room)"] == "chosen by fake-model among 2 candidates"
+    assert delta.how["(person_at omar kitchen)"].startswith("removed by the invariant: exactly one of person_at")
+    assert set(out.stages) == {"mentions", "ground", "candidates", "choose", "apply"}
+    assert out.stages["mentions"]["prompt_tokens"] == 10 and out.stages["choose"]["completion_tokens"] == 5
+
+
+def propose_prefix(world: WorldGraph) -> list[dict]:
+    """The messages before the sentence, as another sentence gets them."""
+    llm = ScriptedLLM([json.dumps({"mentions": []})])
+    propose.tell(llm, world, "Nothing named here.")
+    return llm.prompts[0][:-1]
+
+
+def test_candidates_are_type_correct_one_predicate_at_a_time(world: WorldGraph) -> None:
+    domain = world.domain
+    entities = {"lena": "person", "dune_book": "book", "bedroom": "room", "bedroom_bed": "bed"}
+    state = {f.atom for f in world.facts_about(entities)}
+    cands = propose.candidates(domain, entities, state, ["lena", "dune_book"])
+    assert cands, "the named entities admit changes"
+    for c in cands:
+        params = domain.predicates[c.atom.predicate].params
+        assert all(domain.accepts(p.types, entities[a]) for p, a in zip(params, c.atom.args, strict=True)), c
+        assert set(c.atom.args) & {"lena", "dune_book"} and c.atom.predicate != "in_room"  # fixed: no action, not told
+    atoms = {(c.atom, c.value) for c in cands}
+    assert (F("(held_by dune_book lena)").atom, True) in atoms and (F("(on dune_book bedroom_bed)").atom, True) in atoms
+    assert (F("(person_at lena bedroom)").atom, True) not in atoms  # already true
+    assert not any(c.atom == F("(on dune_book bookshelf)").atom for c in cands)  # its old place: the invariant's
+
+
+def test_a_word_that_several_entities_fit_is_a_clarification_then_answered(world: WorldGraph) -> None:
+    text = "Sandra washed the mug."
+    llm = ScriptedLLM([json.dumps({"mentions": ["Sandra", "the mug"]}), json.dumps({"answer": "unclear"})])
+    out = propose.tell(llm, world, text)
+    assert out.change is None and out.clarification is not None
+    assert out.clarification.word == "the mug" and set(out.clarification.options) == {"red_mug", "blue_mug"}
+    which = llm.prompts[1][-1]["content"]
+    assert "Phrase: the mug" in which and "red mug" in which and "blue mug" in which
+    before = world.facts()
+    assert world.facts() == before
+    llm = ScriptedLLM([json.dumps({"mentions": ["Sandra", "the mug"]}), json.dumps({"changes": ["a"]})])
+    out = propose.tell(llm, world, text, answers={"the mug": "red_mug"})
+    assert out.clarification is None and out.change is not None, out.error
+    assert "clean red mug" in llm.prompts[1][-1]["content"] or "red mug is clean" in llm.prompts[1][-1]["content"]
+    (fact,) = out.change.delta.add
+    assert "red_mug" in fact.args and "the user said 'the mug' means red_mug" in out.change.delta.how[str(fact)]
+
+
+def test_two_chosen_places_for_one_thing_are_a_question_between_them(world: WorldGraph) -> None:
+    text = "Lena took the dune book to the bed."
+    replies = [json.dumps({"mentions": ["Lena", "the dune book", "the bed"]})]
+    llm = ScriptedLLM([*replies, lambda m: json.dumps({"changes": both(m)})])
+    out = propose.tell(llm, world, text)
+    assert out.change is None and out.clarification is not None
+    options = set(out.clarification.options)
+    assert options == {"(held_by dune_book lena)", "(on dune_book bedroom_bed)"}
+    llm = ScriptedLLM([*replies, lambda m: json.dumps({"changes": both(m)})])
+    out = propose.tell(llm, world, text, answers={out.clarification.word: "(on dune_book bedroom_bed)"})
+    assert out.change is not None and F("(on dune_book bedroom_bed)") in out.change.delta.add
+    assert F("(on dune_book bookshelf)") in out.change.delta.remove
+    assert "the user chose it" in out.change.delta.how["(on dune_book bedroom_bed)"]
+
+
+def both(messages: list[dict]) -> list[str]:
+    """The ids of the candidates 'lena holds the book' and 'the book is on the bed'."""
+    lines = messages[-1]["content"].split("\n")
+    wanted = ("now: item dune book is held by person lena", "now: item dune book is on bedroom bed")
+    return [line.split(")")[0] for line in lines if line.split(") ", 1)[-1] in wanted]
