@@ -252,9 +252,11 @@ class Reference:
 def evaluate(run: Path, variant: str, llm: Counting, oracle: Oracle | None, console: Console,
              max_rounds: int = 3, depth: int = 1, reference: Reference | None = None,
              limit: int | None = None, rows: list[dict] | None = None,
-             on_step: Callable[[], object] | None = None, mine_invariants: bool = False) -> list[dict]:
+             on_step: Callable[[], object] | None = None, mine_invariants: bool = False,
+             goal_oracle: Oracle | None = None) -> list[dict]:
     """Run one variant over one run; a row per step, appended to `rows` (with retrieval recall on goals if
-    `reference` is given); `on_step` is called after each. `mine_invariants`: accept every invariant
+    `reference` is given); `on_step` is called after each. `goal_oracle` answers the goals (the true goal),
+    to measure the state changes alone. `mine_invariants`: accept every invariant
     `kgplan invariants --suggest` proposes once the initial problem is loaded."""
     retriever, verify = VARIANTS[variant]
     rows = [] if rows is None else rows
@@ -274,15 +276,16 @@ def evaluate(run: Path, variant: str, llm: Counting, oracle: Oracle | None, cons
             calls_before, t0 = len(llm.counted), time.perf_counter()
             out = Outcome(text)
             expected = _truth(true_init, prev, truth, is_goal)
-            if oracle:
-                oracle.new_step(expected)
+            for o in (oracle, goal_oracle):
+                if o:
+                    o.new_step(expected)
             before = _atoms(g)
-            # PC: a state change retrieves for itself, a goal as RS
-            retrieval = (Retrieval({}, []) if retriever == "propose" and not is_goal else
-                         _retrieve("search" if retriever == "propose" else retriever, llm, g, text, depth, out))
+            # PC: a state change retrieves for itself, a goal as RS; the goal oracle needs nothing retrieved
+            retrieval = (Retrieval({}, []) if (retriever == "propose" and not is_goal) or (is_goal and goal_oracle)
+                         else _retrieve("search" if retriever == "propose" else retriever, llm, g, text, depth, out))
             row = {"step": step.name, "kind": "goal" if is_goal else "state_change", "text": text}
             if is_goal:
-                _, out = write_goal(llm, g, text, retrieval, max_rounds=max_rounds, out=out)
+                _, out = write_goal(goal_oracle or llm, g, text, retrieval, max_rounds=max_rounds, out=out)
                 scored, report = _score_plan(g, out, domain, truth, true_init)
                 row |= scored
                 if reference is not None:
@@ -508,6 +511,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                     help="with --llm oracle: probability that a state-change reply (re-prompts too) is corrupted")
     ap.add_argument("--seed", type=int, default=0, help="seed of the oracle's corruptions")
     ap.add_argument("--llm-replay", type=Path, help="replay the replies recorded with --record")
+    ap.add_argument("--goals", choices=["llm", "oracle"], default="llm",
+                    help="oracle: the goals get the true goal, to measure the state changes alone (a replay needs "
+                         "the same choice)")
     ap.add_argument("--record", type=Path, nargs="?", const=True,
                     help="write every LLM reply (refusals and endpoint errors too) here, to replay the run exactly "
                          "(default: next to --json)")
@@ -541,7 +547,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             rows = results[v][run.name] = []
             evaluate(run, v, llm, oracle, console, args.max_rounds, reference=reference, limit=args.limit, rows=rows,
                      on_step=lambda: write(args.json, results, llm.replies, record),
-                     mine_invariants=args.mine_invariants)
+                     mine_invariants=args.mine_invariants, goal_oracle=Oracle() if args.goals == "oracle" else None)
     summary = write(args.json, results, llm.replies, record)
     t = Table("variant", "state success strict (no new discrepancy)", "plan success", "plan = dataset transition",
               "sensor facts/goal (total)", "prompt tok/change (+schema)", "prompt tok/plan (+schema)",

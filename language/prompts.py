@@ -160,53 +160,47 @@ def edit_messages(domain: Domain, shown: CurrentProblem, action: str | None, obs
 
 
 # ---- propose, then choose (language.propose) ----------------------------------------------------------
-MENTION_SYSTEM = ("You read one sentence about a home. Copy, word for word, every phrase of it that names a "
-                  "person, a room or a thing (with the words that say whose or where it is). Answer with JSON "
-                  "only, following the given schema.")
-CHOOSE_SYSTEM = ("You keep the world model of a home up to date. Given a sentence and candidate changes, choose "
-                 "every candidate that the sentence says happened: a state that is now true, or one that is no "
-                 "longer true. Choose nothing the sentence does not say. Old places and states are removed by "
-                 "themselves. Answer with JSON only, following the given schema.")
-
-
+PROPOSE_SYSTEM = (
+    "You keep the world model of a home up to date from sentences. Given a sentence alone, copy, word for word, "
+    "every phrase of it that names a person, a room or a thing (furniture, devices, windows, lights, objects), each "
+    "with the words that say whose or where it is. "
+    "Given a sentence and candidate changes, choose every candidate that the sentence says happened: a state that "
+    "is now true, or one that is no longer true; choose nothing the sentence does not say (old places and states "
+    "are removed by themselves). Answer with JSON only, following the given schema.")
 UNCLEAR = "unclear"
-WHICH_SYSTEM = (f"Say which of the options a phrase of the sentence names; answer \"{UNCLEAR}\" if the sentence "
-                "does not tell which of them it means. Answer with JSON only, following the given schema.")
+WHICH_SYSTEM = (f"Answer the question about the sentence with one of the options, or \"{UNCLEAR}\" if the sentence "
+                "does not tell. Answer with JSON only, following the given schema.")
 
 
 def _sentence(text: str) -> str:
     return f"Sentence: {text}"
 
 
-def mention_messages(examples: Iterable[tuple[str, list[str]]], text: str) -> Messages:
-    """The words naming people, rooms and things in a sentence; worked examples first, the sentence last (a
-    stable prefix, which a llama.cpp server's prompt cache serves)."""
-    shots = [m for ex, words in examples for m in (
-        {"role": "user", "content": _sentence(ex)},
-        {"role": "assistant", "content": json.dumps({"mentions": words})})]
-    return [{"role": "system", "content": MENTION_SYSTEM}, *shots, {"role": "user", "content": _sentence(text)}]
+def propose_messages(examples: Iterable[tuple[str, list[str], str, list[str]]], text: str,
+                     candidates: str | None = None) -> Messages:
+    """Propose, then choose: the words naming people, rooms and things in a sentence (without `candidates`), or
+    which candidate changes (`candidate_lines`) it says happened. Both share one prefix, the instructions and the
+    worked examples (sentence, its words, its candidates, the ids chosen), so that a llama.cpp server computes it
+    once; the sentence comes last."""
+    def ask(sentence: str, lines: str | None) -> dict:
+        return {"role": "user", "content": _sentence(sentence) + (f"\nCandidates:\n{lines}" if lines else "")}
+
+    shots = [m for ex, words, lines, ids in examples for m in (
+        ask(ex, None), {"role": "assistant", "content": json.dumps({"mentions": words})},
+        ask(ex, lines), {"role": "assistant", "content": json.dumps({"changes": ids})})]
+    return [{"role": "system", "content": PROPOSE_SYSTEM}, *shots, ask(text, candidates)]
 
 
-def which_messages(text: str, word: str, options: str) -> Messages:
-    """Which of several entities (`options`, one per line with its id) that fit a phrase it names."""
+def which_messages(text: str, question: str, options: str) -> Messages:
+    """A targeted question about a sentence (which entity a phrase names, which of two facts holds now), with its
+    `options` one per line with their ids."""
     return [{"role": "system", "content": WHICH_SYSTEM},
-            {"role": "user", "content": f"{_sentence(text)}\nPhrase: {word}\nOptions:\n{options}"}]
+            {"role": "user", "content": f"{_sentence(text)}\nQuestion: {question}\nOptions:\n{options}"}]
 
 
 def candidate_lines(candidates: Iterable[tuple[str, bool, str]]) -> str:
     """Candidates (id, becomes true, gloss) as the model reads them."""
     return "\n".join(f"{i}) {'now' if value else 'no longer'}: {gloss}" for i, value, gloss in candidates)
-
-
-def choose_messages(examples: Iterable[tuple[str, str, list[str]]], text: str, candidates: str) -> Messages:
-    """Which candidate changes (`candidate_lines`) a sentence says happened; worked examples (sentence,
-    candidates, the ids chosen) first, the sentence last."""
-    def ask(sentence: str, lines: str) -> dict:
-        return {"role": "user", "content": f"{_sentence(sentence)}\nCandidates:\n{lines}"}
-
-    shots = [m for ex, lines, ids in examples for m in (
-        ask(ex, lines), {"role": "assistant", "content": json.dumps({"changes": ids})})]
-    return [{"role": "system", "content": CHOOSE_SYSTEM}, *shots, ask(text, candidates)]
 
 
 # ---- feedback on a refused reply ----------------------------------------------------------------------

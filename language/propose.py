@@ -10,9 +10,9 @@ A state change in English becomes a verified delta in four stages, each accounte
    words. Where several entities of a type fit a word about as well, the model chooses among them or says
    the sentence does not tell which: then the outcome is a `Clarification` with those entities, not a guess;
 3. `candidates`: the single-fact changes the domain admits for the named entities: every type-correct atom of
-   a changing predicate over the named entities and what they own, naming at least one of the named ones,
-   that is false now (it may become true), and every true one that no exactly-one invariant replaces (it may
-   stop being true); shown as glosses with ids;
+   a changing predicate over them and what they own, naming one of them, that is false now (it may become
+   true), and every true one that no exactly-one invariant replaces (it may stop being true); shown as
+   glosses with ids;
 4. `choose`: the model picks ids (an enum in the schema). The old place or value of what it makes true is
    removed by the domain's exactly-one invariants, never by the model; two chosen facts that the invariants
    exclude are a `Clarification` between them. Each fact of the delta records how it was chosen (`Delta.how`).
@@ -41,7 +41,7 @@ from kgplan.domains.verify import ChangeRefused
 from kgplan.graph.model import Delta, Fact
 from kgplan.graph.world import WorldGraph
 from kgplan.language.llm import LLM, LLMError, choice, enum_model
-from kgplan.language.prompts import UNCLEAR, candidate_lines, choose_messages, mention_messages, which_messages
+from kgplan.language.prompts import UNCLEAR, candidate_lines, propose_messages, which_messages
 from kgplan.language.update import Clarification, Outcome
 
 MIN_SIMILARITY = 0.4  # a word fitting no entity this well names none
@@ -103,7 +103,9 @@ def replaced(domain: Domain) -> set[str]:
 
 def candidates(domain: Domain, entities: dict[str, str], state: Collection[GroundAtom],
                named: Collection[str]) -> list[Candidate]:
-    """The single-fact changes the domain admits over `entities` (name -> type) naming one of `named`."""
+    """The single-fact changes the domain admits over `entities` (name -> type: what the sentence named and what
+    that owns) that name one of `named` (a room's light is proposed when the light is named, not for the room:
+    a small model chooses worse among more candidates)."""
     out, fresh, replaceable = [], ids(), replaced(domain)
     for p in sorted(changing(domain)):
         params = domain.predicates[p].params
@@ -232,7 +234,8 @@ def ground(llm: LLM, graph: WorldGraph, text: str, mentions: list[str], owns: di
         tied = sorted((j for j in pool if types.get(names[j]) == types.get(names[top]) and row[j] >= TIE * row[top]),
                       key=lambda j: -row[j])[:MAX_OPTIONS]
         options = [names[j] for j in tied]
-        if len(options) > 1 and (pick := which(llm, text, m, options, out)) is None:
+        if len(options) > 1 and (pick := which(llm, text, f"Which one does '{m}' name?",
+                                               {o: words(o) for o in options}, out)) is None:
             out.clarification = Clarification(
                 m, f"Which one does '{m}' mean: {', '.join(map(words, options))}?", options)
             return named
@@ -240,12 +243,13 @@ def ground(llm: LLM, graph: WorldGraph, text: str, mentions: list[str], owns: di
     return named
 
 
-def which(llm: LLM, text: str, word: str, options: list[str], out: Outcome) -> str | None:
-    """The option the model says `word` names in the sentence, or None where it says the sentence does not tell."""
+def which(llm: LLM, text: str, question: str, options: dict[str, str], out: Outcome) -> str | None:
+    """The option (of value -> how it is shown) the model answers a question about the sentence with, or None
+    where it says the sentence does not tell."""
     letters = dict(zip(ids(), options, strict=False))  # ids() is endless
     schema = enum_model("Which", answer=[*letters, UNCLEAR])
-    reply, record = llm.complete(which_messages(text, word, "\n".join(
-        f"{i}) {words(o)}" for i, o in letters.items())), schema)
+    reply, record = llm.complete(which_messages(text, question, "\n".join(
+        f"{i}) {options[o]}" for i, o in letters.items())), schema)
     out.calls.append(record)
     return letters.get(reply.answer)
 
@@ -260,7 +264,8 @@ def tell(llm: LLM, graph: WorldGraph, text: str, *, answers: dict[str, str] | No
     shots = examples(domain)
     try:
         with _Stage(out, "mentions"):
-            reply, record = llm.complete(mention_messages([(e.text, e.mentions) for e in shots], text), Mentions)
+            shown = [(e.text, e.mentions, e.lines, e.answer) for e in shots]
+            reply, record = llm.complete(propose_messages(shown, text), Mentions)
             out.calls.append(record)
         with _Stage(out, "ground"):
             owns = owned(domain, statics(graph))
@@ -280,29 +285,32 @@ def tell(llm: LLM, graph: WorldGraph, text: str, *, answers: dict[str, str] | No
         with _Stage(out, "choose"):
             schema = enum_model("Choice", changes=(list[choice(c.id for c in cands)], Field(max_length=len(cands))))
             lines = candidate_lines((c.id, c.value, gloss(domain, c)) for c in cands)
-            chosen_reply, record = llm.complete(
-                choose_messages([(e.text, e.lines, e.answer) for e in shots], text, lines), schema)
+            chosen_reply, record = llm.complete(propose_messages(shown, text, lines), schema)
             out.calls.append(record)
     except LLMError as e:
         out.error = str(e)
         return out
     by_id = {c.id: c for c in cands}
     chosen = [by_id[i] for i in dict.fromkeys(chosen_reply.changes)]
-    return _apply(graph, out, chosen, len(cands), named, answers, record.model, dry_run, lock)
+    return _apply(llm, graph, out, chosen, len(cands), named, answers, record.model, dry_run, lock)
 
 
-def _apply(graph: WorldGraph, out: Outcome, chosen: list[Candidate], shown: int, named: dict[str, str],
+def _apply(llm: LLM, graph: WorldGraph, out: Outcome, chosen: list[Candidate], shown: int, named: dict[str, str],
            answers: dict[str, str], model: str, dry_run: bool, lock: AbstractContextManager) -> Outcome:
-    """The chosen facts with the old values the invariants remove, as one verified change."""
+    """The chosen facts with the old values the invariants remove, as one verified change. Two chosen facts that
+    cannot both hold are a targeted question to the model, then (if the sentence does not tell) to the user."""
     domain = graph.domain
     add = [c.atom for c in chosen if c.value]
-    picked = None
+    picked, by_model = None, set()
     while (both := conflict(domain, add)) is not None:
         key = f"{both[0]} or {both[1]}"
-        if (picked := answers.get(key)) not in map(str, both):
-            out.clarification = Clarification(key, "Which one is true now: " + " or ".join(
-                domain.gloss(a.predicate, [words(x) for x in a.args]) for a in both) + "?", [str(a) for a in both])
-            return out
+        glosses = {str(a): domain.gloss(a.predicate, [words(x) for x in a.args]) for a in both}
+        if (picked := answers.get(key)) not in glosses:
+            if (picked := which(llm, out.text, "Which one is true now?", glosses, out)) is None:
+                out.clarification = Clarification(
+                    key, f"Which one is true now: {' or '.join(glosses.values())}?", list(glosses))
+                return out
+            by_model.add(picked)
         add = [a for a in add if a not in both or str(a) == picked]
     by_user = {e: w for w, e in named.items() if w in answers}
     how = {}
@@ -311,7 +319,9 @@ def _apply(graph: WorldGraph, out: Outcome, chosen: list[Candidate], shown: int,
             continue
         notes = [f"chosen by {model} among {shown} candidates"]
         notes += [f"the user said '{by_user[a]}' means {a}" for a in c.atom.args if a in by_user]
-        how[str(c.atom)] = "; ".join(notes + (["the user chose it over the other"] if str(c.atom) == picked else []))
+        if str(c.atom) == picked:
+            notes.append(f"{model if picked in by_model else 'the user'} chose it over the other when asked")
+        how[str(c.atom)] = "; ".join(notes)
     drop = [c.atom for c in chosen if not c.value]
 
     def make(facts_about: Callable[[list[str]], Iterable[GroundAtom]]) -> Delta:

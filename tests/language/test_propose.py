@@ -43,21 +43,23 @@ def test_mentions_then_typed_candidates_then_the_choice_applied(server: FakeServ
     # 1: the words naming people, rooms and things: short strings, the worked example before the sentence
     items = schema_of(mentions)["properties"]["mentions"]
     assert items["items"] == {"type": "string", "minLength": 1, "maxLength": 48} and items["maxItems"] == 8
-    shot, answer, last = mentions["messages"][1:]
-    assert shot["content"] == f"Sentence: {EXAMPLE['text']}" and json.loads(answer["content"]) == {
+    system, shot, words, shot2, ids, last = mentions["messages"]
+    assert "copy, word for word" in system["content"] and "Candidates" not in last["content"]
+    assert shot["content"] == f"Sentence: {EXAMPLE['text']}" and json.loads(words["content"]) == {
         "mentions": EXAMPLE["mentions"]}
     assert last["content"] == f"Sentence: {MOVE}"
     # 3: the candidates the domain admits for what was named (the room's light, not another), glossed, with ids
     assert choose["messages"][-1]["content"] == (
         f"Sentence: {MOVE}\nCandidates:\na) now: person omar is in room living room\n"
-        "b) no longer: living room light is switched on")
+        "b) no longer: living room light is switched on")  # not the room's window or tv: not named
     assert schema_of(choose)["properties"]["changes"]["items"]["enum"] == ["a", "b"]
     # the example's candidates and answer are computed from the domain, as a real sentence's are
-    assert choose["messages"][1]["content"] == (
+    assert shot2["content"] == (
         f"Sentence: {EXAMPLE['text']}\nCandidates:\na) now: person ines is in room the study\n"
         "b) no longer: study lamp is switched on")
-    assert json.loads(choose["messages"][2]["content"]) == {"changes": ["a", "b"]}
-    assert mentions["messages"][:-1] == propose_prefix(world)  # the same prefix for every sentence
+    assert json.loads(ids["content"]) == {"changes": ["a", "b"]}
+    # one prefix (instructions, then the examples) for both questions and every sentence: a server computes it once
+    assert choose["messages"][:-1] == mentions["messages"][:-1] == propose_prefix(world)
     # 4: the old room goes by the invariant, not by the model; each fact says how it was chosen
     delta = out.change.delta
     assert set(delta.add) == {F("(person_at omar living_room)")}
@@ -98,7 +100,7 @@ def test_a_word_that_several_entities_fit_is_a_clarification_then_answered(world
     assert out.change is None and out.clarification is not None
     assert out.clarification.word == "the mug" and set(out.clarification.options) == {"red_mug", "blue_mug"}
     which = llm.prompts[1][-1]["content"]
-    assert "Phrase: the mug" in which and "red mug" in which and "blue mug" in which
+    assert "Question: Which one does 'the mug' name?" in which and "red mug" in which and "blue mug" in which
     before = world.facts()
     assert world.facts() == before
     llm = ScriptedLLM([json.dumps({"mentions": ["Sandra", "the mug"]}), json.dumps({"changes": ["a"]})])
@@ -110,18 +112,27 @@ def test_a_word_that_several_entities_fit_is_a_clarification_then_answered(world
 
 
 def test_two_chosen_places_for_one_thing_are_a_question_between_them(world: WorldGraph) -> None:
+    """First to the model (a targeted question), then, where the sentence does not tell, to the user."""
     text = "Lena took the dune book to the bed."
-    replies = [json.dumps({"mentions": ["Lena", "the dune book", "the bed"]})]
-    llm = ScriptedLLM([*replies, lambda m: json.dumps({"changes": both(m)})])
+    replies = [json.dumps({"mentions": ["Lena", "the dune book", "the bed"]}),
+               lambda m: json.dumps({"changes": both(m)})]
+    llm = ScriptedLLM([*replies, json.dumps({"answer": "unclear"})])
     out = propose.tell(llm, world, text)
     assert out.change is None and out.clarification is not None
+    assert llm.prompts[-1][-1]["content"] == (
+        f"Sentence: {text}\nQuestion: Which one is true now?\nOptions:\n"
+        "a) item dune book is held by person lena\nb) item dune book is on bedroom bed")
     options = set(out.clarification.options)
     assert options == {"(held_by dune_book lena)", "(on dune_book bedroom_bed)"}
-    llm = ScriptedLLM([*replies, lambda m: json.dumps({"changes": both(m)})])
-    out = propose.tell(llm, world, text, answers={out.clarification.word: "(on dune_book bedroom_bed)"})
+    out = propose.tell(ScriptedLLM(replies), world, text,
+                       answers={out.clarification.word: "(on dune_book bedroom_bed)"})
     assert out.change is not None and F("(on dune_book bedroom_bed)") in out.change.delta.add
     assert F("(on dune_book bookshelf)") in out.change.delta.remove
-    assert "the user chose it" in out.change.delta.how["(on dune_book bedroom_bed)"]
+    assert "the user chose it over the other" in out.change.delta.how["(on dune_book bedroom_bed)"]
+    world.undo(out.change.id)
+    out = propose.tell(ScriptedLLM([*replies, json.dumps({"answer": "b"})]), world, text)
+    assert out.change is not None and F("(on dune_book bedroom_bed)") in out.change.delta.add
+    assert "scripted chose it over the other" in out.change.delta.how["(on dune_book bedroom_bed)"]
 
 
 def both(messages: list[dict]) -> list[str]:
