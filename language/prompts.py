@@ -164,9 +164,10 @@ PROPOSE_SYSTEM = (
     "You keep the world model of a home up to date from sentences. Given a sentence alone, copy, word for word, "
     "every phrase of it that names a person, a room or a thing (furniture, devices, windows, lights, objects), each "
     "with the words that say whose or where it is. "
-    "Given a sentence and candidate changes, choose every candidate that the sentence says happened: a state that "
-    "is now true, or one that is no longer true; choose nothing the sentence does not say (old places and states "
-    "are removed by themselves). Answer with JSON only, following the given schema.")
+    "Given a sentence and candidate changes, choose for each kind of change the candidate that the sentence says "
+    "happened (a state that is now true, or one that is no longer true), or none; choose nothing the sentence "
+    "does not say (old places and states are removed by themselves). Answer with JSON only, following the given "
+    "schema.")
 UNCLEAR = "unclear"
 WHICH_SYSTEM = (f"Answer the question about the sentence with one of the options, or \"{UNCLEAR}\" if the sentence "
                 "does not tell. Answer with JSON only, following the given schema.")
@@ -176,18 +177,18 @@ def _sentence(text: str) -> str:
     return f"Sentence: {text}"
 
 
-def propose_messages(examples: Iterable[tuple[str, list[str], str, list[str]]], text: str,
+def propose_messages(examples: Iterable[tuple[str, list[str], str, dict[str, str]]], text: str,
                      candidates: str | None = None) -> Messages:
     """Propose, then choose: the words naming people, rooms and things in a sentence (without `candidates`), or
     which candidate changes (`candidate_lines`) it says happened. Both share one prefix, the instructions and the
-    worked examples (sentence, its words, its candidates, the ids chosen), so that a llama.cpp server computes it
-    once; the sentence comes last."""
+    worked examples (sentence, its words, its candidates, the choice per predicate), so that a llama.cpp server
+    computes it once; the sentence comes last."""
     def ask(sentence: str, lines: str | None) -> dict:
         return {"role": "user", "content": _sentence(sentence) + (f"\nCandidates:\n{lines}" if lines else "")}
 
     shots = [m for ex, words, lines, ids in examples for m in (
         ask(ex, None), {"role": "assistant", "content": json.dumps({"mentions": words})},
-        ask(ex, lines), {"role": "assistant", "content": json.dumps({"changes": ids})})]
+        ask(ex, lines), {"role": "assistant", "content": json.dumps(ids)})]
     return [{"role": "system", "content": PROPOSE_SYSTEM}, *shots, ask(text, candidates)]
 
 

@@ -13,9 +13,11 @@ A state change in English becomes a verified delta in four stages, each accounte
    a changing predicate over them and what they own, naming one of them, that is false now (it may become
    true), and every true one that no exactly-one invariant replaces (it may stop being true); shown as
    glosses with ids;
-4. `choose`: the model picks ids (an enum in the schema). The old place or value of what it makes true is
-   removed by the domain's exactly-one invariants, never by the model; two chosen facts that the invariants
-   exclude are a `Clarification` between them. Each fact of the delta records how it was chosen (`Delta.how`).
+4. `choose`: the model picks, for each predicate with candidates, one id or "none" (enums in the schema). The
+   old place or value of what it makes true is removed by the domain's exactly-one invariants, never by the
+   model; two chosen facts that the invariants exclude are a targeted question to the model, then (if the
+   sentence does not tell) a `Clarification` between them. Each fact of the delta records how it was chosen
+   (`Delta.how`).
 
 The worked examples come from domain.toml's `[[examples]]` (an invented sentence and mini-situation); their
 candidate lists and answers are computed by the same code, so they show exactly what the model will see.
@@ -32,7 +34,7 @@ from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from typing import Annotated
 
-from pydantic import Field, StringConstraints
+from pydantic import BaseModel, Field, StringConstraints
 
 from kgplan.domains.formula import GroundAtom
 from kgplan.domains.invariants import MutexGroup
@@ -49,6 +51,7 @@ TIE = 0.9  # entities of the best one's type fitting a word at least this share 
 MAX_OPTIONS = 8  # of those, the best, for the model to choose from (or to say the sentence does not tell)
 OWNED_FIRST = 0.7  # an owned entity is taken when it fits at least this share of the best fit
 MAX_MENTIONS = 8
+NONE = "none"  # a predicate none of whose candidates happened
 Mentions = enum_model("Mentions", mentions=(
     list[Annotated[str, StringConstraints(min_length=1, max_length=48)]], Field(max_length=MAX_MENTIONS)))
 
@@ -122,6 +125,23 @@ def candidates(domain: Domain, entities: dict[str, str], state: Collection[Groun
     return [Candidate(next(fresh), atom, value) for atom, value in out]
 
 
+def choice_schema(cands: list[Candidate]) -> type[BaseModel]:
+    """One choice per predicate among its candidates' ids, or "none" (a small model weighs each in turn)."""
+    groups: dict[str, list[str]] = {}
+    for c in cands:
+        groups.setdefault(c.atom.predicate, []).append(c.id)
+    return enum_model("Choice", **{p: (choice([*ids, NONE]), NONE) for p, ids in groups.items()})
+
+
+def answer(cands: list[Candidate], chosen: Collection[str]) -> dict[str, str]:
+    """The reply to `choice_schema(cands)` that chooses the ids `chosen` (one per predicate)."""
+    out = {c.atom.predicate: NONE for c in cands}
+    for c in cands:
+        if c.id in chosen and out[c.atom.predicate] == NONE:
+            out[c.atom.predicate] = c.id
+    return out
+
+
 def gloss(domain: Domain, c: Candidate) -> str:
     return domain.gloss(c.atom.predicate, [words(a) for a in c.atom.args])
 
@@ -157,7 +177,7 @@ class Example:
     text: str
     mentions: list[str]
     lines: str  # the candidates as shown
-    answer: list[str]  # the ids chosen
+    answer: dict[str, str]  # the reply: predicate -> the id chosen, or "none"
 
 
 def examples(domain: Domain) -> list[Example]:
@@ -174,9 +194,9 @@ def examples(domain: Domain) -> list[Example]:
         named = list(ex["named"])
         scope = set(named) | {o for n in named for o in owned(domain, init).get(n, ())}
         cands = candidates(domain, {n: t for n, t in objects.items() if n in scope}, set(init), named)
-        answer = [c.id for c in cands if truth.get(c.atom) == c.value]
+        right = {c.id for c in cands if truth.get(c.atom) == c.value}
         out.append(Example(ex["text"], list(ex["mentions"]),
-                           candidate_lines((c.id, c.value, gloss(domain, c)) for c in cands), answer))
+                           candidate_lines((c.id, c.value, gloss(domain, c)) for c in cands), answer(cands, right)))
     return out
 
 
@@ -283,7 +303,7 @@ def tell(llm: LLM, graph: WorldGraph, text: str, *, answers: dict[str, str] | No
                 ", ".join(map(words, sorted(scope))) if scope else "anything the graph holds")
             return out
         with _Stage(out, "choose"):
-            schema = enum_model("Choice", changes=(list[choice(c.id for c in cands)], Field(max_length=len(cands))))
+            schema = choice_schema(cands)
             lines = candidate_lines((c.id, c.value, gloss(domain, c)) for c in cands)
             chosen_reply, record = llm.complete(propose_messages(shown, text, lines), schema)
             out.calls.append(record)
@@ -291,7 +311,7 @@ def tell(llm: LLM, graph: WorldGraph, text: str, *, answers: dict[str, str] | No
         out.error = str(e)
         return out
     by_id = {c.id: c for c in cands}
-    chosen = [by_id[i] for i in dict.fromkeys(chosen_reply.changes)]
+    chosen = [by_id[i] for i in chosen_reply.model_dump().values() if i != NONE]
     return _apply(llm, graph, out, chosen, len(cands), named, answers, record.model, dry_run, lock)
 
 

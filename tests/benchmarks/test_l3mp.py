@@ -200,11 +200,11 @@ def test_corruption_recovery_is_measured(corrupt: float, seed: int) -> None:
         assert 0 < recovered <= caught
 
 
-def pick(*glosses: str) -> Callable[[list[dict]], str]:
-    """A scripted choice: the ids of the candidates with these glosses."""
+def pick(**glosses: str) -> Callable[[list[dict]], str]:
+    """A scripted choice per predicate: the id of the candidate shown with the gloss given for it."""
     def reply(messages: list[dict]) -> str:
-        lines = messages[-1]["content"].split("\n")
-        return json.dumps({"changes": [x.split(")")[0] for x in lines if x.split(") ", 1)[-1] in glosses]})
+        ids = {x.split(") ", 1)[-1]: x.split(")")[0] for x in messages[-1]["content"].split("\n")}
+        return json.dumps({p: ids[g] for p, g in glosses.items()})
 
     return reply
 
@@ -220,7 +220,7 @@ def test_propose_and_choose_scored_with_facts_clarifications_and_stages(tmp_path
                                        ("state_change", "Omar washed the mug.", change(s1, ["(clean red_mug)"]), None)])
     shutil.copy(HOUSEHOLD / "domain.toml", run / "domain.toml")  # glosses; people move (`told`)
     scripted = ScriptedLLM([json.dumps({"mentions": ["Sandra", "the kitchen"]}),
-                            pick("now: person sandra is in room kitchen"),
+                            pick(person_at="now: person sandra is in room kitchen"),
                             json.dumps({"mentions": ["Lena", "the bedroom window"]}),
                             pick(),  # misses that the window closed
                             json.dumps({"mentions": ["Omar", "the mug"]}), json.dumps({"answer": "unclear"})])

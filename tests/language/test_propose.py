@@ -36,7 +36,8 @@ def schema_of(request: dict) -> dict:
 
 
 def test_mentions_then_typed_candidates_then_the_choice_applied(server: FakeServer, world: WorldGraph) -> None:
-    server.script = [ok({"mentions": ["Omar", "the living room", "the light"]}), ok({"changes": ["a", "b"]})]
+    server.script = [ok({"mentions": ["Omar", "the living room", "the light"]}),
+                     ok({"person_at": "a", "switched_on": "b"})]
     out = propose.tell(server.client(), world, MOVE)
     assert out.error is None and out.clarification is None and out.change is not None
     mentions, choose = server.requests
@@ -52,12 +53,14 @@ def test_mentions_then_typed_candidates_then_the_choice_applied(server: FakeServ
     assert choose["messages"][-1]["content"] == (
         f"Sentence: {MOVE}\nCandidates:\na) now: person omar is in room living room\n"
         "b) no longer: living room light is switched on")  # not the room's window or tv: not named
-    assert schema_of(choose)["properties"]["changes"]["items"]["enum"] == ["a", "b"]
+    # one choice per predicate, among its own (type-correct) candidates, or none
+    assert {p: v["enum"] for p, v in schema_of(choose)["properties"].items()} == {
+        "person_at": ["a", "none"], "switched_on": ["b", "none"]}
     # the example's candidates and answer are computed from the domain, as a real sentence's are
     assert shot2["content"] == (
         f"Sentence: {EXAMPLE['text']}\nCandidates:\na) now: person ines is in room the study\n"
         "b) no longer: study lamp is switched on")
-    assert json.loads(ids["content"]) == {"changes": ["a", "b"]}
+    assert json.loads(ids["content"]) == {"person_at": "a", "switched_on": "b"}
     # one prefix (instructions, then the examples) for both questions and every sentence: a server computes it once
     assert choose["messages"][:-1] == mentions["messages"][:-1] == propose_prefix(world)
     # 4: the old room goes by the invariant, not by the model; each fact says how it was chosen
@@ -103,7 +106,7 @@ def test_a_word_that_several_entities_fit_is_a_clarification_then_answered(world
     assert "Question: Which one does 'the mug' name?" in which and "red mug" in which and "blue mug" in which
     before = world.facts()
     assert world.facts() == before
-    llm = ScriptedLLM([json.dumps({"mentions": ["Sandra", "the mug"]}), json.dumps({"changes": ["a"]})])
+    llm = ScriptedLLM([json.dumps({"mentions": ["Sandra", "the mug"]}), json.dumps({"clean": "a"})])
     out = propose.tell(llm, world, text, answers={"the mug": "red_mug"})
     assert out.clarification is None and out.change is not None, out.error
     assert "clean red mug" in llm.prompts[1][-1]["content"] or "red mug is clean" in llm.prompts[1][-1]["content"]
@@ -115,7 +118,7 @@ def test_two_chosen_places_for_one_thing_are_a_question_between_them(world: Worl
     """First to the model (a targeted question), then, where the sentence does not tell, to the user."""
     text = "Lena took the dune book to the bed."
     replies = [json.dumps({"mentions": ["Lena", "the dune book", "the bed"]}),
-               lambda m: json.dumps({"changes": both(m)})]
+               lambda m: json.dumps(both(m))]
     llm = ScriptedLLM([*replies, json.dumps({"answer": "unclear"})])
     out = propose.tell(llm, world, text)
     assert out.change is None and out.clarification is not None
@@ -135,8 +138,30 @@ def test_two_chosen_places_for_one_thing_are_a_question_between_them(world: Worl
     assert "scripted chose it over the other" in out.change.delta.how["(on dune_book bedroom_bed)"]
 
 
-def both(messages: list[dict]) -> list[str]:
-    """The ids of the candidates 'lena holds the book' and 'the book is on the bed'."""
-    lines = messages[-1]["content"].split("\n")
-    wanted = ("now: item dune book is held by person lena", "now: item dune book is on bedroom bed")
-    return [line.split(")")[0] for line in lines if line.split(") ", 1)[-1] in wanted]
+def chosen(messages: list[dict], **glosses: str) -> dict[str, str]:
+    """A choice per predicate: the id of the candidate shown with the gloss given for it."""
+    ids = {line.split(") ", 1)[-1]: line.split(")")[0] for line in messages[-1]["content"].split("\n")}
+    return {p: ids[g] for p, g in glosses.items()}
+
+
+def both(messages: list[dict]) -> dict[str, str]:
+    """The candidates 'lena holds the book' and 'the book is on the bed'."""
+    return chosen(messages, held_by="now: item dune book is held by person lena",
+                  on="now: item dune book is on bedroom bed")
+
+
+def test_the_agent_tells_by_proposing_and_a_clarification_is_answered(world: WorldGraph) -> None:
+    from kgplan.agent.agent import Agent
+
+    text = "Omar put the mug in the sink."
+    mentions = json.dumps({"mentions": ["Omar", "the mug", "the sink"]})
+    llm = ScriptedLLM([mentions, json.dumps({"answer": "unclear"}), mentions, json.dumps({"answer": "unclear"})])
+    agent = Agent(world, llm=llm)
+    out = agent.tell(text, propose=True)
+    assert out.clarification and out.clarification.word == "the mug" and out.change is None
+    out = agent.tell(text, propose=True, answers={"the mug": "blue_mug"})
+    assert out.clarification and out.clarification.word == "the sink"  # two sinks, and no room named
+    llm.replies.extend([mentions, lambda m: json.dumps(chosen(m, inside="now: item blue mug is inside kitchen sink"))])
+    out = agent.tell(text, propose=True, answers={"the mug": "blue_mug", "the sink": "kitchen_sink"})
+    assert out.change is not None and F("(inside blue_mug kitchen_sink)") in out.change.delta.add
+    assert F("(inside blue_mug kitchen_cabinet)") in out.change.delta.remove  # by the invariant
