@@ -10,9 +10,8 @@ A state change in English becomes a verified delta in four stages, each accounte
    words. Where several entities of a type fit a word about as well, the model chooses among them or says
    the sentence does not tell which: then the outcome is a `Clarification` with those entities, not a guess;
 3. `candidates`: the single-fact changes the domain admits for the named entities: every type-correct atom of
-   a changing predicate over them and what they own, naming one of them, that is false now (it may become
-   true), and every true one that no exactly-one invariant replaces (it may stop being true); shown as
-   glosses with ids;
+   a changing predicate over them that is false now (it may become true), and every true one that no
+   exactly-one invariant replaces (it may stop being true); shown as glosses with ids;
 4. `choose`: the model picks, for each predicate with candidates, one id or "none" (enums in the schema). The
    old place or value of what it makes true is removed by the domain's exactly-one invariants, never by the
    model; two chosen facts that the invariants exclude are a targeted question to the model, then (if the
@@ -104,17 +103,16 @@ def replaced(domain: Domain) -> set[str]:
     return {part.predicate for g in domain.invariants if g.exactly_one and g.arity for part in g.parts}
 
 
-def candidates(domain: Domain, entities: dict[str, str], state: Collection[GroundAtom],
-               named: Collection[str]) -> list[Candidate]:
-    """The single-fact changes the domain admits over `entities` (name -> type: what the sentence named and what
-    that owns) that name one of `named` (a room's light is proposed when the light is named, not for the room:
-    a small model chooses worse among more candidates)."""
+def candidates(domain: Domain, entities: dict[str, str], state: Collection[GroundAtom]) -> list[Candidate]:
+    """The single-fact changes the domain admits over the entities the sentence named (name -> type): not over
+    what they own (a room's light is proposed when the light is named, not for the room; an item picked up in
+    a room gets no candidate place on the room's table): a small model chooses worse among more candidates."""
     out, fresh, replaceable = [], ids(), replaced(domain)
     for p in sorted(changing(domain)):
         params = domain.predicates[p].params
         objects = [[e for e, t in entities.items() if domain.accepts(a.types, t)] for a in params]
         for args in itertools.product(*objects):
-            if len(set(args)) < len(args) or not set(args) & set(named):
+            if len(set(args)) < len(args):
                 continue
             atom = GroundAtom(p, tuple(args))
             if atom not in state:
@@ -191,9 +189,7 @@ def examples(domain: Domain) -> list[Example]:
         if any(t not in domain.types for t in objects.values()) or any(
                 a.predicate not in domain.predicates for a in [*init, *truth]):
             continue
-        named = list(ex["named"])
-        scope = set(named) | {o for n in named for o in owned(domain, init).get(n, ())}
-        cands = candidates(domain, {n: t for n, t in objects.items() if n in scope}, set(init), named)
+        cands = candidates(domain, {n: objects[n] for n in ex["named"]}, set(init))
         right = {c.id for c in cands if truth.get(c.atom) == c.value}
         out.append(Example(ex["text"], list(ex["mentions"]),
                            candidate_lines((c.id, c.value, gloss(domain, c)) for c in cands), answer(cands, right)))
@@ -294,10 +290,9 @@ def tell(llm: LLM, graph: WorldGraph, text: str, *, answers: dict[str, str] | No
             return out
         with _Stage(out, "candidates"):
             scope = set(named.values())
-            scope |= {o for n in named.values() for o in owns.get(n, ())}
             entities = {e.name: e.type for e in graph.entities(scope)}
             state = {f.atom for f in graph.facts_about(scope)}
-            cands = candidates(domain, entities, state, set(named.values()))
+            cands = candidates(domain, entities, state)
         if not cands:
             out.error = "the sentence could not be grounded: no change of the domain names " + (
                 ", ".join(map(words, sorted(scope))) if scope else "anything the graph holds")
