@@ -346,20 +346,29 @@ class Agent:
         return full_graph(self.graph) if whole else select_entities(self.llm, self.graph, text, depth)
 
     def tell(self, text: str, *, dry_run: bool = False, whole: bool = False, depth: int = 1, rounds: int = 3,
-             progress: Progress = quiet) -> Outcome:
+             propose: bool = False, answers: dict[str, str] | None = None, progress: Progress = quiet) -> Outcome:
         """Turn a sentence into a verified change through the LLM (verified only, with `dry_run`).
 
         The outcome says what happened: its `change` (or, in a dry run, its `delta`), the issues of each
         refused reply, and `error` when no valid change came out (the graph is then unchanged). The LLM is asked
         without the writers' lock: other changes go on meanwhile; the reply is verified against the graph as it
-        is when applied.
+        is when applied. With `propose`, the LLM names what the sentence is about and chooses among the changes
+        the domain admits (language.propose); where that is ambiguous the outcome holds a `clarification`
+        instead of a change, answered by telling the same sentence again with `answers={word: option}`.
         """
         from kgplan.language.update import Outcome, update
 
         if not text.strip():
             raise InputError("say what changed")
-        progress("retrieving the entities the sentence is about")
         out = Outcome(text)
+        if propose:
+            from kgplan.language.propose import tell
+
+            if not self.count()[0]:
+                raise InputError("the graph has no entities yet: nothing to talk about")
+            progress("asking the LLM what the sentence names, then which of the changes it admits happened")
+            return tell(self.llm, self.graph, text, answers=answers, dry_run=dry_run, out=out, lock=self.writes)
+        progress("retrieving the entities the sentence is about")
         retrieval = self._retrieve(text, whole, depth)
         progress(f"asking the LLM for the change ({len(retrieval.entities)} entities, "
                  f"{len(retrieval.facts)} facts shown)")

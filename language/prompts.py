@@ -7,6 +7,7 @@ The edit prompt keeps the problem it shows (`EditPrompt.shown`), so a check devi
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -155,6 +156,52 @@ def edit_messages(domain: Domain, shown: CurrentProblem, action: str | None, obs
     return EditPrompt([{"role": "system", "content": system},
                        {"role": "user", "content": f"{describe(shown)}{done}{OBSERVATION}{observation.strip()}"
                         f"{QUESTION}"}], shown)
+
+
+
+# ---- propose, then choose (language.propose) ----------------------------------------------------------
+PROPOSE_SYSTEM = (
+    "You keep the world model of a home up to date from sentences. Given a sentence alone, copy, word for word, "
+    "every phrase of it that names a person, a room or a thing (furniture, devices, windows, lights, objects), each "
+    "with the words that say whose or where it is. "
+    "Given a sentence and candidate changes, choose for each kind of change the candidate that the sentence says "
+    "happened (a state that is now true, or one that is no longer true), or none; choose nothing the sentence "
+    "does not say (old places and states are removed by themselves). Answer with JSON only, following the given "
+    "schema.")
+UNCLEAR = "unclear"
+WHICH_SYSTEM = (f"Answer the question about the sentence with one of the options, or \"{UNCLEAR}\" if the sentence "
+                "does not tell. Answer with JSON only, following the given schema.")
+
+
+def _sentence(text: str) -> str:
+    return f"Sentence: {text}"
+
+
+def propose_messages(examples: Iterable[tuple[str, list[str], str, dict[str, str]]], text: str,
+                     candidates: str | None = None) -> Messages:
+    """Propose, then choose: the words naming people, rooms and things in a sentence (without `candidates`), or
+    which candidate changes (`candidate_lines`) it says happened. Both share one prefix, the instructions and the
+    worked examples (sentence, its words, its candidates, the choice per predicate), so that a llama.cpp server
+    computes it once; the sentence comes last."""
+    def ask(sentence: str, lines: str | None) -> dict:
+        return {"role": "user", "content": _sentence(sentence) + (f"\nCandidates:\n{lines}" if lines else "")}
+
+    shots = [m for ex, words, lines, ids in examples for m in (
+        ask(ex, None), {"role": "assistant", "content": json.dumps({"mentions": words})},
+        ask(ex, lines), {"role": "assistant", "content": json.dumps(ids)})]
+    return [{"role": "system", "content": PROPOSE_SYSTEM}, *shots, ask(text, candidates)]
+
+
+def which_messages(text: str, question: str, options: str) -> Messages:
+    """A targeted question about a sentence (which entity a phrase names, which of two facts holds now), with its
+    `options` one per line with their ids."""
+    return [{"role": "system", "content": WHICH_SYSTEM},
+            {"role": "user", "content": f"{_sentence(text)}\nQuestion: {question}\nOptions:\n{options}"}]
+
+
+def candidate_lines(candidates: Iterable[tuple[str, bool, str]]) -> str:
+    """Candidates (id, becomes true, gloss) as the model reads them."""
+    return "\n".join(f"{i}) {'now' if value else 'no longer'}: {gloss}" for i, value, gloss in candidates)
 
 
 # ---- feedback on a refused reply ----------------------------------------------------------------------

@@ -41,6 +41,17 @@ class Retrieval:
     facts: list[Fact]
 
 
+@dataclass(frozen=True)
+class Clarification:
+    """A question instead of a guess: which of `options` (entity names, or facts as PDDL) `word` means.
+
+    Answered by calling again with `answers={word: option}`."""
+
+    word: str
+    question: str
+    options: list[str]
+
+
 @dataclass
 class Outcome:
     """What the language layer did with one sentence, with every LLM call it made."""
@@ -52,6 +63,8 @@ class Outcome:
     change: Change | None = None
     goal: str | None = None
     error: str | None = None
+    clarification: Clarification | None = None  # a question for the user instead of a guess
+    stages: dict[str, dict[str, float]] = field(default_factory=dict)  # per stage: seconds, tokens
 
     @property
     def prompt_tokens(self) -> int:

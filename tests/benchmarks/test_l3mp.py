@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -21,7 +22,7 @@ from tests.conftest import HOUSEHOLD
 Atoms = set[tuple[str, tuple[str, ...]]]
 START = Problem.parse((HOUSEHOLD / "world.pddl").read_text())
 INIT: Atoms = set(START.init)
-TIMINGS = {"seconds", "llm_latency_s", "planner_s", "llm_latency_s_mean", "planner_s_mean"}
+TIMINGS = {"seconds", "llm_latency_s", "planner_s", "llm_latency_s_mean", "planner_s_mean", "seconds_per_change"}
 
 
 def change(state: Atoms, add: list[str] = (), remove: list[str] = ()) -> Atoms:
@@ -197,3 +198,50 @@ def test_corruption_recovery_is_measured(corrupt: float, seed: int) -> None:
         assert recovered < caught
     else:
         assert 0 < recovered <= caught
+
+
+def pick(**glosses: str) -> Callable[[list[dict]], str]:
+    """A scripted choice per predicate: the id of the candidate shown with the gloss given for it."""
+    def reply(messages: list[dict]) -> str:
+        ids = {x.split(") ", 1)[-1]: x.split(")")[0] for x in messages[-1]["content"].split("\n")}
+        return json.dumps({p: ids[g] for p, g in glosses.items()})
+
+    return reply
+
+
+def test_propose_and_choose_scored_with_facts_clarifications_and_stages(tmp_path: Path,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """PC: the model names and chooses; a clarification is a failure, counted apart; record and replay exact.
+    Strict: the graph is the true state; exact: the sentence changed exactly the facts it should."""
+    s0 = change(INIT, *SANDRA)
+    s1 = change(s0, *WINDOW)
+    run = write_run(tmp_path / "run", [("state_change", "Sandra went to the kitchen.", s0, None),
+                                       ("state_change", "Lena closed the bedroom window.", s1, None),
+                                       ("state_change", "Omar washed the mug.", change(s1, ["(clean red_mug)"]), None)])
+    shutil.copy(HOUSEHOLD / "domain.toml", run / "domain.toml")  # glosses; people move (`told`)
+    scripted = ScriptedLLM([json.dumps({"mentions": ["Sandra", "the kitchen"]}),
+                            pick(person_at="now: person sandra is in room kitchen"),
+                            json.dumps({"mentions": ["Lena", "the bedroom window"]}),
+                            pick(),  # misses that the window closed
+                            json.dumps({"mentions": ["Omar", "the mug"]}), json.dumps({"answer": "unclear"})])
+    monkeypatch.setattr(l3mp, "OpenAIClient", lambda config: scripted)
+    first, second = tmp_path / "a.json", tmp_path / "b.json"
+    assert l3mp.main([str(run), "--variant", "PC", "--no-recall", "--json", str(first), "--record"]) == 0
+    rows = json.loads(first.read_text())["steps"]["PC"]["run"]
+    assert [(r["strict"], r["exact"]) for r in rows] == [(True, True), (False, False), (False, False)]
+    assert "'the mug'" in rows[2]["clarification"] and rows[1]["clarification"] is None
+    assert (rows[0]["facts_changed"], rows[0]["facts_wanted"], rows[0]["facts_right"]) == (2, 2, 2)
+    assert (rows[1]["facts_changed"], rows[1]["facts_wanted"], rows[1]["error"]) == (0, 1, "the sentence changes "
+                                                                                      "nothing in the graph")
+    assert set(rows[1]["stages"]) == {"mentions", "ground", "candidates", "choose", "apply"}
+    s = json.loads(first.read_text())["variants"]["PC"]
+    assert s["clarification_rate"] == s["state_exact_rate"] == pytest.approx(1 / 3)
+    assert (s["fact_precision"], s["fact_recall"]) == (1.0, 0.5)
+    assert set(s["stages_per_change"]["choose"]) == {"seconds", "prompt_tokens", "completion_tokens"}
+    assert l3mp.main([str(run), "--variant", "PC", "--no-recall", "--json", str(second), "--llm-replay",
+                      str(first.with_suffix(".replies.json"))]) == 0
+    replayed = json.loads(second.read_text())["steps"]["PC"]["run"]
+    assert [(r["strict"], r["clarification"], r["facts_changed"]) for r in replayed] == [
+        (r["strict"], r["clarification"], r["facts_changed"]) for r in rows]
+    with pytest.raises(SystemExit):
+        l3mp.main([str(run), "--variant", "PC", "--llm", "oracle"])

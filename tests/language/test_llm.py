@@ -156,10 +156,20 @@ def test_falls_back_to_json_object(server: FakeServer, status: int) -> None:
         "json_object",
     ]
     assert record.mode == "json_object" and llm.records[0].attempts == tries + 1
-    system = server.requests[tries]["messages"][0]
-    assert system["content"].startswith("You extract facts.") and "JSON schema" in system["content"]
-    assert '"enum": ["at", "holding"]' in system["content"]
-    assert server.requests[tries]["messages"][1:] == MESSAGES[1:]
+    *before, last = server.requests[tries]["messages"]
+    assert last["content"].startswith(MESSAGES[-1]["content"]) and "JSON schema" in last["content"]
+    assert '"enum": ["at", "holding"]' in last["content"]
+    assert before == MESSAGES[:-1]  # the schema comes last: prompts with other schemas share the prefix
+
+
+def test_a_grammar_endpoint_gets_the_schema_only_as_its_grammar(server: FakeServer) -> None:
+    """KGPLAN_LLM_SCHEMA_IN_PROMPT=0: the messages go as they are (a small model copies worse with the schema)."""
+    server.script = [ok(FACT)]
+    config = LLMConfig.from_env({"KGPLAN_LLM_BASE_URL": server.url, "KGPLAN_LLM_SCHEMA_IN_PROMPT": "0"},
+                                response_format="json_object")
+    OpenAIClient(config).complete(MESSAGES, Fact)
+    (request,) = server.requests
+    assert request["messages"] == MESSAGES and request["response_format"]["schema"]["properties"]["predicate"]
 
 
 def test_falls_back_to_text_and_extracts_json(server: FakeServer) -> None:
@@ -170,7 +180,7 @@ def test_falls_back_to_text_and_extracts_json(server: FakeServer) -> None:
     assert server.requests[0]["response_format"]["type"] == "json_object"
     assert server.requests[0]["response_format"]["schema"]["properties"]["predicate"]["enum"] == ["at", "holding"]
     assert "response_format" not in server.requests[1]
-    assert server.requests[1]["messages"][0]["role"] == "system"  # the schema instruction, added
+    assert "JSON schema" in server.requests[1]["messages"][-1]["content"]  # the schema instruction, added
 
 
 def test_usage_and_latency_accounting(server: FakeServer) -> None:

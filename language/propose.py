@@ -1,0 +1,365 @@
+"""Propose, then choose (issue 23): the model names and chooses, the symbolic side proposes.
+
+A state change in English becomes a verified delta in four stages, each accounted (seconds, tokens) in
+`Outcome.stages`:
+
+1. `mentions`: the model copies the words of the sentence that name people, rooms and things (a list of
+   short strings; worked examples first);
+2. `ground`: MiniLM embeddings match each to an entity. The entities a matched entity owns through a
+   static fact (a room's fixtures; not a shelf level that every shelf has) are tried first for the other
+   words. Where several entities of a type fit a word about as well, the model chooses among them or says
+   the sentence does not tell which: then the outcome is a `Clarification` with those entities, not a guess;
+3. `candidates`: the single-fact changes the domain admits for the named entities: every type-correct atom of
+   a changing predicate over them that is false now (it may become true), and every true one that no
+   exactly-one invariant replaces (it may stop being true); shown as glosses with ids;
+4. `choose`: the model picks, for each predicate with candidates, one id or "none" (enums in the schema). The
+   old place or value of what it makes true is removed by the domain's exactly-one invariants, never by the
+   model; two chosen facts that the invariants exclude are a targeted question to the model, then (if the
+   sentence does not tell) a `Clarification` between them. Each fact of the delta records how it was chosen
+   (`Delta.how`).
+
+The worked examples come from domain.toml's `[[examples]]` (an invented sentence and mini-situation); their
+candidate lists and answers are computed by the same code, so they show exactly what the model will see.
+"""
+
+from __future__ import annotations
+
+import itertools
+import string
+import time
+from collections import Counter, defaultdict
+from collections.abc import Callable, Collection, Iterable
+from contextlib import AbstractContextManager, nullcontext
+from dataclasses import dataclass
+from typing import Annotated
+
+from pydantic import BaseModel, Field, StringConstraints
+
+from kgplan.domains.formula import GroundAtom
+from kgplan.domains.invariants import MutexGroup
+from kgplan.domains.model import Domain
+from kgplan.domains.verify import ChangeRefused
+from kgplan.graph.model import Delta, Fact
+from kgplan.graph.world import WorldGraph
+from kgplan.language.llm import LLM, LLMError, choice, enum_model
+from kgplan.language.prompts import UNCLEAR, candidate_lines, propose_messages, which_messages
+from kgplan.language.update import Clarification, Outcome
+
+MIN_SIMILARITY = 0.4  # a word fitting no entity this well names none
+TIE = 0.9  # entities of the best one's type fitting a word at least this share as well may be meant
+MAX_OPTIONS = 8  # of those, the best, for the model to choose from (or to say the sentence does not tell)
+OWNED_FIRST = 0.7  # an owned entity is taken when it fits at least this share of the best fit
+MAX_MENTIONS = 8
+NONE = "none"  # a predicate none of whose candidates happened
+Mentions = enum_model("Mentions", mentions=(
+    list[Annotated[str, StringConstraints(min_length=1, max_length=48)]], Field(max_length=MAX_MENTIONS)))
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A single-fact change: `atom` becomes true (`value`) or stops being true."""
+
+    id: str
+    atom: GroundAtom
+    value: bool
+
+
+def words(name: str) -> str:
+    """An entity's name as words, as the model reads it."""
+    return name.replace("_", " ")
+
+
+def ids() -> Iterable[str]:
+    """a, b, ..., z, aa, ab, ...: short ids a grammar writes in one or two tokens."""
+    for n in itertools.count(1):
+        for letters in itertools.product(string.ascii_lowercase, repeat=n):
+            yield "".join(letters)
+
+
+def owned(domain: Domain, facts: Iterable[GroundAtom]) -> dict[str, set[str]]:
+    """entity -> what it owns: the other arguments of its static binary facts that no other such fact names in
+    that place (a room's fixtures; not a shelf level that every shelf has, nor a room doors lead to)."""
+    static = set(domain.predicates) - changing(domain)
+    pairs = [a for a in facts if a.predicate in static and len(a.args) == 2]
+    count = Counter((p, i, args[i]) for p, args in pairs for i in (0, 1))
+    out: dict[str, set[str]] = defaultdict(set)
+    for p, (x, y) in pairs:
+        if count[p, 1, y] == 1:
+            out[x].add(y)
+        if count[p, 0, x] == 1:
+            out[y].add(x)
+    return out
+
+
+def changing(domain: Domain) -> set[str]:
+    """Predicates a sentence may change: those an action changes, and those domain.toml marks `told = true`
+    (no action changes where people are, but a sentence may)."""
+    told = {p for p, meta in domain.meta.get("predicates", {}).items() if meta.get("told") and p in domain.predicates}
+    return (set(domain.predicates) - domain.static_predicates()) | told
+
+
+def replaced(domain: Domain) -> set[str]:
+    """Predicates whose old value an exactly-one invariant removes when a new one becomes true."""
+    return {part.predicate for g in domain.invariants if g.exactly_one and g.arity for part in g.parts}
+
+
+def candidates(domain: Domain, entities: dict[str, str], state: Collection[GroundAtom]) -> list[Candidate]:
+    """The single-fact changes the domain admits over the entities the sentence named (name -> type): not over
+    what they own (a room's light is proposed when the light is named, not for the room; an item picked up in
+    a room gets no candidate place on the room's table): a small model chooses worse among more candidates."""
+    out, fresh, replaceable = [], ids(), replaced(domain)
+    for p in sorted(changing(domain)):
+        params = domain.predicates[p].params
+        objects = [[e for e, t in entities.items() if domain.accepts(a.types, t)] for a in params]
+        for args in itertools.product(*objects):
+            if len(set(args)) < len(args):
+                continue
+            atom = GroundAtom(p, tuple(args))
+            if atom not in state:
+                out.append((atom, True))
+            elif p not in replaceable:
+                out.append((atom, False))
+    out.sort(key=lambda c: not c[1])  # what may become true first
+    return [Candidate(next(fresh), atom, value) for atom, value in out]
+
+
+def choice_schema(cands: list[Candidate]) -> type[BaseModel]:
+    """One choice per predicate among its candidates' ids, or "none" (a small model weighs each in turn)."""
+    groups: dict[str, list[str]] = {}
+    for c in cands:
+        groups.setdefault(c.atom.predicate, []).append(c.id)
+    return enum_model("Choice", **{p: (choice([*ids, NONE]), NONE) for p, ids in groups.items()})
+
+
+def answer(cands: list[Candidate], chosen: Collection[str]) -> dict[str, str]:
+    """The reply to `choice_schema(cands)` that chooses the ids `chosen` (one per predicate)."""
+    out = {c.atom.predicate: NONE for c in cands}
+    for c in cands:
+        if c.id in chosen and out[c.atom.predicate] == NONE:
+            out[c.atom.predicate] = c.id
+    return out
+
+
+def gloss(domain: Domain, c: Candidate) -> str:
+    return domain.gloss(c.atom.predicate, [words(a) for a in c.atom.args])
+
+
+def replacements(domain: Domain, add: Iterable[GroundAtom],
+                 facts_about: Callable[[list[str]], Iterable[GroundAtom]]) -> dict[GroundAtom, MutexGroup]:
+    """The true facts that the exactly-one invariants remove when `add` becomes true, with the group of each."""
+    out: dict[GroundAtom, MutexGroup] = {}
+    add = list(add)
+    for g in domain.invariants:
+        if not g.exactly_one or not g.arity:
+            continue
+        parts = {part.predicate: part for part in g.parts}
+        for atom in add:
+            if (part := parts.get(atom.predicate)) is None:
+                continue
+            key = part.key(atom.args)
+            for old in facts_about(list(key)):
+                old = GroundAtom(*old)
+                if old != atom and old not in add and (q := parts.get(old.predicate)) and q.key(old.args) == key:
+                    out[old] = g
+    return out
+
+
+def conflict(domain: Domain, add: list[GroundAtom]) -> tuple[GroundAtom, ...] | None:
+    """Two facts the model chose that an invariant says cannot both hold."""
+    return next((c for g in domain.invariants if (c := g.overcrowded(add))), None)
+
+
+# ---- worked examples --------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Example:
+    text: str
+    mentions: list[str]
+    lines: str  # the candidates as shown
+    answer: dict[str, str]  # the reply: predicate -> the id chosen, or "none"
+
+
+def examples(domain: Domain) -> list[Example]:
+    """domain.toml's worked examples whose types and predicates the domain has, with their candidates."""
+    out = []
+    for ex in domain.meta.get("examples", []):
+        init = [Fact.parse(f).atom for f in ex.get("init", [])]
+        truth = {Fact.parse(f).atom: True for f in ex.get("true", [])} | {
+            Fact.parse(f).atom: False for f in ex.get("false", [])}
+        objects: dict[str, str] = ex["objects"]
+        if any(t not in domain.types for t in objects.values()) or any(
+                a.predicate not in domain.predicates for a in [*init, *truth]):
+            continue
+        cands = candidates(domain, {n: objects[n] for n in ex["named"]}, set(init))
+        right = {c.id for c in cands if truth.get(c.atom) == c.value}
+        out.append(Example(ex["text"], list(ex["mentions"]),
+                           candidate_lines((c.id, c.value, gloss(domain, c)) for c in cands), answer(cands, right)))
+    return out
+
+
+# ---- the stages ------------------------------------------------------------------------------------
+class _Stage(AbstractContextManager):
+    """Accounts one stage's seconds and the tokens of the LLM calls made in it."""
+
+    def __init__(self, out: Outcome, name: str) -> None:
+        self.out, self.name = out, name
+
+    def __enter__(self) -> _Stage:
+        self.start, self.calls = time.perf_counter(), len(self.out.calls)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        calls = self.out.calls[self.calls:]
+        self.out.stages[self.name] = {
+            "seconds": time.perf_counter() - self.start,
+            "prompt_tokens": sum(c.prompt_tokens for c in calls),
+            "completion_tokens": sum(c.completion_tokens for c in calls)}
+
+
+def statics(graph: WorldGraph) -> list[GroundAtom]:
+    """The graph's binary facts that no change touches (what `owned` reads)."""
+    domain = graph.domain
+    return [f.atom for p in sorted(set(domain.predicates) - changing(domain)) if domain.predicates[p].arity == 2
+            for f in graph.facts(predicate=p)]
+
+
+def ground(llm: LLM, graph: WorldGraph, text: str, mentions: list[str], owns: dict[str, set[str]],
+           answers: dict[str, str], out: Outcome) -> dict[str, str]:
+    """word -> the entity it names (words naming none are left out); `out.clarification` is set instead where
+    several entities fit a word and the model, shown them, says the sentence does not tell which.
+
+    `owns` is `owned` of the graph; `answers` (word -> entity) are the user's."""
+    from kgplan.language.retrieval import embed, entity_index
+
+    index = entity_index(graph)
+    names = index.names
+    named = {m: a for m, a in answers.items() if m in mentions and a in index.texts}
+    asked = [m for m in mentions if m not in named]
+    if not asked or not names:
+        return named
+    types = {e.name: e.type for e in graph.entities()}
+    sims = embed(asked) @ index.vectors.T
+    best = {m: names[int(row.argmax())] for m, row in zip(asked, sims, strict=True) if row.max() >= MIN_SIMILARITY}
+    for m, row in zip(asked, sims, strict=True):
+        if m not in best:
+            continue
+        anchors = {e for w, e in [*best.items(), *named.items()] if w != m}
+        pool = [j for j, n in enumerate(names) if any(n in owns.get(a, ()) for a in anchors)]
+        if not pool or row[pool].max() < OWNED_FIRST * row.max():
+            pool = list(range(len(names)))
+        top = max(pool, key=lambda j: row[j])
+        tied = sorted((j for j in pool if types.get(names[j]) == types.get(names[top]) and row[j] >= TIE * row[top]),
+                      key=lambda j: -row[j])[:MAX_OPTIONS]
+        options = [names[j] for j in tied]
+        if len(options) > 1 and (pick := which(llm, text, f"Which one does '{m}' name?",
+                                               {o: words(o) for o in options}, out)) is None:
+            out.clarification = Clarification(
+                m, f"Which one does '{m}' mean: {', '.join(map(words, options))}?", options)
+            return named
+        named[m] = options[0] if len(options) == 1 else pick
+    return named
+
+
+def which(llm: LLM, text: str, question: str, options: dict[str, str], out: Outcome) -> str | None:
+    """The option (of value -> how it is shown) the model answers a question about the sentence with, or None
+    where it says the sentence does not tell."""
+    letters = dict(zip(ids(), options, strict=False))  # ids() is endless
+    schema = enum_model("Which", answer=[*letters, UNCLEAR])
+    reply, record = llm.complete(which_messages(text, question, "\n".join(
+        f"{i}) {options[o]}" for i, o in letters.items())), schema)
+    out.calls.append(record)
+    return letters.get(reply.answer)
+
+
+def tell(llm: LLM, graph: WorldGraph, text: str, *, answers: dict[str, str] | None = None, dry_run: bool = False,
+         out: Outcome | None = None, lock: AbstractContextManager = nullcontext()) -> Outcome:
+    """A state change in English, proposed and chosen as above; applied unless `dry_run` or a clarification is
+    needed (`out.clarification`: call again with `answers={word: option}`)."""
+    out = out or Outcome(text)
+    answers = dict(answers or {})
+    domain = graph.domain
+    shots = examples(domain)
+    try:
+        with _Stage(out, "mentions"):
+            shown = [(e.text, e.mentions, e.lines, e.answer) for e in shots]
+            reply, record = llm.complete(propose_messages(shown, text), Mentions)
+            out.calls.append(record)
+        with _Stage(out, "ground"):
+            owns = owned(domain, statics(graph))
+            named = ground(llm, graph, text, list(dict.fromkeys(reply.mentions)), owns, answers, out)
+        if out.clarification:
+            return out
+        with _Stage(out, "candidates"):
+            scope = set(named.values())
+            entities = {e.name: e.type for e in graph.entities(scope)}
+            state = {f.atom for f in graph.facts_about(scope)}
+            cands = candidates(domain, entities, state)
+        if not cands:
+            out.error = "the sentence could not be grounded: no change of the domain names " + (
+                ", ".join(map(words, sorted(scope))) if scope else "anything the graph holds")
+            return out
+        with _Stage(out, "choose"):
+            schema = choice_schema(cands)
+            lines = candidate_lines((c.id, c.value, gloss(domain, c)) for c in cands)
+            chosen_reply, record = llm.complete(propose_messages(shown, text, lines), schema)
+            out.calls.append(record)
+    except LLMError as e:
+        out.error = str(e)
+        return out
+    by_id = {c.id: c for c in cands}
+    chosen = [by_id[i] for i in chosen_reply.model_dump().values() if i != NONE]
+    return _apply(llm, graph, out, chosen, len(cands), named, answers, record.model, dry_run, lock)
+
+
+def _apply(llm: LLM, graph: WorldGraph, out: Outcome, chosen: list[Candidate], shown: int, named: dict[str, str],
+           answers: dict[str, str], model: str, dry_run: bool, lock: AbstractContextManager) -> Outcome:
+    """The chosen facts with the old values the invariants remove, as one verified change. Two chosen facts that
+    cannot both hold are a targeted question to the model, then (if the sentence does not tell) to the user."""
+    domain = graph.domain
+    add = [c.atom for c in chosen if c.value]
+    picked, by_model = None, set()
+    while (both := conflict(domain, add)) is not None:
+        key = f"{both[0]} or {both[1]}"
+        glosses = {str(a): domain.gloss(a.predicate, [words(x) for x in a.args]) for a in both}
+        if (picked := answers.get(key)) not in glosses:
+            if (picked := which(llm, out.text, "Which one is true now?", glosses, out)) is None:
+                out.clarification = Clarification(
+                    key, f"Which one is true now: {' or '.join(glosses.values())}?", list(glosses))
+                return out
+            by_model.add(picked)
+        add = [a for a in add if a not in both or str(a) == picked]
+    by_user = {e: w for w, e in named.items() if w in answers}
+    how = {}
+    for c in chosen:
+        if c.value and c.atom not in add:
+            continue
+        notes = [f"chosen by {model} among {shown} candidates"]
+        notes += [f"the user said '{by_user[a]}' means {a}" for a in c.atom.args if a in by_user]
+        if str(c.atom) == picked:
+            notes.append(f"{model if picked in by_model else 'the user'} chose it over the other when asked")
+        how[str(c.atom)] = "; ".join(notes)
+    drop = [c.atom for c in chosen if not c.value]
+
+    def make(facts_about: Callable[[list[str]], Iterable[GroundAtom]]) -> Delta:
+        gone = replacements(domain, add, facts_about)
+        notes = how | {str(a): f"removed by the invariant: {g.describe()}" for a, g in gone.items()}
+        return Delta(add=[Fact.of(a) for a in add], remove=[Fact.of(a) for a in [*drop, *gone]], source="nl",
+                     text=out.text, model=model, how=notes, tokens={
+                         "prompt": out.prompt_tokens, "completion": sum(c.completion_tokens for c in out.calls)})
+
+    with _Stage(out, "apply"):
+        out.delta = make(lambda names: [f.atom for f in graph.facts_about(names)])
+        if out.delta.is_empty():
+            out.error = "the sentence changes nothing in the graph"
+        elif dry_run:
+            if issues := graph.check(out.delta):
+                out.rounds.append([str(i) for i in issues])
+                out.error = "the change was refused: " + "; ".join(out.rounds[-1])
+        else:
+            try:
+                with lock:
+                    out.change = graph.apply_from(lambda tx: make(tx.facts_about))
+                    out.delta = out.change.delta
+            except ChangeRefused as e:
+                out.rounds.append([str(i) for i in e.issues])
+                out.error = "the change was refused: " + "; ".join(out.rounds[-1])
+    return out
