@@ -30,7 +30,10 @@ from kgplan.planners.solve import Attempt, PlanResult, Status, cancel, check_lim
 from kgplan.planners.state import State, Step, simulate
 
 LAST_PLAN = "last_plan"
-HEDGE_S = 0.25  # seconds after pruning begins: from then on the full state is planned on beside the pruned tasks
+# From this long after pruning begins, the full state is planned on beside the pruned tasks (0.25 s, or 50 us a fact
+# of the state beyond 5,000 facts: writing a large state's problem costs the caller 10-15 us a fact and its
+# translation the full-state planner 0.3-16 ms a fact, measured)
+HEDGE_S, HEDGE_S_PER_FACT = 0.25, 50e-6
 
 
 @dataclass
@@ -161,18 +164,18 @@ def _pruned(report: PlanReport, state: State, goal: Formula, notes: list[str],
         t = time.perf_counter()
 
 
-def _race(report: PlanReport, state: State, objects: dict[str, str], goal: Formula,
-          pruned: Iterator[tuple[str, Task]], budget: Budget, notes: list[str], progress: Callable[[str], None],
-          hedge_s: float = HEDGE_S) -> None:
-    """Plan on the `pruned` tasks in turn and on the full state beside them, from `hedge_s` seconds on (or once
-    they are spent, if sooner), in a second planner process: the first valid plan is the answer and the other
-    attempt is killed at once. A pruned task that gives no valid plan is given up (a widening) while the full
-    state plans on; the full state's answer is final when it proves the goal unsolvable, and when no pruned task
-    is left. So the call never takes much longer than planning on the full state alone (`hedge_s` more, and what
-    the two planners take from each other on a busy machine). A full-state planner out of memory beside a pruned
-    one plans again alone once the pruned tasks are spent."""
+def _race(report: PlanReport, state: State, objects: dict[str, str], goal: Formula, pruned: Iterator[tuple[str, Task]],
+          budget: Budget, notes: list[str], progress: Callable[[str], None]) -> None:
+    """Plan on the `pruned` tasks in turn and on the full state beside them, from `HEDGE_S` on (or once they are
+    spent, if sooner), in a second planner process: the first valid plan is the answer and the other attempt is
+    killed at once. A pruned task that gives no valid plan is given up (a widening) while the full state plans on;
+    the full state's answer is final when it proves the goal unsolvable, and when no pruned task is left. So the
+    call never takes much longer than planning on the full state alone (`HEDGE_S` more, and what the two planners
+    take from each other on a busy machine). A full-state planner out of memory beside a pruned one plans again
+    alone once the pruned tasks are spent."""
     planner = report.planner
     t0 = time.perf_counter()
+    hedge_s = max(HEDGE_S, HEDGE_S_PER_FACT * len(state.facts))
     hedge_at = t0 + hedge_s  # when the full state joins in (never again once it ran out of memory beside one)
     current: tuple[str, Task, Attempt] | None = None  # the pruned attempt in flight
     full: tuple[str, Task, Attempt] | None = None  # the full state's in flight

@@ -417,7 +417,7 @@ def _child(parent: int, folder: Path, search: list[str] | None, cap: int, limit:
     code = TRANSLATE_CRITICAL_ERROR
     try:
         _die_with(parent)
-        os.setpgid(0, 0)
+        os.setsid()  # its own process group to kill, and its own CPU share (Linux schedules sessions fairly)
         signal.signal(signal.SIGINT, signal.SIG_DFL)  # ignored by the worker; an ignored signal stays so in exec
         os.chdir(folder)
         os.environ["TMPDIR"] = tempfile.tempdir = str(folder)  # (tarski's grounder leaves files in its own)
