@@ -315,8 +315,9 @@ def test_pruning_counts_against_the_memory_cap(tmp_path: Path) -> None:
 
 
 # ---- a cost bound whatever pruning does: the full state races a pruned task that is slow to fail -----------------
-# Each match lights one lamp: eleven lamps and ten matches is unsolvable, and proving it visits every way to light
-# up to ten of them (about 350,000 states: tens of seconds); with the eleventh match, a plan is eleven steps.
+# Each match lights one lamp: twelve lamps and eleven matches is unsolvable, and proving it visits every way to light
+# up to eleven of them with as many matches (1.35 million states: ten lamps take 20 s); with the twelfth match, a
+# plan is twelve steps.
 LAMPS = Domain.parse("""(define (domain lamps) (:requirements :strips :typing) (:types lamp match)
   (:predicates (lit ?l - lamp) (fresh ?m - match))
   (:action light :parameters (?l - lamp ?m - match) :precondition (fresh ?m) :effect (and (lit ?l) (not (fresh ?m)))))
@@ -355,8 +356,8 @@ def test_a_pruned_task_that_is_slow_to_fail_loses_to_the_full_state() -> None:
     """Issue 22.2: a pruned task that lost an object can be unsolvable and take the planner the whole timeout to
     prove so; the full state, started beside it after a moment, answers instead, and the pruned planner is
     killed at once (no planner process is left, nor its folder)."""
-    full = lamps_task(11, 11)
-    pruned = lamps_task(11, 10)
+    full = lamps_task(12, 12)
+    pruned = lamps_task(12, 11)
     r = race(full, pruned, timeout=600)
     assert r.solved and r.winner == "full" and r.raced and r.used_full_state, r
     assert r.widenings == 0  # the pruned attempt was not given up: it lost
@@ -366,7 +367,7 @@ def test_a_pruned_task_that_is_slow_to_fail_loses_to_the_full_state() -> None:
 
 
 def test_a_race_that_runs_out_of_time_ends_at_the_timeout() -> None:
-    full = pruned = lamps_task(11, 10)
+    full = pruned = lamps_task(12, 11)
     t = time.perf_counter()
     r = race(full, pruned, timeout=2)
     assert r.status == Status.TIMEOUT and r.raced and not r.plan, r
