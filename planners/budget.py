@@ -4,8 +4,9 @@ relevance pruning) as well as the planner's.
 `bounded(timeout, memory_mb)` sets a budget for the calling thread (a context variable: each API job thread
 has its own); the loops that can grow with the number of ground instances (`State.bindings`, the relevance
 explorer's joins and bindings) call `tick()`, which raises `Exhausted` once the deadline has passed or the
-process has grown by more than the memory cap since the call began. Outside `bounded`, `tick` costs one
-lookup. A goal whose grounding alone would explode is refused before any of it (`check_instances`).
+process has grown by more than the memory cap since the call began, and rings the budget's alarm once its
+time has come (the pipeline starts the full-state planner then, however long pruning takes). Outside `bounded`,
+`tick` costs one lookup. A goal whose grounding alone would explode is refused before any of it (`check_instances`).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from __future__ import annotations
 import contextvars
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
@@ -48,12 +49,16 @@ class Budget:
     memory_mb: int
     rss0: int  # the resident memory when the call began
     ticks: int = 0
+    alarm: tuple[float, Callable[[], None]] | None = None  # (time.monotonic(), what a check past then calls, once)
 
     def left(self) -> float:
         """Seconds left before the deadline (at least a little, so a planner call can still say TIMEOUT)."""
         return max(self.deadline - time.monotonic(), 0.01)
 
     def check(self) -> None:
+        if self.alarm is not None and time.monotonic() >= self.alarm[0]:
+            then, self.alarm = self.alarm[1], None
+            then()
         if time.monotonic() > self.deadline:
             raise Exhausted("timeout", f"goal grounding and pruning ran past the timeout ({self.timeout:g} s)")
         if self.rss0 and _rss() - self.rss0 > self.memory_mb * 2**20:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import gc
 import json
+import math
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
@@ -24,11 +25,15 @@ from kgplan.planners.budget import Budget, Exhausted, bounded, check_instances
 from kgplan.planners.engines import PLANNERS
 from kgplan.planners.problem import Task
 from kgplan.planners.relevance import Relevance
-from kgplan.planners.solve import PlanResult, Status, check_limits, prepare, solve
+from kgplan.planners.solve import Attempt, PlanResult, Status, cancel, check_limits, finish, prepare, start
 from kgplan.planners.state import State, Step, simulate
 from kgplan.planners.whynot import Cause, GoalRefused, contradictions, explain, explain_graph
 
 LAST_PLAN = "last_plan"
+# From this long after pruning begins, the full state is planned on beside the pruned tasks (0.25 s, or 50 us a fact
+# of the state beyond 5,000 facts: writing a large state's problem costs the caller 10-15 us a fact and its
+# translation the full-state planner 0.3-16 ms a fact, measured)
+HEDGE_S, HEDGE_S_PER_FACT = 0.25, 50e-6
 
 
 @dataclass
@@ -39,7 +44,7 @@ class PlanReport:
     status: Status
     planner: str
     plan: list[Step] = field(default_factory=list)
-    seconds: float = 0.0  # planner time, all attempts
+    seconds: float = 0.0  # wall-clock time of the planner attempts, the pruning between them excluded
     planner_cpu_seconds: float = 0.0  # CPU time of the planner processes, all attempts
     planner_peak_mb: float = 0.0  # the largest resident memory of a planner child
     prune_seconds: float = 0.0
@@ -47,7 +52,9 @@ class PlanReport:
     facts_pruned: int = 0
     used_full_state: bool = False
     widenings: int = 0  # pruned states given up (goal not relaxed-reachable on it, or no valid plan)
-    fallback: bool = False  # pruning was tried and the full state had to answer
+    fallback: bool = False  # pruning was tried and the full state answered
+    raced: bool = False  # the full state was planned on beside a pruned attempt (it took longer than HEDGE_S)
+    winner: str = ""  # the attempt that answered: "pruned (LEVEL)" or "full"
     message: str = ""
     cost: float | None = None  # the plan's (total-cost) under :action-costs
     why: list[Cause] = field(default_factory=list)  # an unsolvable goal's causes (planners/whynot.py)
@@ -116,7 +123,7 @@ def plan(graph: WorldGraph, goal_text: str, *, planner: str = "fd", timeout: flo
             else:
                 _plan(report, graph, state, objects, goal, prune, budget, notes, progress)
         except Exhausted as e:
-            report.status, report.plan = Status(e.status), []
+            report.status, report.plan, report.winner = Status(e.status), [], ""
             notes.append(str(e))
     report.message = "; ".join(notes)
     return report
@@ -135,7 +142,7 @@ def instances(f: Formula, state: State) -> int:
 def _plan(report: PlanReport, graph: WorldGraph, state: State, objects: dict[str, str], goal: Formula, prune: bool,
           budget: Budget, notes: list[str], progress: Callable[[str], None]) -> None:
     """`plan` within the budget set for it: fills `report`, its message's parts in `notes`."""
-    domain, numbers, planner = graph.domain, state.numbers, report.planner
+    planner = report.planner
     if state.holds(goal):
         report.status = Status.SOLVED
         notes.append("the goal already holds: nothing to do")
@@ -144,28 +151,9 @@ def _plan(report: PlanReport, graph: WorldGraph, state: State, objects: dict[str
     if prune and PLANNERS[planner].optimal:  # a pruned state may lack the objects of a cheaper plan
         prune = False
         notes.append(f"{planner} is optimal: it plans on the full state (pruning does not keep optimality)")
-    if prune:
-        t = time.perf_counter()
-        progress("pruning the state to what the goal needs")
-        for pruned in Relevance(domain).prunings(state, goal):
-            report.prune_seconds += time.perf_counter() - t
-            report.facts_pruned = len(pruned.facts)
-            progress(f"pruned state ({pruned.level}): {len(pruned.facts)} of {len(state.facts)} facts")
-            if not pruned.reachable:
-                notes.append(f"pruned state ({pruned.level}): goal not relaxed-reachable")
-                progress("the goal is not relaxed-reachable on it: widening")
-            elif _attempt(report, state, Task(domain, pruned.objects, pruned.facts, goal, numbers), planner,
-                          budget, f"pruned ({pruned.level})", notes, progress):
-                break
-            report.widenings += 1
-            if report.status in (Status.TIMEOUT, Status.MEMOUT):  # a wider pruned task would not be faster
-                break
-            t = time.perf_counter()
-    if not report.solved and report.status != Status.TIMEOUT:  # after a timeout, no time is left
-        report.fallback = prune
-        report.used_full_state = True
-        _attempt(report, state, Task(domain, objects, set(state.facts), goal, numbers), planner, budget,
-                 "full", notes, progress)
+    pruned = _pruned(report, state, goal, notes, progress) if prune else iter(())
+    _race(report, state, objects, goal, pruned, budget, notes, progress)
+    report.fallback = prune and report.used_full_state
     if report.status == Status.UNSOLVABLE:
         _why(report, graph, state, goal, notes)
     if report.solved:
@@ -182,6 +170,97 @@ def _why(report: PlanReport, graph: WorldGraph, state: State, goal: Formula, not
     report.why, report.alternative = why.causes, why.alternative
 
 
+def _pruned(report: PlanReport, state: State, goal: Formula, notes: list[str],
+            progress: Callable[[str], None]) -> Iterator[tuple[str, Task]]:
+    """The pruned tasks to plan on, ever wider (`Relevance.prunings`), pruned as they are asked for; those on which
+    the goal is not relaxed-reachable are given up at once (a widening)."""
+    t = time.perf_counter()
+    progress("pruning the state to what the goal needs")
+    for pruned in Relevance(state.domain).prunings(state, goal):
+        report.prune_seconds += time.perf_counter() - t
+        report.facts_pruned = len(pruned.facts)
+        progress(f"pruned state ({pruned.level}): {len(pruned.facts)} of {len(state.facts)} facts")
+        if pruned.reachable:
+            yield f"pruned ({pruned.level})", Task(state.domain, pruned.objects, pruned.facts, goal, state.numbers)
+        else:
+            notes.append(f"pruned state ({pruned.level}): goal not relaxed-reachable")
+            progress("the goal is not relaxed-reachable on it: widening")
+            report.widenings += 1
+        t = time.perf_counter()
+
+
+def _race(report: PlanReport, state: State, objects: dict[str, str], goal: Formula, pruned: Iterator[tuple[str, Task]],
+          budget: Budget, notes: list[str], progress: Callable[[str], None]) -> None:
+    """Plan on the `pruned` tasks in turn and on the full state beside them, from `HEDGE_S` on (or once they are
+    spent, if sooner), in a second planner process: the first valid plan is the answer and the other attempt is
+    killed at once. A pruned task that gives no valid plan is given up (a widening) while the full state plans on;
+    the full state's answer is final when it proves the goal unsolvable, and when no pruned task is left. So the
+    call never takes much longer than planning on the full state alone (`HEDGE_S` more, and what the two planners
+    take from each other on a busy machine). A full-state planner out of memory beside a pruned one plans again
+    alone once the pruned tasks are spent."""
+    planner = report.planner
+    t0 = time.perf_counter()
+    hedge_s = max(HEDGE_S, HEDGE_S_PER_FACT * len(state.facts))
+    hedge_at = t0 + hedge_s  # when the full state joins in (never again once it ran out of memory beside one)
+    current: tuple[str, Task, Attempt] | None = None  # the pruned attempt in flight
+    full: tuple[str, Task, Attempt] | None = None  # the full state's in flight
+    full_answer: tuple[str, Task, PlanResult] | None = None  # the full state's failure, final once pruning is spent
+    spent = False  # no pruned task is left
+
+    def hedge() -> None:
+        nonlocal full
+        if full is None and full_answer is None:
+            progress(f"{planner} on the full state" + ("" if spent else f" beside the pruned ones (after {hedge_s} s)"))
+            report.raced |= not spent
+            task = Task(state.domain, objects, set(state.facts), goal, state.numbers)
+            full = ("full", task, start(task, planner, budget.left(), budget.memory_mb))
+
+    budget.alarm = (time.monotonic() + hedge_s, hedge)  # rung while pruning, however long that takes
+    try:
+        while True:
+            if current is None and not spent:
+                if (pruned_task := next(pruned, None)) is None:
+                    spent = True
+                else:
+                    progress(f"{planner} on the {pruned_task[0]} state")
+                    current = (*pruned_task, start(pruned_task[1], planner, budget.left(), budget.memory_mb))
+            if current is None and full is None:  # the pruned tasks are spent
+                if full_answer is not None:
+                    _answer(report, state, *full_answer, notes, progress)
+                    return
+                hedge()
+            racing = [a[2] for a in (current, full) if a is not None]
+            ended = finish(racing, hedge_at if full is None and full_answer is None else math.inf)
+            if ended is None:
+                hedge()
+                continue
+            attempt, result = ended
+            _account(report, result)
+            if full is not None and attempt is full[2]:
+                (name, task, _), full = full, None
+                if result.status == Status.MEMOUT and current is not None:  # alone once the pruned tasks are spent
+                    notes.append(f"full state beside a pruned one: memout: {result.message}")
+                    hedge_at = math.inf
+                elif result.status in (Status.SOLVED, Status.UNSOLVABLE, Status.TIMEOUT) or current is None:
+                    _answer(report, state, name, task, result, notes, progress)
+                    return
+                else:
+                    full_answer = name, task, result
+            else:
+                assert current is not None
+                (name, task, _), current = current, None
+                if _answer(report, state, name, task, result, notes, progress) or result.status == Status.TIMEOUT:
+                    return
+                report.widenings += 1
+                spent |= result.status == Status.MEMOUT  # a wider pruned task would not be smaller
+    finally:
+        budget.alarm = None
+        report.seconds = time.perf_counter() - t0 - report.prune_seconds
+        for flight in (current, full):
+            if flight is not None:
+                _account(report, cancel(flight[2]))
+
+
 @contextmanager
 def _gc_paused() -> Iterator[None]:
     """The cyclic garbage collector paused while a large state is read and indexed: it would
@@ -195,16 +274,16 @@ def _gc_paused() -> Iterator[None]:
             gc.enable()
 
 
-def _attempt(report: PlanReport, state: State, task: Task, planner: str, budget: Budget, name: str,
-             notes: list[str], progress: Callable[[str], None]) -> bool:
-    """Plan on one task, in the time left to the call, checking the plan on the full state; whether it gave a
-    valid plan."""
-    progress(f"{planner} on the {name} state")
-    result = solve(task, planner, budget.left(), budget.memory_mb)
-    report.seconds += result.seconds
+def _account(report: PlanReport, result: PlanResult) -> None:
     report.planner_cpu_seconds += result.cpu_seconds
     report.planner_peak_mb = max(report.planner_peak_mb, result.peak_mb)
-    report.status, report.task = result.status, task
+
+
+def _answer(report: PlanReport, state: State, name: str, task: Task, result: PlanResult, notes: list[str],
+            progress: Callable[[str], None]) -> bool:
+    """Make an attempt's result the report's answer, its plan checked on the full state; whether it is a valid plan
+    (else its failure is noted)."""
+    report.status, report.task, report.winner, report.used_full_state = result.status, task, name, name == "full"
     if result.solved and (failure := _check(state, result, task.goal)) is not None:
         report.status, result.message = Status.ERROR, f"invalid on the full state: {failure}"
     if report.solved:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import functools
+import math
 import os
 import shutil
 import tempfile
@@ -107,14 +108,40 @@ def check_limits(timeout: float, memory_mb: int) -> None:
         raise InputError(f"the memory cap must be more than 0 and at most {MAX_MEMORY_MB} MB, not {memory_mb}")
 
 
-def solve(task: Task, planner: str = "fd", timeout: float = 60.0, memory_mb: int = 4096) -> PlanResult:
-    """Plan for `task` with a planner of the registry (InputError for an unknown one or limits out of range, see
-    `check_limits`); never raises for planner failures (see `PlanResult.status`)."""
+@dataclass
+class Attempt:
+    """A planner call in flight (`start`), until `finish` or `cancel` ends it."""
+
+    planner: str
+    timeout: float
+    memory_mb: int
+    folder: Path
+    plan_id: int
+    started: float  # perf_counter
+
+    def end(self, reply: dict | None) -> PlanResult:
+        """The result from the worker's reply (None: cancelled before it started), the folder removed."""
+        reply = reply or {"status": "error", "message": "cancelled", "cpu": 0.0, "peak_mb": 0.0}
+        status, message = reply["status"], reply["message"]
+        try:
+            if status == "timeout":
+                message = f"no plan within {self.timeout:g} s"
+            elif status == "memout":
+                message += f" (cap {self.memory_mb} MB)"
+            plan = [] if status != "solved" else [
+                s for s in _read_plan(self.folder / PLAN_FILE) if s.action != GOAL_ACTION]
+        finally:
+            shutil.rmtree(self.folder, ignore_errors=True)
+        return PlanResult(Status(status), self.planner, time.perf_counter() - self.started, plan, message,
+                          reply["cpu"], reply["peak_mb"])
+
+
+def start(task: Task, planner: str = "fd", timeout: float = 60.0, memory_mb: int = 4096) -> Attempt:
+    """Start planning for `task` with a planner of the registry (InputError for an unknown one or limits out of
+    range, see `check_limits`) in this process's planner worker; `finish` or `cancel` ends it."""
     check_limits(timeout, memory_mb)
     spec = PLANNERS[planner]
-    start = time.perf_counter()
-    deadline = start + timeout
-    runner = worker(spec.family)
+    started = time.perf_counter()
     goal_action = (spec.quantified_goals == "compile" and not _literals_only(task.goal)
                    and _existential(task.goal))
     if spec.quantified_goals != "native" and not goal_action:
@@ -129,15 +156,40 @@ def solve(task: Task, planner: str = "fd", timeout: float = 60.0, memory_mb: int
     try:
         (folder / "domain.pddl").write_text(domain_pddl)
         (folder / "problem.pddl").write_text(task.to_pddl())
-        status, message, cpu, peak = runner.run(folder, spec, memory_mb * 2**20, deadline)
-        if status == "timeout":
-            message = f"no plan within {timeout:g} s"
-        elif status == "memout":
-            message += f" (cap {memory_mb} MB)"
-        plan = [s for s in _read_plan(folder / PLAN_FILE) if s.action != GOAL_ACTION] if status == "solved" else []
-    finally:
+        plan_id = worker(spec.family).submit(folder, spec, memory_mb * 2**20, started + timeout)
+    except BaseException:
         shutil.rmtree(folder, ignore_errors=True)
-    return PlanResult(Status(status), planner, time.perf_counter() - start, plan, message, cpu, peak)
+        raise
+    return Attempt(planner, timeout, memory_mb, folder, plan_id, started)
+
+
+def finish(attempts: list[Attempt], until: float = math.inf) -> tuple[Attempt, PlanResult] | None:
+    """Wait for the first of `attempts` (one planner's) to end, until `until` (perf_counter) at most: that attempt
+    and its result, or None."""
+    ended = worker(PLANNERS[attempts[0].planner].family).wait([a.plan_id for a in attempts], until)
+    if ended is None:
+        return None
+    attempt = next(a for a in attempts if a.plan_id == ended[0])
+    return attempt, attempt.end(ended[1])
+
+
+def cancel(attempt: Attempt) -> PlanResult:
+    """End an attempt: its planner is killed (and gone) when this returns; what it had used."""
+    return attempt.end(worker(PLANNERS[attempt.planner].family).cancel(attempt.plan_id))
+
+
+def solve(task: Task, planner: str = "fd", timeout: float = 60.0, memory_mb: int = 4096) -> PlanResult:
+    """Plan for `task` with a planner of the registry (InputError for an unknown one or limits out of range, see
+    `check_limits`); never raises for planner failures (see `PlanResult.status`)."""
+    attempt = start(task, planner, timeout, memory_mb)
+    ended = None
+    try:
+        ended = finish([attempt])
+    finally:
+        if ended is None:  # interrupted
+            cancel(attempt)
+    assert ended is not None
+    return ended[1]
 
 
 def prepare(planner: str = "fd", domain: Domain | None = None) -> None:

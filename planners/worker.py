@@ -9,14 +9,16 @@ fork of that process, whatever the caller has loaded since (torch, unified-plann
 interpreter start. The child translates in-process, then replaces itself with the search binary
 shipped in ``up-fast-downward`` or ``up-symk``, or grounds and searches with LAPKT.
 
-The worker kills the child's process group at the deadline, translation included, and when the
-child grows beyond the memory cap over the address space it inherited (the search binary runs
-under the cap as its address-space limit); a child that dies otherwise is reported by its
+Several plans may run at once (the pipeline races a pruned task against the full one): each has an
+id, and the caller may cancel one (its child is killed and reaped before the reply). The worker kills
+a child's process group at its deadline, translation included, and when the children together grow
+beyond the memory cap over the address space they inherited (the newest child goes first; the search
+binary runs under the cap as its address-space limit); a child that dies otherwise is reported by its
 signal or exit code. Requests and replies are JSON lines over two pipes. A worker that dies is
-reported (its child killed) and forked again; one that does not answer within `GRACE_S` of the
-deadline is killed with its child, and so is one whose caller is interrupted. Whatever ends the
-caller (SIGKILL included), its end of the request pipe closes: the worker then kills its child's
-process group, removes the plan's folder and exits; a child whose worker dies is killed by the
+reported (its children killed) and forked again; one that does not answer within `GRACE_S` of a
+deadline is killed with its children, and so is one whose caller is interrupted. Whatever ends the
+caller (SIGKILL included), its end of the request pipe closes: the worker then kills its children's
+process groups, removes their plans' folders and exits; a child whose worker dies is killed by the
 kernel (its parent-death signal). The child's temporary files (those of LAPKT's grounder too) go
 to the plan's folder.
 """
@@ -32,7 +34,9 @@ import gc
 import importlib
 import importlib.util
 import io
+import itertools
 import json
+import math
 import os
 import resource
 import select
@@ -43,6 +47,8 @@ import tempfile
 import threading
 import time
 import traceback
+from collections.abc import Collection
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -89,10 +95,17 @@ class Channel:
         line, self.buffer = self.buffer.split(b"\n", 1)
         return json.loads(line)
 
+    def drain(self) -> list[dict] | None:
+        """The messages that have come, reading once (the pipe is readable); None at end of file."""
+        if not (chunk := os.read(self.read_fd, 1 << 16)):
+            return None
+        *lines, self.buffer = (self.buffer + chunk).split(b"\n")
+        return [json.loads(line) for line in lines]
+
 
 class Worker:
     """The caller's side of one worker process: started on first use, started again if it died.
-    Thread-safe: one plan at a time."""
+    Thread-safe; plans are submitted, waited for and cancelled by their ids."""
 
     def __init__(self, family: str) -> None:
         self.family = family
@@ -100,6 +113,9 @@ class Worker:
         self.channel: Channel | None = None
         self.owner = 0  # the process that started it (a forked copy of the caller starts its own)
         self.lock = threading.RLock()
+        self.ids = itertools.count(1)
+        self.running: dict[int, list] = {}  # the plans in flight: id -> [deadline, its child's pid or 0]
+        self.ended: dict[int, dict] = {}  # the replies of ended plans not yet waited for
 
     def start(self, domain_pddl: str | None = None) -> None:
         """Start the worker unless it runs, and have it prepare a domain (`prepared_domain`) while
@@ -107,7 +123,7 @@ class Worker:
         start it before the caller grows (a plan forks the worker)."""
         with self.lock:
             if not self._running():
-                self._forget()
+                self._forget("error", "the planner process died")
                 self._fork()
             if domain_pddl is not None and self.family == "fd":
                 assert self.channel is not None
@@ -138,50 +154,77 @@ class Worker:
         os.close(replies[1])
         self.pid, self.owner, self.channel = pid, os.getpid(), Channel(replies[0], requests[1])
 
-    def run(self, folder: Path, planner: Planner, cap: int, deadline: float) -> tuple[str, str, float, float]:
-        """Plan on domain.pddl and problem.pddl in `folder` (the plan is written there): status,
-        message, the CPU seconds the worker and its child spent on it, and the child's peak
-        resident memory in MB."""
+    def submit(self, folder: Path, planner: Planner, cap: int, deadline: float) -> int:
+        """Have the worker plan on domain.pddl and problem.pddl in `folder` (the plan is written there) until
+        `deadline` (perf_counter), its child within `cap` bytes (with the others in flight); the plan's id."""
         with self.lock:
-            for attempt in range(2):
-                self.start()
-                assert self.channel is not None
-                pid = 0
-                try:
-                    search = [planner.package, planner.build, planner.search] if planner.family == "fd" else None
-                    self.channel.send({"folder": str(folder), "search": search, "cap": cap,
-                                       "seconds": deadline - time.perf_counter()})
-                    while (reply := self.channel.receive(deadline + GRACE_S)) is not None and "pid" in reply:
-                        pid = reply["pid"]
-                except BrokenPipeError:
-                    reply = None
-                except TimeoutError:
-                    self.stop(pid)
-                    return "timeout", "", 0.0, 0.0
-                except BaseException:
-                    self.stop(pid)
-                    raise
-                if reply is not None:
-                    return reply["status"], reply["message"], reply["cpu"], reply["peak_mb"]
-                died = self.stop(pid)
-                if pid or attempt:  # it died planning, or twice
-                    return "error", f"the planner process died ({died})", 0.0, 0.0
-            raise AssertionError("unreachable")
+            self.start()
+            assert self.channel is not None
+            plan_id = next(self.ids)
+            self.running[plan_id] = [deadline, 0]
+            search = [planner.package, planner.build, planner.search] if planner.family == "fd" else None
+            with contextlib.suppress(BrokenPipeError):  # it died: `wait` reports it
+                self.channel.send({"id": plan_id, "folder": str(folder), "search": search, "cap": cap,
+                                   "seconds": deadline - time.perf_counter()})
+            return plan_id
 
-    def stop(self, pid: int = 0) -> str:
-        """Kill the worker and the process group of its child `pid`; how the worker ended."""
-        if pid:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(pid, signal.SIGKILL)
+    def wait(self, ids: Collection[int], until: float = math.inf) -> tuple[int, dict] | None:
+        """The first of the plans `ids` to end by `until` (perf_counter) and its reply (status, message, the CPU
+        seconds the worker and the child spent on it, the child's peak resident memory in MB); None if none
+        has by then. A worker that dies ends every plan in flight (an error); one that has not answered
+        `GRACE_S` past a plan's deadline is killed (the plans in flight time out), and so is one whose caller
+        is interrupted."""
+        with self.lock:
+            while not (done := [i for i in ids if i in self.ended]):
+                overdue = min(self.running[i][0] for i in ids if i in self.running) + GRACE_S
+                assert self.channel is not None
+                try:
+                    reply = self.channel.receive(min(until, overdue))
+                except TimeoutError:
+                    if until < overdue:
+                        return None
+                    self.stop("timeout", "")
+                    continue
+                except BaseException:
+                    self.stop()
+                    raise
+                if reply is None:
+                    self.stop()
+                elif "pid" in reply:
+                    self.running[reply["id"]][1] = reply["pid"]
+                else:
+                    del self.running[reply["id"]]
+                    self.ended[reply["id"]] = reply
+            return done[0], self.ended.pop(done[0])
+
+    def cancel(self, plan_id: int) -> dict | None:
+        """End a plan: its child is killed and reaped before this returns (the worker is killed if it does not
+        answer at once); its reply, if it had not been waited for."""
+        with self.lock:
+            if plan_id in self.running:
+                assert self.channel is not None
+                with contextlib.suppress(BrokenPipeError):
+                    self.channel.send({"cancel": plan_id})
+                if self.wait([plan_id], time.perf_counter() + GRACE_S) is None:
+                    self.stop()
+            return self.ended.pop(plan_id, None)
+
+    def stop(self, status: str = "error", message: str = "") -> str:
+        """Kill the worker and its children's process groups; the plans in flight end with `status` and `message`
+        (by default an error naming how the worker ended). How the worker ended."""
+        for _, pid in self.running.values():
+            if pid:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(pid, signal.SIGKILL)
         ended = ""
         if self.pid and self.owner == os.getpid():
             with contextlib.suppress(ProcessLookupError):
                 os.kill(self.pid, signal.SIGKILL)
             with contextlib.suppress(ChildProcessError):
-                status = os.waitpid(self.pid, 0)[1]
-                ended = (f"killed by {signal.Signals(os.WTERMSIG(status)).name}" if os.WIFSIGNALED(status)
-                         else f"exit code {os.WEXITSTATUS(status)}")
-        self._forget()
+                code = os.waitpid(self.pid, 0)[1]
+                ended = (f"killed by {signal.Signals(os.WTERMSIG(code)).name}" if os.WIFSIGNALED(code)
+                         else f"exit code {os.WEXITSTATUS(code)}")
+        self._forget(status, message or f"the planner process died ({ended})")
         return ended
 
     def close(self) -> None:
@@ -207,7 +250,11 @@ class Worker:
         except ChildProcessError:
             return False
 
-    def _forget(self) -> None:
+    def _forget(self, status: str = "error", message: str = "") -> None:
+        """Let go of the worker (gone); the plans in flight end with `status` and `message`."""
+        for plan_id in self.running:
+            self.ended[plan_id] = {"status": status, "message": message, "cpu": 0.0, "peak_mb": 0.0}
+        self.running.clear()
         if self.channel is not None and self.owner == os.getpid():
             for fd in (self.channel.read_fd, self.channel.write_fd):
                 if fd >= 0:
@@ -215,8 +262,25 @@ class Worker:
         self.pid, self.channel = 0, None
 
 
+@dataclass
+class _Plan:
+    """A plan in the worker: its child, the child's pidfd and folder, its deadline (perf_counter), memory cap and
+    the address space it inherited (bytes), the worker's CPU seconds spent starting it, and why the worker
+    ended it (a limit, a cancel), if it did."""
+
+    pid: int
+    pidfd: int
+    folder: Path
+    deadline: float
+    cap: int
+    inherited: int
+    cpu: float
+    ended: tuple[str, str] | None = None
+
+
 def serve(family: str, channel: Channel) -> None:
-    """The worker's loop: one request per line, until the caller closes its end."""
+    """The worker's loop: requests (prepare a domain, start a plan, cancel one) until the caller closes its end;
+    each plan's reply when its child ends."""
     os.setsid()  # out of the terminal's process group: the caller decides what an interrupt ends
     faulthandler.disable()  # a crash is reported by the caller
     signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -227,33 +291,86 @@ def serve(family: str, channel: Channel) -> None:
     os.close(null)
     importlib.import_module(PRELOAD[family])  # inherited by every child
     gc.freeze()  # neither this process's collections nor its children's scan the caller's objects
-    while (request := channel.receive()) is not None:
-        if "prepare" in request:
-            prepared_domain(request["prepare"])
-            continue
-        used = _cpu()
-        folder, search, cap = Path(request["folder"]), request["search"], request["cap"]
-        try:
-            deadline = time.perf_counter() + request["seconds"]
-            domain = None if search is None else prepared_domain((folder / "domain.pddl").read_text())
-            limit = _address_space(os.getpid()) + cap  # what the child may grow to before it counts as a memout
-            gc.freeze()
-            parent = os.getpid()
-            pid = os.fork()
-            if pid == 0:
-                os.close(channel.write_fd)  # the worker's death must end its replies
-                _child(parent, folder, search, cap, limit, domain)
-            with contextlib.suppress(BrokenPipeError):  # the caller is gone: `_wait` sees it
-                channel.send({"pid": pid})
-            ended = _wait(pid, deadline, limit, folder, channel.read_fd)
-        except Exception as e:
-            ended = "error", f"the planner process failed: {e!r}", None
-        if ended is None:  # the caller is gone: the plan's files go with it (its child is killed)
-            shutil.rmtree(folder, ignore_errors=True)
-            return
-        status, message, usage = ended
-        cpu, peak = (usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024) if usage else (0.0, 0.0)
-        channel.send({"status": status, "message": message, "cpu": cpu + _cpu() - used, "peak_mb": peak})
+    plans: dict[int, _Plan] = {}  # in the order they started
+    try:
+        while True:
+            wait = min((p.deadline for p in plans.values()), default=None)
+            wait = None if wait is None else min(POLL_S, max(0.0, wait - time.perf_counter()))
+            ready = select.select([channel.read_fd, *(p.pidfd for p in plans.values())], [], [], wait)[0]
+            if channel.read_fd in ready:
+                if (requests := channel.drain()) is None:
+                    return  # the caller is gone: its plans' children and files go with it (below)
+                for request in requests:
+                    if "prepare" in request:
+                        prepared_domain(request["prepare"])
+                    elif "cancel" in request:
+                        if (plan := plans.get(request["cancel"])) is not None:
+                            _kill(plan, ("error", "cancelled"))
+                    else:
+                        try:
+                            plans[request["id"]] = _begin(request, channel)
+                        except Exception as e:
+                            channel.send({"id": request["id"], "status": "error", "cpu": 0.0, "peak_mb": 0.0,
+                                          "message": f"the planner process failed: {e!r}"})
+                            continue
+                        channel.send({"id": request["id"], "pid": plans[request["id"]].pid})
+            _limits([p for p in plans.values() if p.ended is None and p.pidfd not in ready])
+            for plan_id, plan in list(plans.items()):
+                if plan.ended is not None or plan.pidfd in ready:
+                    del plans[plan_id]
+                    channel.send({"id": plan_id, **_end(plan)})
+    finally:
+        for plan in plans.values():
+            _kill(plan, ("error", ""))
+            _end(plan)
+            shutil.rmtree(plan.folder, ignore_errors=True)
+
+
+def _begin(request: dict, channel: Channel) -> _Plan:
+    """Fork the child of a plan request."""
+    used = _cpu()
+    folder, search, cap = Path(request["folder"]), request["search"], request["cap"]
+    deadline = time.perf_counter() + request["seconds"]
+    domain = None if search is None else prepared_domain((folder / "domain.pddl").read_text())
+    inherited = _address_space(os.getpid())
+    gc.freeze()
+    parent = os.getpid()
+    pid = os.fork()
+    if pid == 0:
+        os.close(channel.write_fd)  # the worker's death must end its replies
+        _child(parent, folder, search, cap, inherited + cap, domain)
+    return _Plan(pid, os.pidfd_open(pid), folder, deadline, cap, inherited, _cpu() - used)
+
+
+def _limits(live: list[_Plan]) -> None:
+    """Kill the children past their deadline, and the newest while together they outgrow the newest one's cap."""
+    now = time.perf_counter()
+    for plan in live:
+        if now >= plan.deadline:
+            _kill(plan, ("timeout", ""))
+    live = [p for p in live if p.ended is None]
+    grown = [_growth(p) for p in live]
+    while live and sum(grown) > live[-1].cap:
+        grown.pop()
+        plan = live.pop()
+        _kill(plan, ("memout", "the planner needed more memory" + (" (beside another plan)" if live else "")))
+
+
+def _growth(plan: _Plan) -> int:
+    """How much a child has grown: its address space beyond the worker's that it inherited, or all of it once it
+    runs the search binary."""
+    size = _address_space(plan.pid)
+    with contextlib.suppress(OSError):
+        if os.readlink(f"/proc/{plan.pid}/exe") != os.readlink("/proc/self/exe"):
+            return size
+    return max(0, size - plan.inherited)
+
+
+def _kill(plan: _Plan, why: tuple[str, str]) -> None:
+    if plan.ended is None:
+        plan.ended = why
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(plan.pid, signal.SIGKILL)
 
 
 def _cpu() -> float:
@@ -261,41 +378,29 @@ def _cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def _wait(pid: int, deadline: float, limit: int, folder: Path,
-          caller: int) -> tuple[str, str, resource.struct_rusage] | None:
-    """Wait for the child, watching its address space and the `caller`'s request pipe; kill its
-    process group at the deadline, when it outgrows `limit` or when the caller hangs up (None).
-    Status, message and the child's resource usage."""
-    pidfd = os.pidfd_open(pid)
-    poll = select.poll()
-    poll.register(pidfd, select.POLLIN)
-    poll.register(caller, 0)  # only its hang-up (a request does not come during a plan)
-    status: tuple[str, str] | None = None
-    try:
-        while not (events := poll.poll(1000 * min(POLL_S, max(0.0, deadline - time.perf_counter())))):
-            over = _address_space(pid) > limit
-            if over or time.perf_counter() >= deadline:
-                status = ("memout", "the planner needed more memory") if over else ("timeout", "")
-                break
-    finally:
-        os.close(pidfd)
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(pid, signal.SIGKILL)  # at a limit, or anything the planner left behind (it is not reaped yet)
-        _, wait_status, usage = os.wait4(pid, 0)
-    if any(fd == caller for fd, _ in events):
-        return None
-    if status is not None:
-        return *status, usage
+def _end(plan: _Plan) -> dict:
+    """Reap an ended (or killed) child: the plan's reply."""
+    os.close(plan.pidfd)
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(plan.pid, signal.SIGKILL)  # anything the planner left behind (it is not reaped yet)
+    _, wait_status, usage = os.wait4(plan.pid, 0)
+    status, message = plan.ended or _outcome(wait_status, plan.folder)
+    return {"status": status, "message": message, "cpu": usage.ru_utime + usage.ru_stime + plan.cpu,
+            "peak_mb": usage.ru_maxrss / 1024}
+
+
+def _outcome(wait_status: int, folder: Path) -> tuple[str, str]:
+    """Status and message of a child that ended on its own."""
     if os.WIFSIGNALED(wait_status):
         sig = signal.Signals(os.WTERMSIG(wait_status)).name
-        return "error", f"the planner was killed by {sig}: {_log_tail(folder)}", usage
+        return "error", f"the planner was killed by {sig}: {_log_tail(folder)}"
     code = os.WEXITSTATUS(wait_status)
     if code == 0:
         if (folder / PLAN_FILE).is_file():
-            return "solved", "", usage
-        return "unsolvable", "the planner found no plan", usage
-    status = EXIT_STATUS.get(code, ("error", f"the planner failed with exit code {code}"))
-    return status[0], status[1] if status[0] != "error" else f"{status[1]}: {_log_tail(folder)}", usage
+            return "solved", ""
+        return "unsolvable", "the planner found no plan"
+    status, message = EXIT_STATUS.get(code, ("error", f"the planner failed with exit code {code}"))
+    return status, message if status != "error" else f"{message}: {_log_tail(folder)}"
 
 
 def _log_tail(folder: Path) -> str:
@@ -312,7 +417,7 @@ def _child(parent: int, folder: Path, search: list[str] | None, cap: int, limit:
     code = TRANSLATE_CRITICAL_ERROR
     try:
         _die_with(parent)
-        os.setpgid(0, 0)
+        os.setsid()  # its own process group to kill, and its own CPU share (Linux schedules sessions fairly)
         signal.signal(signal.SIGINT, signal.SIG_DFL)  # ignored by the worker; an ignored signal stays so in exec
         os.chdir(folder)
         os.environ["TMPDIR"] = tempfile.tempdir = str(folder)  # (tarski's grounder leaves files in its own)

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import tempfile
+import time
 from pathlib import Path
 
 import pytest
@@ -16,11 +19,12 @@ from kgplan.graph.model import Delta, Fact
 from kgplan.graph.world import WorldGraph
 from kgplan.interfaces.cli import app
 from kgplan.planners.execute import execute
-from kgplan.planners.pipeline import last_plan, plan
+from kgplan.planners.pipeline import PlanReport, last_plan, plan
 from kgplan.planners.problem import Task
 from kgplan.planners.relevance import Relevance
-from kgplan.planners.solve import Status, solve, validate
+from kgplan.planners.solve import FOLDER_PREFIX, SCRATCH, Status, solve, validate
 from kgplan.planners.state import State, Step, simulate
+from kgplan.planners.worker import worker
 from tests.conftest import DATA, HOUSEHOLD, l3mp_runs, run_steps
 
 F = Fact.parse
@@ -308,3 +312,64 @@ def test_pruning_counts_against_the_memory_cap(tmp_path: Path) -> None:
         g.init(Domain.load(EXPLOSIVE), problem=Problem.parse((EXPLOSIVE / "p01.pddl").read_text()))
         r = plan(g, "(done)", timeout=600, memory_mb=64)
     assert r.status == Status.MEMOUT and "pruning grew past the memory cap (64 MB)" in r.message
+
+
+# ---- a cost bound whatever pruning does: the full state races a pruned task that is slow to fail -----------------
+# Each match lights one lamp: twelve lamps and eleven matches is unsolvable, and proving it visits every way to light
+# up to eleven of them with as many matches (1.35 million states: ten lamps take 20 s); with the twelfth match, a
+# plan is twelve steps.
+LAMPS = Domain.parse("""(define (domain lamps) (:requirements :strips :typing) (:types lamp match)
+  (:predicates (lit ?l - lamp) (fresh ?m - match))
+  (:action light :parameters (?l - lamp ?m - match) :precondition (fresh ?m) :effect (and (lit ?l) (not (fresh ?m)))))
+""")
+
+
+def lamps_task(lamps: int, matches: int) -> Task:
+    objects = {f"l{i}": "lamp" for i in range(lamps)} | {f"m{i}": "match" for i in range(matches)}
+    goal = Problem.parse(f"(define (problem p) (:domain lamps) (:objects {' '.join(objects)} - object) (:goal "
+                         f"(and {' '.join(f'(lit l{i})' for i in range(lamps))})))").goal
+    return Task(LAMPS, objects, {("fresh", (f"m{i}",)) for i in range(matches)}, goal)
+
+
+def race(full: Task, pruned: Task, timeout: float) -> PlanReport:
+    """The pipeline's race of `pruned` (the pruning's only task) against the full state, as `plan` runs it."""
+    from kgplan.planners.budget import bounded
+    from kgplan.planners.pipeline import _race
+
+    state = State(full.domain, full.objects, full.facts)
+    report = PlanReport(goal=str(full.goal), status=Status.ERROR, planner="fd", facts_full=len(full.facts))
+    with bounded(timeout, 4096) as budget:
+        _race(report, state, full.objects, full.goal, iter([("pruned (lost a match)", pruned)]), budget, [],
+              lambda _: None)
+    return report
+
+
+def planner_processes() -> list[int]:
+    """The fd worker's children (planners) alive now."""
+    from tests.planners.test_solve import _alive, _children
+
+    runner = worker("fd")
+    return [pid for pid in _children(runner.pid) if _alive(pid)] if runner.pid else []
+
+
+def test_a_pruned_task_that_is_slow_to_fail_loses_to_the_full_state() -> None:
+    """Issue 22.2: a pruned task that lost an object can be unsolvable and take the planner the whole timeout to
+    prove so; the full state, started beside it after a moment, answers instead, and the pruned planner is
+    killed at once (no planner process is left, nor its folder)."""
+    full = lamps_task(12, 12)
+    pruned = lamps_task(12, 11)
+    r = race(full, pruned, timeout=600)
+    assert r.solved and r.winner == "full" and r.raced and r.used_full_state, r
+    assert r.widenings == 0  # the pruned attempt was not given up: it lost
+    assert simulate(State(LAMPS, full.objects, full.facts), r.plan, full.goal) is None
+    assert planner_processes() == []
+    assert not list(Path(SCRATCH or tempfile.gettempdir()).glob(f"{FOLDER_PREFIX}{os.getpid()}-*"))
+
+
+def test_a_race_that_runs_out_of_time_ends_at_the_timeout() -> None:
+    full = pruned = lamps_task(12, 11)
+    t = time.perf_counter()
+    r = race(full, pruned, timeout=2)
+    assert r.status == Status.TIMEOUT and r.raced and not r.plan, r
+    assert time.perf_counter() - t < 2 + 3  # the bound itself (a second and a half of grace)
+    assert planner_processes() == []

@@ -21,7 +21,7 @@ from kgplan.domains.sexpr import read
 from kgplan.errors import InputError
 from kgplan.planners.engines import PLANNERS
 from kgplan.planners.problem import Task
-from kgplan.planners.solve import expand_quantifiers, solve
+from kgplan.planners.solve import cancel, expand_quantifiers, finish, solve, start
 from kgplan.planners.state import State, simulate
 from kgplan.planners.worker import prepared_domain, worker
 from tests.conftest import DATA
@@ -261,3 +261,28 @@ def test_planning_imports_no_heavy_library() -> None:
             "print(sorted(m for m in ('unified_planning', 'torch', 'lapkt') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_plans_at_once_share_the_memory_cap() -> None:
+    """Two plans in flight (the pipeline's race) grow within one memory cap together: the newest is killed first."""
+    first = start(exploding_task(), timeout=60, memory_mb=300)
+    second = start(exploding_task(), timeout=60, memory_mb=300)
+    ended = {}
+    while len(ended) < 2:
+        done = finish([a for a in (first, second) if a.plan_id not in ended])
+        assert done is not None
+        ended[done[0].plan_id] = done[1]
+    assert ended[second.plan_id].status == "memout", ended[second.plan_id]
+    assert "beside another plan" in ended[second.plan_id].message
+    assert ended[first.plan_id].status == "memout", ended[first.plan_id]
+
+
+def test_a_cancelled_plan_leaves_no_process_nor_folder(household: Domain, world_problem: Problem) -> None:
+    """The race's loser: its planner is killed and reaped, its folder removed, before `cancel` returns; the
+    worker plans on."""
+    attempt = start(exploding_task(), timeout=60)
+    time.sleep(0.3)  # translating
+    r = cancel(attempt)
+    assert r.status == "error" and r.message == "cancelled"
+    assert not [pid for pid in _children(worker("fd").pid) if _alive(pid)] and not attempt.folder.exists()
+    assert solve(world_task(household, world_problem, "(holding robot apple)")).solved
