@@ -54,7 +54,7 @@ class PlanReport:
     widenings: int = 0  # pruned states given up (goal not relaxed-reachable on it, or no valid plan)
     fallback: bool = False  # pruning was tried and the full state answered
     raced: bool = False  # the full state was planned on beside a pruned attempt (it took longer than HEDGE_S)
-    winner: str = ""  # the attempt that answered: "pruned (LEVEL)" or "full"
+    winner: str = ""  # what answered: "pruned (LEVEL)", "full", or "relaxation" (unreachable even relaxed)
     message: str = ""
     cost: float | None = None  # the plan's (total-cost) under :action-costs
     why: list[Cause] = field(default_factory=list)  # an unsolvable goal's causes (planners/whynot.py)
@@ -152,7 +152,11 @@ def _plan(report: PlanReport, graph: WorldGraph, state: State, objects: dict[str
         prune = False
         notes.append(f"{planner} is optimal: it plans on the full state (pruning does not keep optimality)")
     pruned = _pruned(report, state, goal, notes, progress) if prune else iter(())
-    _race(report, state, objects, goal, pruned, budget, notes, progress)
+    try:
+        _race(report, state, objects, goal, pruned, budget, notes, progress)
+    except _Hopeless:
+        report.status, report.winner = Status.UNSOLVABLE, "relaxation"
+        notes.append("the goal is not reachable even with every deletion ignored (relaxed): no planner was run")
     report.fallback = prune and report.used_full_state
     if report.status == Status.UNSOLVABLE:
         _why(report, graph, state, goal, notes)
@@ -170,14 +174,20 @@ def _why(report: PlanReport, graph: WorldGraph, state: State, goal: Formula, not
     report.why, report.alternative = why.causes, why.alternative
 
 
+class _Hopeless(Exception):
+    """The goal is not relaxed-reachable on the full state: no plan exists, no planner needs to say so."""
+
+
 def _pruned(report: PlanReport, state: State, goal: Formula, notes: list[str],
             progress: Callable[[str], None]) -> Iterator[tuple[str, Task]]:
     """The pruned tasks to plan on, ever wider (`Relevance.prunings`), pruned as they are asked for; those on which
-    the goal is not relaxed-reachable are given up at once (a widening)."""
+    the goal is not relaxed-reachable are given up at once (a widening); _Hopeless if it is not on the full state."""
     t = time.perf_counter()
     progress("pruning the state to what the goal needs")
     for pruned in Relevance(state.domain).prunings(state, goal):
         report.prune_seconds += time.perf_counter() - t
+        if pruned.hopeless:
+            raise _Hopeless
         report.facts_pruned = len(pruned.facts)
         progress(f"pruned state ({pruned.level}): {len(pruned.facts)} of {len(state.facts)} facts")
         if pruned.reachable:

@@ -69,6 +69,7 @@ class Pruned:
     facts: set[formula.GroundAtom]
     level: str = LEVELS[0]
     reachable: bool = True
+    hopeless: bool = False  # the goal is not relaxed-reachable on the full state either: no plan exists
 
 
 def literals(f: Formula, positive: bool = True) -> Iterator[tuple[Atom, bool]]:
@@ -139,7 +140,7 @@ class Relevance:
         actions reached before the goal; only the last when building a plan met a dead end (the
         relaxed-plan objects would likely be too few). Each says whether its goal is
         relaxed-reachable on it; if the goal is not relaxed-reachable on the full state, one
-        unreachable pruning."""
+        hopeless pruning (the relaxation over-approximates what a plan can reach: there is none)."""
         patterns, bindings = self._relevant(state, goal)
         full = _Explorer(self.domain, state, patterns, bindings)
         t = self.domain.meta.get("agent_type", "agent")  # the objects that act (domain.toml)
@@ -147,7 +148,7 @@ class Relevance:
         base = set(acting) | set(self.domain.constants)
         base |= {a for o in acting for _, args in state.about(o) for a in args}
         if not full.run(goal):
-            yield Pruned({}, set(), LEVELS[0], reachable=False)
+            yield Pruned({}, set(), LEVELS[0], reachable=False, hopeless=True)
             return
         named, spared = self._executed(state, goal, full, patterns, bindings)
         keep = base | named
