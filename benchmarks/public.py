@@ -4,11 +4,11 @@ generators of the PyPI package pypddl-datasets (`pip install pypddl-datasets`, o
 Every classical generator of the package with a fixed domain is tried; a domain whose file or whose
 problems kgplan does not accept (`Domain.load`, `Problem.parse`) is counted as not accepted, with the
 reason. Per domain, problems are made at up to three sizes (`SIZES`, smallest first) and several
-seeds into a folder, then planned on with Fast Downward as the pipeline does it: on the first
-(relaxed-plan) pruned state, widened while the goal is not relaxed-reachable on it or the planner
-finds no plan valid on the full state, and on the full state last; and once on the full state
-alone. The property checked: no problem whose full task the planner solves and whose first pruned
-task it cannot (a loss).
+seeds into a folder, then planned on with Fast Downward: once on the full state alone, once on the
+first (relaxed-plan) pruned state alone, and once as `kgplan plan` does it on a sqlite graph holding
+the problem (pruning, widening, the race with the full state; its plan checked on the full state).
+The properties checked: no problem whose full task the planner solves and whose first pruned task it
+cannot (a loss), and no plan call slower than the full state alone + 0.5 s.
 
     kgplan bench public [--domains ipc/barman,ipc/sokoban] [--sizes 0,1] [--seeds 1,2] [--json FILE]
 """
@@ -30,13 +30,18 @@ from rich.table import Table
 
 from kgplan.benchmarks import console as bench_console
 from kgplan.benchmarks import write_json
+from kgplan.domains.formula import to_pddl
 from kgplan.domains.model import Domain, Problem
+from kgplan.graph.backends import open_graph
+from kgplan.graph.world import WorldGraph
+from kgplan.planners.pipeline import plan
 from kgplan.planners.problem import Task
 from kgplan.planners.relevance import Relevance
 from kgplan.planners.solve import solve
 from kgplan.planners.state import State, simulate
 
 PACKAGE = "pypddl_datasets.generators.classical"
+BOUND_S = 0.5  # the plan call may take this much longer than the full state alone
 # keyword arguments of `make_problem` per size, smallest first, by generator name: a name alone fits every
 # folder (ipc/, autoscale/, ipc_learning/, misc/) whose generator takes them, a path only that folder
 SIZES: dict[str, list[dict]] = {
@@ -222,28 +227,22 @@ def make(fn: Callable[..., str | None], kwargs: dict, seed: int) -> str | None:
     return fn(**kwargs)
 
 
-def plan_pruned(domain: Domain, state: State, problem: Problem, timeout: float) -> dict:
-    """Plan as the pipeline does: each pruned state in turn while the goal is not relaxed-reachable on it
-    or no valid plan comes, then the full state. The first pruned state's outcome, the widenings, the
-    seconds (pruning and planning) and whether a valid plan came."""
-    goal, out = problem.goal, {"widenings": 0, "seconds": 0.0, "first": None, "solved": False}
+def plan_pruned(g: WorldGraph, domain: Domain, state: State, problem: Problem, timeout: float) -> dict:
+    """The first pruned task's outcome (solved with a plan valid on the full state, or why not) and its size;
+    then the call as `kgplan plan` makes it (pruning, widening, the race with the full state) on `g` holding the
+    problem: its seconds, widenings, the attempt that answered and whether it gave a valid plan."""
+    goal = problem.goal
+    first = next(Relevance(domain).prunings(state, goal))
+    out: dict = {"facts": len(first.facts), "first": "unreachable"}
+    if first.reachable:
+        r = solve(Task(domain, first.objects, first.facts, goal, state.numbers), "fd", timeout)
+        out["first"] = "solved" if r.solved and simulate(state.copy(), r.plan, goal) is None else str(r.status)
+    g.init(domain, force=True)
+    g.load_problem(problem, verified=False)
     t = time.perf_counter()
-    for pruned in Relevance(domain).prunings(state, goal):
-        if out["first"] is None:
-            out["facts"], out["first"] = len(pruned.facts), "unreachable"
-        if pruned.reachable:
-            r = solve(Task(domain, pruned.objects, pruned.facts, goal, state.numbers), "fd", timeout)
-            valid = r.solved and simulate(state.copy(), r.plan, goal) is None
-            if out["first"] == "unreachable" and not out["widenings"]:
-                out["first"] = "solved" if valid else str(r.status)
-            if valid:
-                out["solved"], out["seconds"] = True, time.perf_counter() - t
-                return out
-        out["widenings"] += 1
-    r = solve(Task(domain, dict(problem.objects), set(state.facts), goal, state.numbers), "fd", timeout)
-    out["solved"] = r.solved and simulate(state.copy(), r.plan, goal) is None
-    out["seconds"] = time.perf_counter() - t
-    return out
+    report = plan(g, to_pddl(goal), timeout=timeout)  # its plans are checked on the full state
+    return out | {"seconds": time.perf_counter() - t, "widenings": report.widenings, "winner": report.winner,
+                  "solved": report.solved}
 
 
 def run(names: list[str] | None, sizes: list[int], seeds: list[int], timeout: float, out: Path,
@@ -267,37 +266,11 @@ def run(names: list[str] | None, sizes: list[int], seeds: list[int], timeout: fl
             skipped[name] = "no sizes given for its generator"
             continue
         cases += [(name, domain, fn, i, all_sizes[i], seed) for i in sizes if i < len(all_sizes) for seed in seeds]
-    rows = []
-    for name, domain, fn, size, kwargs, seed in progress(cases, description="public problems"):
-        row: dict = {"domain": name, "size": size, "seed": seed}
-        rows.append(row)
-        try:
-            text = make(fn, kwargs, seed)
-        except Exception as e:
-            row["error"] = f"generator: {type(e).__name__}: {str(e)[:120]}"
-            continue
-        if not text:
-            row["error"] = "generator: no problem for these arguments"
-            continue
-        path = out / name / f"s{size}-seed{seed}.pddl"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
-        try:
-            problem = Problem.parse(text, path.stem)
-            state = State(domain, problem.objects, problem.init, problem.numbers)
-        except Exception as e:
-            row["error"] = f"not accepted: {type(e).__name__}: {str(e)[:120]}"
-            continue
-        if problem.goal is None or state.holds(problem.goal):
-            row["error"] = "no goal, or the goal holds already"
-            continue
-        t = time.perf_counter()
-        full = solve(Task(domain, dict(problem.objects), set(state.facts), problem.goal, state.numbers), "fd",
-                     timeout)
-        row |= {"facts_full": len(state.facts), "full": str(full.status), "full_seconds": time.perf_counter() - t,
-                "full_solved": full.solved and simulate(state.copy(), full.plan, problem.goal) is None}
-        row |= {f"pruned_{k}": v for k, v in plan_pruned(domain, state, problem, timeout).items()}
-        row["loss"] = row["full_solved"] and row["pruned_first"] != "solved"
+    rows: list[dict] = []
+    with tempfile.TemporaryDirectory() as tmp:
+        g = open_graph(f"sqlite:{Path(tmp) / 'public.db'}")
+        for name, domain, fn, size, kwargs, seed in progress(cases, description="public problems"):
+            rows.append(_measure(g, name, domain, fn, size, kwargs, seed, timeout, out))
     for name in {r["domain"] for r in rows}:
         mine = [r for r in rows if r["domain"] == name]
         if all(r.get("error", "").startswith("not accepted") for r in mine):
@@ -305,21 +278,61 @@ def run(names: list[str] | None, sizes: list[int], seeds: list[int], timeout: fl
     return rows, skipped
 
 
+def _measure(g: WorldGraph, name: str, domain: Domain, fn: Callable[..., str | None], size: int, kwargs: dict,
+             seed: int, timeout: float, out: Path) -> dict:
+    """One generated problem: made into `out`, planned on the full state alone and as `kgplan plan` does."""
+    row: dict = {"domain": name, "size": size, "seed": seed}
+    try:
+        text = make(fn, kwargs, seed)
+    except Exception as e:
+        row["error"] = f"generator: {type(e).__name__}: {str(e)[:120]}"
+        return row
+    if not text:
+        row["error"] = "generator: no problem for these arguments"
+        return row
+    path = out / name / f"s{size}-seed{seed}.pddl"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    try:
+        problem = Problem.parse(text, path.stem)
+        state = State(domain, problem.objects, problem.init, problem.numbers)
+    except Exception as e:
+        row["error"] = f"not accepted: {type(e).__name__}: {str(e)[:120]}"
+        return row
+    if problem.goal is None or state.holds(problem.goal):
+        row["error"] = "no goal, or the goal holds already"
+        return row
+    t = time.perf_counter()
+    full = solve(Task(domain, dict(problem.objects), set(state.facts), problem.goal, state.numbers), "fd",
+                 timeout)
+    row |= {"facts_full": len(state.facts), "full": str(full.status), "full_seconds": time.perf_counter() - t,
+            "full_solved": full.solved and simulate(state.copy(), full.plan, problem.goal) is None}
+    try:
+        row |= {f"pruned_{k}": v for k, v in plan_pruned(g, domain, state, problem, timeout).items()}
+    except Exception as e:  # a name or fact the graph refuses: counted, with the reason
+        row["error"] = f"not accepted: {type(e).__name__}: {str(e)[:120]}"
+        return row
+    row["loss"] = row["full_solved"] and row["pruned_first"] != "solved"
+    row["slow"] = row["pruned_seconds"] > row["full_seconds"] + BOUND_S
+    return row
+
+
 def summarise(rows: list[dict]) -> dict[str, dict]:
     """Per domain: problems, full solved, first pruning solved, losses, widenings, facts kept / full and the
-    seconds pruned and full (medians over the problems the full task solved)."""
+    seconds of the plan call and of the full state alone (medians over the problems the full task solved)."""
     by: dict[str, list[dict]] = defaultdict(list)
     for r in rows:
         by[r["domain"]].append(r)
     out = {}
     for name, mine in sorted(by.items()):
-        ok = [r for r in mine if r.get("full_solved")]
+        ok = [r for r in mine if r.get("full_solved") and "error" not in r]
         out[name] = {
             "problems": len([r for r in mine if "full" in r]),
             "errors": len([r for r in mine if "error" in r]),
             "full_solved": len(ok),
             "first_solved": len([r for r in ok if r["pruned_first"] == "solved"]),
             "losses": len([r for r in ok if r["loss"]]),
+            "slow": len([r for r in ok if r["slow"]]),
             "widenings": sum(r["pruned_widenings"] for r in ok),
             "kept": statistics.median(r["pruned_facts"] / r["facts_full"] for r in ok) if ok else None,
             "pruned_s": statistics.median(r["pruned_seconds"] for r in ok) if ok else None,
@@ -352,20 +365,23 @@ def main(argv: list[str] | None = None) -> int:
     summary = summarise(rows)
     table = Table(title="relevance pruning on public domains (Fast Downward; seconds are medians)")
     for col in ("domain", "problems", "full solved", "first pruning solved", "losses", "widenings",
-                "facts kept / full", "pruned s", "full s", "errors"):
+                f"calls > full + {BOUND_S} s", "facts kept / full", "plan call s", "full s", "errors"):
         table.add_column(col, justify="left" if col == "domain" else "right")
     for name, s in summary.items():
         def num(x: float | None, fmt: str) -> str:
             return "-" if x is None else format(x, fmt)
         table.add_row(name, str(s["problems"]), str(s["full_solved"]), str(s["first_solved"]),
                       f"[red]{s['losses']}[/red]" if s["losses"] else "0", str(s["widenings"]),
+                      f"[red]{s['slow']}[/red]" if s["slow"] else "0",
                       num(s["kept"], ".0%"), num(s["pruned_s"], ".2f"), num(s["full_s"], ".2f"), str(s["errors"]))
     console.print(table)
     losses = sum(s["losses"] for s in summary.values())
+    slow = sum(s["slow"] for s in summary.values())
     console.print(f"{len(summary)} domains, {sum(s['full_solved'] for s in summary.values())} problems solved on "
-                  f"the full state, {losses} lost by the first pruning; {len(skipped)} domains not taken")
+                  f"the full state, {losses} lost by the first pruning, {slow} plan calls slower than the full state + "
+                  f"{BOUND_S} s; {len(skipped)} domains not taken")
     for name, why in sorted(skipped.items()):
         console.print(f"  {name}: {why}")
     write_json(args.json, {"summary": summary, "skipped": skipped, "rows": rows})
     console.print(f"results: {args.json}")
-    return 1 if losses else 0
+    return 1 if losses or slow else 0
