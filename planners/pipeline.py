@@ -34,6 +34,8 @@ LAST_PLAN = "last_plan"
 # of the state beyond 5,000 facts: writing a large state's problem costs the caller 10-15 us a fact and its
 # translation the full-state planner 0.3-16 ms a fact, measured)
 HEDGE_S, HEDGE_S_PER_FACT = 0.25, 50e-6
+POLL_S = 0.02  # how often pruning, once the full state plans beside it, looks whether that planner has ended
+DECISIVE = (Status.SOLVED, Status.UNSOLVABLE, Status.TIMEOUT)  # a full-state answer that ends the call
 
 
 @dataclass
@@ -174,6 +176,10 @@ def _why(report: PlanReport, graph: WorldGraph, state: State, goal: Formula, not
     report.why, report.alternative = why.causes, why.alternative
 
 
+class _FullEnded(Exception):
+    """The full state's planner gave a decisive answer while pruning still ran: pruning stops."""
+
+
 class _Hopeless(Exception):
     """The goal is not relaxed-reachable on the full state: no plan exists, no planner needs to say so."""
 
@@ -203,7 +209,9 @@ def _race(report: PlanReport, state: State, objects: dict[str, str], goal: Formu
           budget: Budget, notes: list[str], progress: Callable[[str], None]) -> None:
     """Plan on the `pruned` tasks in turn and on the full state beside them, from `HEDGE_S` on (or once they are
     spent, if sooner), in a second planner process: the first valid plan is the answer and the other attempt is
-    killed at once. A pruned task that gives no valid plan is given up (a widening) while the full state plans on;
+    killed at once; pruning that still runs when the full state's planner has a plan or a proof stops there (it
+    looks every `POLL_S`). A pruned task that gives no valid plan is given up (a widening) while the full state
+    plans on;
     the full state's answer is final when it proves the goal unsolvable, and when no pruned task is left. So the
     call never takes much longer than planning on the full state alone (`HEDGE_S` more, and what the two planners
     take from each other on a busy machine). A full-state planner out of memory beside a pruned one plans again
@@ -216,6 +224,8 @@ def _race(report: PlanReport, state: State, objects: dict[str, str], goal: Formu
     full: tuple[str, Task, Attempt] | None = None  # the full state's in flight
     full_answer: tuple[str, Task, PlanResult] | None = None  # the full state's failure, final once pruning is spent
     spent = False  # no pruned task is left
+    early: tuple[Attempt, PlanResult] | None = None  # the full state's end, seen while pruning ran
+    pruning = False  # whether pruning runs (poll stops only that: ticks come from checking plans too)
 
     def hedge() -> None:
         nonlocal full
@@ -224,12 +234,30 @@ def _race(report: PlanReport, state: State, objects: dict[str, str], goal: Formu
             report.raced |= not spent
             task = Task(state.domain, objects, set(state.facts), goal, state.numbers)
             full = ("full", task, start(task, planner, budget.left(), budget.memory_mb))
+            budget.alarm = (time.monotonic() + POLL_S, poll)
+
+    def poll() -> None:  # rung while pruning runs (however long it takes): has the full state's planner ended?
+        nonlocal early
+        if full is not None and early is None:
+            if pruning:
+                early = finish([full[2]], 0.0)
+            if early is None:
+                budget.alarm = (time.monotonic() + POLL_S, poll)
+            elif early[1].status in (Status.SOLVED, Status.UNSOLVABLE):  # a timeout: pruning's own budget says so
+                raise _FullEnded
 
     budget.alarm = (time.monotonic() + hedge_s, hedge)  # rung while pruning, however long that takes
     try:
         while True:
             if current is None and not spent:
-                if (pruned_task := next(pruned, None)) is None:
+                pruning = True
+                try:
+                    pruned_task = next(pruned, None)
+                except _FullEnded:
+                    pruned_task = None
+                finally:
+                    pruning = False
+                if pruned_task is None:
                     spent = True
                 else:
                     progress(f"{planner} on the {pruned_task[0]} state")
@@ -239,11 +267,14 @@ def _race(report: PlanReport, state: State, objects: dict[str, str], goal: Formu
                     _answer(report, state, *full_answer, notes, progress)
                     return
                 hedge()
-            racing = [a[2] for a in (current, full) if a is not None]
-            ended = finish(racing, hedge_at if full is None and full_answer is None else math.inf)
-            if ended is None:
-                hedge()
-                continue
+            if early is not None:
+                ended, early = early, None
+            else:
+                racing = [a[2] for a in (current, full) if a is not None]
+                ended = finish(racing, hedge_at if full is None and full_answer is None else math.inf)
+                if ended is None:
+                    hedge()
+                    continue
             attempt, result = ended
             _account(report, result)
             if full is not None and attempt is full[2]:
@@ -251,7 +282,7 @@ def _race(report: PlanReport, state: State, objects: dict[str, str], goal: Formu
                 if result.status == Status.MEMOUT and current is not None:  # alone once the pruned tasks are spent
                     notes.append(f"full state beside a pruned one: memout: {result.message}")
                     hedge_at = math.inf
-                elif result.status in (Status.SOLVED, Status.UNSOLVABLE, Status.TIMEOUT) or current is None:
+                elif result.status in DECISIVE or current is None:
                     _answer(report, state, name, task, result, notes, progress)
                     return
                 else:

@@ -6,6 +6,7 @@ import json
 import os
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -368,6 +369,32 @@ def test_a_pruned_task_that_is_slow_to_fail_loses_to_the_full_state() -> None:
     assert simulate(State(LAMPS, full.objects, full.facts), r.plan, full.goal) is None
     assert planner_processes() == []
     assert not list(Path(SCRATCH or tempfile.gettempdir()).glob(f"{FOLDER_PREFIX}{os.getpid()}-*"))
+
+
+def test_the_full_states_plan_ends_a_pruning_that_runs_long() -> None:
+    """Issue 22.2: pruning itself can take long (its repairs of the relaxed plan: tetris took 6 s where the full
+    state plans in 0.7 s); the full state's planner, started beside it, answers as soon as it has a plan, and
+    pruning stops there (it used to be seen only once pruning had ended)."""
+    from kgplan.planners.budget import bounded, tick
+    from kgplan.planners.pipeline import _race
+
+    full = lamps_task(3, 3)
+    finished = []
+
+    def long_pruning() -> Iterator[tuple[str, Task]]:
+        t = time.monotonic()
+        while time.monotonic() - t < 120:  # ticks as pruning does, for longer than the test may take
+            tick()
+        finished.append(True)
+        yield "pruned (relaxed plan)", full
+
+    state = State(full.domain, full.objects, full.facts)
+    r = PlanReport(goal=str(full.goal), status=Status.ERROR, planner="fd", facts_full=len(full.facts))
+    with bounded(600, 4096) as budget:
+        _race(r, state, full.objects, full.goal, long_pruning(), budget, [], lambda _: None)
+    assert r.solved and r.winner == "full" and r.raced and not finished, r
+    assert simulate(State(LAMPS, full.objects, full.facts), r.plan, full.goal) is None
+    assert planner_processes() == []
 
 
 def test_a_race_that_runs_out_of_time_ends_at_the_timeout() -> None:
