@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import sys
 from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict
 from enum import StrEnum
@@ -112,18 +112,24 @@ At = Annotated[str | None, typer.Option(
                  "made then (ISO, UTC unless it says: 2026-11-20T08:00).")]
 
 
+def print_facts(new: Iterable[Entity], gone: Iterable[Entity | str], remove: Iterable[Fact],
+                add: Iterable[Fact]) -> None:
+    """Entities that appear and go, then facts removed and added, a line each."""
+    for e in new:
+        out.print(f"  [cyan]new[/cyan] {e.name} - {e.type}", highlight=False)
+    for e in gone:
+        out.print(f"  [red]gone[/red] {e if isinstance(e, str) else f'{e.name} - {e.type}'}", highlight=False)
+    for f in remove:
+        out.print(f"  [red]-[/red] {escape(str(f))}", highlight=False)
+    for f in add:
+        out.print(f"  [green]+[/green] {escape(str(f))}", highlight=False)
+
+
 def print_change(c: Change, title: str = "Applied change") -> None:
     d = c.delta
     out.print(f"[green]{title} #{c.id}[/green] ({d.source}{': ' + d.text if d.text else ''})",
               highlight=False)
-    for e in d.new_entities:
-        out.print(f"  [cyan]new[/cyan] {e.name} - {e.type}", highlight=False)
-    for e in d.removed_entities:
-        out.print(f"  [red]gone[/red] {e if isinstance(e, str) else f'{e.name} - {e.type}'}", highlight=False)
-    for f in d.remove:
-        out.print(f"  [red]-[/red] {f}", highlight=False)
-    for f in d.add:
-        out.print(f"  [green]+[/green] {f}", highlight=False)
+    print_facts(d.new_entities, d.removed_entities, d.remove, d.add)
     for u in d.unknown:
         out.print(f"  [yellow]unknown[/yellow] {u}{' (a placeholder)' if u.predicate is None else ''}",
                   highlight=False)
@@ -577,14 +583,7 @@ def diff(start: Annotated[str, typer.Argument(help="A change id or an ISO time (
         with agent() as a:
             d = a.difference(start, end)
         out.print(f"[bold]From change #{d.start} to change #{d.end}[/bold]", highlight=False)
-        for e in d.new_entities:
-            out.print(f"  [cyan]new[/cyan] {e.name} - {e.type}", highlight=False)
-        for e in d.removed_entities:
-            out.print(f"  [red]gone[/red] {e.name} - {e.type}", highlight=False)
-        for f in d.remove:
-            out.print(f"  [red]-[/red] {escape(str(f))}", highlight=False)
-        for f in d.add:
-            out.print(f"  [green]+[/green] {escape(str(f))}", highlight=False)
+        print_facts(d.new_entities, d.removed_entities, d.remove, d.add)
         if not (d.add or d.remove or d.new_entities or d.removed_entities):
             out.print("  no difference")
 
