@@ -11,6 +11,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -19,7 +20,7 @@ from pydantic import ValidationError
 from kgplan.domains.invariants import Mined, MutexGroup, Synthesis
 from kgplan.domains.model import Domain, Problem, resolve_domain
 from kgplan.domains.verify import ChangeRefused, Issue
-from kgplan.errors import InputError, LLMError, NotFound
+from kgplan.errors import InputError, KgplanError, LLMError, NotFound
 from kgplan.files import read_json, read_text
 from kgplan.graph.backends import open_graph
 from kgplan.graph.model import Change, ChangeSlice, Delta, Difference, Entity, Fact, Interval, Unknown
@@ -30,7 +31,7 @@ if TYPE_CHECKING:
     from kgplan.games.scene import Scene, SceneCounts
     from kgplan.language.llm import LLM, LLMConfig
     from kgplan.language.pddl_edit import EditOutcome
-    from kgplan.language.update import Outcome, Retrieval
+    from kgplan.language.update import Clarification, Outcome, Retrieval
     from kgplan.planners.execute import Execution
     from kgplan.planners.mcts.search import Decision
     from kgplan.planners.pipeline import PlanReport
@@ -42,6 +43,22 @@ Progress = Callable[[str], None]
 
 def quiet(_: str) -> None:
     """The default progress callback: say nothing."""
+
+
+class TellMode(StrEnum):
+    """How `tell` turns a sentence into a change."""
+
+    propose = "propose"  # the model names and chooses among the changes the domain proposes (language.propose)
+    rewrite = "rewrite"  # the model writes the change; verification issues go back to it (L3M+P's Algorithm 3)
+
+
+class Unclear(KgplanError):
+    """The text does not tell which of some options it means (`clarification`): ask the user, then ask again with
+    `answers={clarification.word: option}`."""
+
+    def __init__(self, clarification: Clarification) -> None:
+        super().__init__(clarification.question)
+        self.clarification = clarification
 
 
 @dataclass
@@ -235,6 +252,12 @@ class Agent:
         each interval (see `WorldGraph.timeline`)."""
         return self.graph.timeline(pattern)
 
+    def how(self, intervals: list[Interval]) -> list[str | None]:
+        """How the change that opened each interval chose its fact, where a sentence told it (`Delta.how`)."""
+        told = {i.opened.id for i in intervals if i.opened.source == "nl"}  # few: each read whole, once
+        how = {c: self.diff(c, 0, 0).delta.how for c in told}
+        return [how.get(i.opened.id, {}).get(str(i.fact)) for i in intervals]
+
     def difference(self, start: int | str, end: int | str) -> Difference:
         """What held at one moment and not at the other: facts and entities (see `WorldGraph.difference`)."""
         return self.graph.difference(start, end)
@@ -346,15 +369,18 @@ class Agent:
         return full_graph(self.graph) if whole else select_entities(self.llm, self.graph, text, depth)
 
     def tell(self, text: str, *, dry_run: bool = False, whole: bool = False, depth: int = 1, rounds: int = 3,
-             propose: bool = False, answers: dict[str, str] | None = None, progress: Progress = quiet) -> Outcome:
+             propose: bool = True, answers: dict[str, str] | None = None, progress: Progress = quiet) -> Outcome:
         """Turn a sentence into a verified change through the LLM (verified only, with `dry_run`).
 
         The outcome says what happened: its `change` (or, in a dry run, its `delta`), the issues of each
         refused reply, and `error` when no valid change came out (the graph is then unchanged). The LLM is asked
         without the writers' lock: other changes go on meanwhile; the reply is verified against the graph as it
-        is when applied. With `propose`, the LLM names what the sentence is about and chooses among the changes
-        the domain admits (language.propose); where that is ambiguous the outcome holds a `clarification`
-        instead of a change, answered by telling the same sentence again with `answers={word: option}`.
+        is when applied. With `propose` (the default), the LLM names what the sentence is about and chooses among
+        the changes the domain admits (language.propose); where that is ambiguous the outcome holds a
+        `clarification` instead of a change, answered by telling the same sentence again with
+        `answers={word: option}`. Without it (`TellMode.rewrite`), the LLM writes the change from the entities it
+        selects (`whole`: the whole graph) and their facts within `depth` hops, re-prompted with the issues for at
+        most `rounds` replies.
         """
         from kgplan.language.update import Outcome, update
 
@@ -367,7 +393,10 @@ class Agent:
             if not self.count()[0]:
                 raise InputError("the graph has no entities yet: nothing to talk about")
             progress("asking the LLM what the sentence names, then which of the changes it admits happened")
-            return tell(self.llm, self.graph, text, answers=answers, dry_run=dry_run, out=out, lock=self.writes)
+            tell(self.llm, self.graph, text, answers=answers, dry_run=dry_run, out=out, lock=self.writes)
+            if out.failed:  # as retrieval's call raises it
+                raise out.failed
+            return out
         progress("retrieving the entities the sentence is about")
         retrieval = self._retrieve(text, whole, depth)
         progress(f"asking the LLM for the change ({len(retrieval.entities)} entities, "
@@ -383,14 +412,18 @@ class Agent:
 
         return observe(self.llm, self.graph, action, text, rounds, self.writes)
 
-    def goal_for(self, task: str, progress: Progress = quiet) -> str:
-        """The PDDL goal the LLM writes for a task in English (checked against the domain and the graph)."""
+    def goal_for(self, task: str, answers: dict[str, str] | None = None, progress: Progress = quiet) -> str:
+        """The PDDL goal the LLM writes for a task in English (checked against the domain and the graph); Unclear
+        where the task does not tell which of some options it means, answered by asking again with `answers`
+        (only a goal built by proposing and choosing asks; L3M+P's written goal never does)."""
         from kgplan.language.update import write_goal
 
         progress("retrieving the entities the task is about")
         retrieval = self._retrieve(task)
         progress("asking the LLM for the goal")
         formula, o = write_goal(self.llm, self.graph, task, retrieval)
+        if o.clarification:
+            raise Unclear(o.clarification)
         if formula is None or o.goal is None:
             raise LLMError(o.error or "no goal")
         return o.goal
@@ -403,14 +436,15 @@ class Agent:
 
     # ---- planning -----------------------------------------------------------------------------
     def plan(self, task: str | None = None, goal: str | None = None, *, planner: str = "fd",
-             timeout: float = 60.0, prune: bool = True, memory_mb: int = 4096,
+             timeout: float = 60.0, prune: bool = True, memory_mb: int = 4096, answers: dict[str, str] | None = None,
              progress: Progress = quiet) -> PlanReport:
-        """Plan for a task in English (the LLM writes the goal) or a PDDL goal; the plan is kept for `run`."""
+        """Plan for a task in English (the LLM writes the goal; Unclear and `answers` as for `goal_for`) or a PDDL
+        goal; the plan is kept for `run`."""
         from kgplan.planners.pipeline import plan
 
         if (task is None) == (goal is None):
             raise InputError("give either a task in English or a PDDL goal")
-        goal = goal if task is None else self.goal_for(task, progress)
+        goal = goal if task is None else self.goal_for(task, answers, progress)
         progress(f"planning for {goal} with {planner}")
         return plan(self.graph, goal, planner=planner, timeout=timeout, prune=prune, memory_mb=memory_mb,
                     progress=progress)

@@ -13,6 +13,10 @@ request answers 422 with the issues; bad input 400; an unknown entity or change 
 store that cannot be reached or written 503.
 Long operations (tell, plan, run, explore) also run as jobs: POST /api/jobs/{op} answers 202 with a job whose
 `progress` lines and final `result` GET /api/jobs/{id} reports (polling).
+Where a sentence (tell) or a task (plan) does not tell which of some things or facts it means, the answer is a
+question instead of a guess, `ClarificationOut`: `{"status": "needs_clarification", "question", "word", "options":
+[{"value", "label"}], "answers"}` (200, nothing changed or planned); the same request sent again with `answers` plus
+`{word: value}` completes it.
 GET /api/events is the change feed: each change any process applies, as a server-sent event, resumable with
 Last-Event-ID (at most $KGPLAN_API_STREAMS open at once).
 """
@@ -60,6 +64,7 @@ from kgplan.graph.world import WorldGraph
 from kgplan.interfaces import views
 from kgplan.interfaces.views import (
     ChangeOut,
+    ClarificationOut,
     DecideIn,
     DecisionOut,
     EntitiesOut,
@@ -623,13 +628,16 @@ def create_app(agent: Agent, token: str | None = None, *, hosts: Iterable[str] =
         return change_out(agent.undo(change_id))
 
     @app.post("/api/tell", **pooled)
-    async def tell(body: TellIn) -> TellOut:
-        """A state change in English, turned into a verified change by the LLM."""
+    async def tell(body: TellIn) -> TellOut | ClarificationOut:
+        """A state change in English, turned into a verified change by the LLM. Where the sentence does not tell
+        which of some things or facts it means, the answer is `status: needs_clarification` with the question and
+        the options (nothing changed): send the same request again with its `answers` plus {word: option}."""
         return await jobs.call(lambda: do_tell(agent, body, quiet))
 
     @app.post("/api/plan", **pooled)
-    async def plan(body: PlanIn) -> PlanOut:
-        """Plan for a PDDL goal or an English task; the plan is kept for /api/run."""
+    async def plan(body: PlanIn) -> PlanOut | ClarificationOut:
+        """Plan for a PDDL goal or an English task; the plan is kept for /api/run. A task that does not tell which
+        of some options it means answers `status: needs_clarification`, as /api/tell does."""
         return await jobs.call(lambda: do_plan(agent, body, quiet))
 
     @app.post("/api/decide", **pooled)

@@ -13,13 +13,14 @@ from importlib.metadata import EntryPoint, entry_points
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
+import click
 import typer
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 from rich.tree import Tree
 
-from kgplan.agent.agent import Agent, load_observations, problem_file
+from kgplan.agent.agent import Agent, TellMode, Unclear, load_observations, problem_file
 from kgplan.agent.search import SEARCH_METHODS
 from kgplan.domains.model import resolve_domain
 from kgplan.domains.verify import ChangeRefused
@@ -33,7 +34,7 @@ from kgplan.registry import Registry
 if TYPE_CHECKING:
     from kgplan.domains.model import Domain
     from kgplan.language.llm import LLMConfig
-    from kgplan.language.update import Outcome
+    from kgplan.language.update import Clarification, Outcome
     from kgplan.planners.mcts import Decision
     from kgplan.planners.pipeline import PlanReport
     from kgplan.planners.whynot import Cause
@@ -113,23 +114,25 @@ At = Annotated[str | None, typer.Option(
 
 
 def print_facts(new: Iterable[Entity], gone: Iterable[Entity | str], remove: Iterable[Fact],
-                add: Iterable[Fact]) -> None:
-    """Entities that appear and go, then facts removed and added, a line each."""
+                add: Iterable[Fact], how: dict[str, str] | None = None) -> None:
+    """Entities that appear and go, then facts removed and added, a line each (with how each was chosen, if
+    given)."""
+    how = how or {}
     for e in new:
         out.print(f"  [cyan]new[/cyan] {e.name} - {e.type}", highlight=False)
     for e in gone:
         out.print(f"  [red]gone[/red] {e if isinstance(e, str) else f'{e.name} - {e.type}'}", highlight=False)
-    for f in remove:
-        out.print(f"  [red]-[/red] {escape(str(f))}", highlight=False)
-    for f in add:
-        out.print(f"  [green]+[/green] {escape(str(f))}", highlight=False)
+    for sign, facts in (("[red]-[/red]", remove), ("[green]+[/green]", add)):
+        for f in facts:
+            note = f"  [dim]{escape(how[str(f)])}[/dim]" if str(f) in how else ""
+            out.print(f"  {sign} {escape(str(f))}{note}", highlight=False)
 
 
 def print_change(c: Change, title: str = "Applied change") -> None:
     d = c.delta
     out.print(f"[green]{title} #{c.id}[/green] ({d.source}{': ' + d.text if d.text else ''})",
               highlight=False)
-    print_facts(d.new_entities, d.removed_entities, d.remove, d.add)
+    print_facts(d.new_entities, d.removed_entities, d.remove, d.add, d.how)
     for u in d.unknown:
         out.print(f"  [yellow]unknown[/yellow] {u}{' (a placeholder)' if u.predicate is None else ''}",
                   highlight=False)
@@ -564,9 +567,11 @@ def timeline(pattern: Annotated[str, typer.Argument(help='A fact, any of its nam
     def go() -> None:
         with agent(at) as a:
             intervals = a.timeline(pattern)
-        for i in intervals:  # one line each (times in UTC)
+            hows = a.how(intervals)
+        for i, how in zip(intervals, hows, strict=True):  # one line each (times in UTC)
             out.print(f"{escape(str(i.fact))}  [green]from[/green] {escape(stamp(i.opened))}  [red]until[/red] "
-                      f"{escape(stamp(i.closed))}", highlight=False, soft_wrap=True)
+                      f"{escape(stamp(i.closed))}{f'  [dim]({escape(how)})[/dim]' if how else ''}",
+                      highlight=False, soft_wrap=True)
         if not intervals:
             out.print(f"no fact matching {escape(pattern)} ever held", highlight=False)
 
@@ -598,6 +603,42 @@ def demo(store: Annotated[str, typer.Option(help="Store for the demo (wiped firs
 
     STATE["store"] = store
     run_guarded(lambda: run_demo(store, out, print_change))
+
+
+Answer = Annotated[list[str] | None, typer.Option(
+    "--answer", "-a", help="The answer to a question the text may raise (an option it lists: an entity's name or a "
+                           "fact as PDDL); repeatable. Without one, a terminal is asked.")]
+
+
+def settle(c: Clarification, given: Sequence[str]) -> str:
+    """The user's answer to a clarification: a given --answer among its options, else the number of one, asked at
+    a terminal; without a terminal the question and the options are printed and the command exits with status 3."""
+    if (picked := next((a for a in given if a in c.options), None)) is not None:
+        return picked
+    out.print(f"[yellow]{escape(c.question)}[/yellow]", highlight=False)
+    for i, (option, label) in enumerate(zip(c.options, c.labels or c.options, strict=True), 1):
+        out.print(f"  {i}. {escape(label)}" + (f" [dim]({escape(option)})[/dim]" if label != option else ""),
+                  highlight=False)
+    if not interactive():
+        err.print("answer with --answer OPTION (the name or fact in brackets)")
+        raise typer.Exit(3)
+    return c.options[typer.prompt("which one", type=click.IntRange(1, len(c.options))) - 1]
+
+
+def answered(ask: Callable[[dict[str, str]], T], given: Sequence[str] = ()) -> T:
+    """`ask(answers)` again after each question it raises (Unclear, or an outcome's clarification) is settled."""
+    answers: dict[str, str] = {}
+    while True:
+        try:
+            result = ask(answers)
+            c = getattr(result, "clarification", None)
+        except Unclear as e:
+            c = e.clarification
+        if c is None:
+            return result
+        if c.word in answers:
+            raise LLMError(f"the answer {answers[c.word]!r} to {c.question!r} was asked again")
+        answers[c.word] = settle(c, given)
 
 
 def print_outcome(o: Outcome) -> None:
@@ -663,15 +704,24 @@ def tell(
     whole: Annotated[bool, typer.Option("--full-graph", help="Show the LLM the whole graph (no retrieval).")] = False,
     depth: Annotated[int, typer.Option(min=0, help="Fact hops around the entities the LLM selects.")] = 1,
     rounds: Annotated[int, typer.Option(min=1, help="Replies allowed before giving up.")] = 3,
+    mode: Annotated[TellMode, typer.Option(help="propose: the LLM names what the sentence is about and chooses "
+                                                "among the changes the domain admits; rewrite: it writes the change, "
+                                                "verification issues go back to it (--full-graph, --depth and "
+                                                "--rounds are for rewrite).")] = TellMode.propose,
+    answer: Answer = None,
 ) -> None:
-    """Tell the agent what changed: the LLM proposes a change, verification checks it, issues go back to the LLM.
+    """Tell the agent what changed: the LLM names what the sentence is about and chooses among the changes the
+    domain admits, verification checks the change. Where the sentence does not tell which thing or fact it
+    means, you are asked (numbered options), or it exits with status 3 naming them: then give --answer.
 
     The LLM is any OpenAI-compatible endpoint: KGPLAN_LLM_BASE_URL, KGPLAN_LLM_MODEL, OPENAI_API_KEY.
     """
 
     def go() -> None:
         with agent() as a:
-            print_outcome(a.tell(text, whole=whole, depth=depth, rounds=rounds, dry_run=dry_run))
+            print_outcome(answered(lambda answers: a.tell(
+                text, whole=whole, depth=depth, rounds=rounds, dry_run=dry_run, propose=mode == TellMode.propose,
+                answers=answers), answer or ()))
 
     run_guarded(go)
 
@@ -695,6 +745,7 @@ def plan(
         help="Decide one step by a tree search over the belief about unknown places instead (a one-step plan; "
              "observe, then decide again); `kgplan list searches` says what each method is.")] = None,
     simulations: Annotated[int, typer.Option(min=1, help="Simulations per decision (with --search).")] = 100,
+    answer: Answer = None,
 ) -> None:
     """Plan for a task (English, through the LLM) or a PDDL goal; `kgplan run` then executes the plan."""
 
@@ -702,7 +753,7 @@ def plan(
         if task is None and goal is None:
             raise InputError("give a task in English or a PDDL goal with --goal")
         with agent() as a:
-            text = goal if task is None else a.goal_for(task)
+            text = goal if task is None else answered(lambda answers: a.goal_for(task, answers), answer or ())
             if task is not None and not as_json:
                 out.print(f"goal: {text}", highlight=False)
             if search:
@@ -736,11 +787,11 @@ def chat() -> None:
                     elif line.startswith("/"):
                         err.print("commands: /run /history /quit")
                     elif a.classify(line) == "task":
-                        goal_text = a.goal_for(line)
+                        goal_text = answered(lambda answers: a.goal_for(line, answers))
                         out.print(f"goal: {goal_text}", highlight=False)
                         print_plan(a.plan(goal=goal_text))
                     else:
-                        print_outcome(a.tell(line))
+                        print_outcome(answered(lambda answers: a.tell(line, answers=answers)))
                 except typer.Exit:
                     pass  # the command has said why
                 except Exception as e:

@@ -46,6 +46,7 @@ Limit = Annotated[int, Field(ge=1, le=100_000)]
 Offset = Annotated[int, Field(ge=0)]
 Id = Annotated[int, Field(ge=1)]
 At = Annotated[str | None, Field(description=views.AT_HELP)]
+Answers = Annotated[dict[str, str] | None, Field(description=views.ANSWERS)]
 
 
 def said(fn: F) -> F:
@@ -189,19 +190,23 @@ def create_server(agent: Agent) -> MCPServer:
 
     @server.tool(annotations=WRITES)
     @said
-    def tell(text: str, dry_run: bool = False) -> views.TellOut:
+    def tell(text: str, dry_run: bool = False, answers: Answers = None) -> views.TellOut | views.ClarificationOut:
         """Report a state change in English (e.g. "Sandra turned off the laundry room light"); kgplan's own LLM
         turns it into facts, verified and applied (only verified with dry_run). Fails with the reasons if no
-        valid change came out; the graph is then unchanged."""
-        return views.do_tell(agent, views.TellIn(text=text, dry_run=dry_run), quiet)
+        valid change came out; the graph is then unchanged. Where the sentence does not tell which of some things
+        or facts it means, the result is `status: needs_clarification` with a question and its options: ask the
+        user, then call again with the same text and `answers` (the result's, plus {word: the option's value})."""
+        return views.do_tell(agent, views.TellIn(text=text, dry_run=dry_run, answers=answers or {}), quiet)
 
     @server.tool(annotations=PLANS)
     @said
     def plan(task: str | None = None, goal: str | None = None, planner: PLANNERS.field = "fd",
-             timeout: float = 60.0) -> views.PlanOut:
+             timeout: float = 60.0, answers: Answers = None) -> views.PlanOut | views.ClarificationOut:
         """Plan for a task in English or a PDDL goal such as "(not (switched_on kitchen_light))"; give one.
-        The plan, with each step's effects, is kept for `run`."""
-        return views.do_plan(agent, views.PlanIn(task=task, goal=goal, planner=planner, timeout=timeout), quiet)
+        The plan, with each step's effects, is kept for `run`. A task that does not tell which of some options it
+        means is a `needs_clarification` result, answered as for `tell`."""
+        return views.do_plan(agent, views.PlanIn(task=task, goal=goal, planner=planner, timeout=timeout,
+                                                 answers=answers or {}), quiet)
 
     @server.tool(annotations=PLANS)
     @said

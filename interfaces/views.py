@@ -4,11 +4,11 @@ and the MCP server."""
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, Field, ValidationError
 
-from kgplan.agent.agent import Agent, Progress
+from kgplan.agent.agent import Agent, Progress, TellMode, Unclear
 from kgplan.agent.search import SEARCH_METHODS
 from kgplan.errors import InputError, KgplanError
 from kgplan.games import GAMES
@@ -17,6 +17,9 @@ from kgplan.graph.model import Change, ChangeSlice, Entity, Fact, Stamp, Unknown
 from kgplan.planners.engines import PLANNERS
 from kgplan.planners.solve import Status
 from kgplan.planners.whynot import Cause
+
+if TYPE_CHECKING:
+    from kgplan.language.update import Clarification
 
 EXPECTED = (KgplanError, ValidationError)  # a user's mistake, a failing store or LLM: not a bug
 
@@ -30,12 +33,19 @@ class TellFailed(KgplanError):
 
 
 # ---- what goes in --------------------------------------------------------------------------------
+ANSWERS = ("The answers to earlier clarifications of the same text ({word: option}): a `needs_clarification` "
+           "answer's `answers` with its `word` set to the option chosen")
+
+
 class TellIn(BaseModel):
     text: str = Field(min_length=1, description="A state change in English")
     dry_run: bool = False
-    full_graph: bool = Field(False, description="Show the LLM the whole graph (no retrieval)")
-    depth: int = Field(1, ge=0, le=5)
-    rounds: int = Field(3, ge=1, le=10)
+    mode: TellMode = Field(TellMode.propose, description="propose: the LLM names what the sentence is about and "
+                           "chooses among the changes the domain admits; rewrite: it writes the change (L3M+P)")
+    answers: dict[str, str] = Field(default_factory=dict, description=ANSWERS)
+    full_graph: bool = Field(False, description="rewrite: show the LLM the whole graph (no retrieval)")
+    depth: int = Field(1, ge=0, le=5, description="rewrite: fact hops around the entities the LLM selects")
+    rounds: int = Field(3, ge=1, le=10, description="rewrite: replies allowed before giving up")
 
 
 class PlanIn(BaseModel):
@@ -44,6 +54,7 @@ class PlanIn(BaseModel):
     planner: PLANNERS.field = Field("fd", description="The planner (its registry: kgplan.planners.engines)")
     timeout: float = Field(60.0, gt=0, le=600)
     prune: bool = True
+    answers: dict[str, str] = Field(default_factory=dict, description=ANSWERS)
 
 
 class DecideIn(BaseModel):
@@ -92,6 +103,9 @@ class ChangeOut(BaseModel):
     new_entities: list[Entity]
     removed_entities: list[str]
     undo_of: int | None
+    how: dict[str, str] = Field(description="How each fact (as PDDL) was chosen, where a model chose it: by which "
+                                            "model among how many candidates, what the user answered, or which "
+                                            "invariant removed it")
     unknown: list[Unknown] = Field(description="What it marked unknown")
     known: list[Unknown] = Field(description="What it marked no longer unknown")
     sizes: dict[str, int] = Field(description="The full length of each list (add, remove, new_entities, "
@@ -175,7 +189,30 @@ class ExploreOut(BaseModel):
     reason: str = Field(description="Why it stopped, if it failed")
 
 
+class OptionOut(BaseModel):
+    value: str = Field(description="The answer to send: an entity's name or a fact as PDDL")
+    label: str = Field(description="The option in English")
+
+
+class ClarificationOut(BaseModel):
+    """A question instead of a guess: the text does not tell which of `options` it means. Nothing was changed or
+    planned; send the same request again with `answers` (below) plus `{word: the chosen option's value}`."""
+
+    status: Literal["needs_clarification"] = "needs_clarification"
+    question: str
+    word: str = Field(description="Where the answer goes in `answers`: the words asked about, or the facts in "
+                                  "conflict")
+    options: list[OptionOut] = Field(description="Taken from the graph: entities, or facts as PDDL")
+    answers: dict[str, str] = Field(description="The answers given so far, to send back with this one added")
+
+
+def clarification_out(c: Clarification, answers: dict[str, str]) -> ClarificationOut:
+    return ClarificationOut(question=c.question, word=c.word, answers=answers, options=[
+        OptionOut(value=o, label=label) for o, label in zip(c.options, c.labels or c.options, strict=True)])
+
+
 class TellOut(BaseModel):
+    status: Literal["applied", "dry_run"] = Field(description="Applied as `change`, or verified only (`proposed`)")
     change: ChangeOut | None = Field(description="The applied change (None in a dry run)")
     proposed: ChangeOut | None = Field(description="The verified change of a dry run")
     rounds: list[list[str]] = Field(description="The issues of each refused reply")
@@ -203,7 +240,7 @@ def change_out(c: Change | ChangeSlice) -> ChangeOut:
     d = c.delta
     return ChangeOut(id=c.id, time=c.time, source=d.source, text=d.text, model=d.model, tokens=d.tokens,
                      add=[fact_out(f) for f in d.add], remove=[fact_out(f) for f in d.remove],
-                     new_entities=d.new_entities, removed_entities=d.removed_names(), undo_of=c.undo_of,
+                     new_entities=d.new_entities, removed_entities=d.removed_names(), undo_of=c.undo_of, how=d.how,
                      unknown=d.unknown, known=d.known, sizes=c.sizes, offset=c.offset)
 
 
@@ -249,21 +286,26 @@ def do_history(agent: Agent, limit: int, before: int | None = None) -> list[Chan
     return [change_out(c) for c in agent.history(limit, before)]
 
 
-def do_tell(agent: Agent, body: TellIn, progress: Progress) -> TellOut:
+def do_tell(agent: Agent, body: TellIn, progress: Progress) -> TellOut | ClarificationOut:
     o = agent.tell(body.text, dry_run=body.dry_run, whole=body.full_graph, depth=body.depth, rounds=body.rounds,
-                   progress=progress)
+                   propose=body.mode == TellMode.propose, answers=body.answers, progress=progress)
+    if o.clarification:
+        return clarification_out(o.clarification, body.answers)
     if o.error:
         raise TellFailed(o.error, o.rounds)
-    return TellOut(change=change_out(o.change) if o.change else None,
+    return TellOut(status="applied" if o.change else "dry_run", change=change_out(o.change) if o.change else None,
                    proposed=change_out(Change(id=0, delta=o.delta)) if o.delta and not o.change else None,
                    rounds=o.rounds, llm_calls=len(o.calls), prompt_tokens=o.prompt_tokens)
 
 
-def do_plan(agent: Agent, body: PlanIn, progress: Progress) -> PlanOut:
+def do_plan(agent: Agent, body: PlanIn, progress: Progress) -> PlanOut | ClarificationOut:
     if (body.goal is None) == (body.task is None):
         raise InputError('give either "goal" (PDDL) or "task" (English)')
-    r = agent.plan(body.task, body.goal if body.task is None else None, planner=body.planner,
-                   timeout=body.timeout, prune=body.prune, progress=progress)
+    try:
+        r = agent.plan(body.task, body.goal if body.task is None else None, planner=body.planner,
+                       timeout=body.timeout, prune=body.prune, answers=body.answers, progress=progress)
+    except Unclear as e:
+        return clarification_out(e.clarification, body.answers)
     steps = [StepOut(action=str(s), add=[fact_out(f) for f in a], remove=[fact_out(f) for f in d])
              for s, (a, d) in zip(r.plan, agent.effects(r.plan), strict=True)]
     return PlanOut(goal=r.goal, status=r.status, planner=r.planner, plan=[str(s) for s in r.plan], steps=steps,
@@ -327,6 +369,8 @@ class IntervalOut(BaseModel):
     fact: FactOut
     opened: Stamp
     closed: Stamp | None
+    how: str | None = Field(None, description="How the change that opened it chose the fact (a sentence told: "
+                                              "see ChangeOut.how)")
 
 
 class DifferenceOut(BaseModel):
@@ -341,8 +385,10 @@ class DifferenceOut(BaseModel):
 
 
 def do_timeline(agent: Agent, pattern: str, at: str | None = None) -> list[IntervalOut]:
-    return [IntervalOut(fact=fact_out(i.fact), opened=i.opened, closed=i.closed)
-            for i in agent.at(at).timeline(pattern)]
+    past = agent.at(at)
+    intervals = past.timeline(pattern)
+    return [IntervalOut(fact=fact_out(i.fact), opened=i.opened, closed=i.closed, how=how)
+            for i, how in zip(intervals, past.how(intervals), strict=True)]
 
 
 def do_difference(agent: Agent, start: str, end: str) -> DifferenceOut:

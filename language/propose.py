@@ -253,7 +253,7 @@ def ground(llm: LLM, graph: WorldGraph, text: str, mentions: list[str], owns: di
         if len(options) > 1 and (pick := which(llm, text, f"Which one does '{m}' name?",
                                                {o: words(o) for o in options}, out)) is None:
             out.clarification = Clarification(
-                m, f"Which one does '{m}' mean: {', '.join(map(words, options))}?", options)
+                m, f"Which one does '{m}' mean: {', '.join(map(words, options))}?", options, [*map(words, options)])
             return named
         named[m] = options[0] if len(options) == 1 else pick
     return named
@@ -303,7 +303,7 @@ def tell(llm: LLM, graph: WorldGraph, text: str, *, answers: dict[str, str] | No
             chosen_reply, record = llm.complete(propose_messages(shown, text, lines), schema)
             out.calls.append(record)
     except LLMError as e:
-        out.error = str(e)
+        out.error, out.failed = str(e), e
         return out
     by_id = {c.id: c for c in cands}
     chosen = [by_id[i] for i in chosen_reply.model_dump().values() if i != NONE]
@@ -322,8 +322,8 @@ def _apply(llm: LLM, graph: WorldGraph, out: Outcome, chosen: list[Candidate], s
         glosses = {str(a): domain.gloss(a.predicate, [words(x) for x in a.args]) for a in both}
         if (picked := answers.get(key)) not in glosses:
             if (picked := which(llm, out.text, "Which one is true now?", glosses, out)) is None:
-                out.clarification = Clarification(
-                    key, f"Which one is true now: {' or '.join(glosses.values())}?", list(glosses))
+                out.clarification = Clarification(key, f"Which one is true now: {' or '.join(glosses.values())}?",
+                                                  list(glosses), list(glosses.values()))
                 return out
             by_model.add(picked)
         add = [a for a in add if a not in both or str(a) == picked]

@@ -43,13 +43,15 @@ class Retrieval:
 
 @dataclass(frozen=True)
 class Clarification:
-    """A question instead of a guess: which of `options` (entity names, or facts as PDDL) `word` means.
+    """A question instead of a guess: which of `options` (entity names, or facts as PDDL) `word` means; `labels`
+    shows each option in English (the same order).
 
     Answered by calling again with `answers={word: option}`."""
 
     word: str
     question: str
     options: list[str]
+    labels: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -64,6 +66,7 @@ class Outcome:
     goal: str | None = None
     error: str | None = None
     clarification: Clarification | None = None  # a question for the user instead of a guess
+    failed: LLMError | None = None  # the call that failed (endpoint or reply), where no reply is asked again
     stages: dict[str, dict[str, float]] = field(default_factory=dict)  # per stage: seconds, tokens
 
     @property

@@ -306,11 +306,16 @@ async function submitChange(dryRun) {
 // ---- history with provenance and undo ----------------------------------------------------------------
 const PAGE = 30, DIFF_PAGE = 500;  // changes per history page; items per list when a change is opened further
 
+function factLines(c) {  // removed, then added facts, each with how it was chosen (a told change's provenance)
+  const line = (kind, sign) => (f) => el("div", { class: kind }, sign + f.text,
+    ...(c.how && c.how[f.text] ? [el("span", { class: "how dim" }, ` (${c.how[f.text]})`)] : []));
+  return [...c.remove.map(line("remove", "- ")), ...c.add.map(line("add", "+ "))];
+}
+
 function diffItems(c) {
   return [...c.new_entities.map((e) => el("div", { class: "add" }, `new ${e.name} - ${e.type}`)),
     ...c.removed_entities.map((name) => el("div", { class: "remove" }, `gone ${name}`)),
-    ...c.remove.map((f) => el("div", { class: "remove" }, "- " + f.text)),
-    ...c.add.map((f) => el("div", { class: "add" }, "+ " + f.text)),
+    ...factLines(c),
     ...c.unknown.map((u) => el("div", { class: "unknown-mark" }, "unknown " + markName(u))),
     ...c.known.map((u) => el("div", { class: "add" }, "known " + markName(u)))];
 }
@@ -365,26 +370,33 @@ async function undo(id) {
 // ---- tell and plan ----------------------------------------------------------------------------------
 function outcome(...children) { $("#outcome").replaceChildren(...children); }
 
-async function tell(dryRun) {
+// a question instead of a guess: the options as buttons; a click asks again with the answer added
+function clarify(r, again) {
+  outcome(el("div", { class: "question" }, r.question),
+    el("div", { class: "buttons", id: "options" }, ...r.options.map((o) => el("button", {
+      class: "option", title: o.value, onclick: () => again({ ...r.answers, [r.word]: o.value }) }, o.label))));
+}
+
+async function tell(dryRun, answers = {}) {
   const text = $("#ask").value.trim();
   if (!text) return;
   outcome(el("span", { class: "dim" }, "working…"));
   let r;
   try {
-    r = await job("tell", { text, dry_run: dryRun });
+    r = await job("tell", { text, dry_run: dryRun, answers });
   } catch (e) {
     return outcome(el("div", { class: "issues" }, describeError(e)));
   }
+  if (r.status === "needs_clarification") return clarify(r, (more) => tell(dryRun, more));
   const c = r.change || r.proposed;
   outcome(el("div", { class: "ok" }, r.change ? `applied as change #${c.id}` : "dry run: verified, not applied"),
-    ...c.remove.map((f) => el("div", { class: "remove" }, "- " + f.text)),
-    ...c.add.map((f) => el("div", { class: "add" }, "+ " + f.text)),
+    ...factLines(c),
     ...r.rounds.map((issues, i) => el("div", { class: "dim" }, `reply ${i + 1} refused: ${issues.join("; ")}`)));
   state.highlight = { add: new Set(c.add.map((f) => f.text)), remove: new Set(c.remove.map((f) => f.text)) };
   await refresh();
 }
 
-async function plan(kind) {
+async function plan(kind, answers = {}) {
   const text = $("#ask").value.trim();
   if (!text) return;
   outcome(el("span", { class: "dim" }, "planning…"));
@@ -392,10 +404,11 @@ async function plan(kind) {
   $("#run-btn").hidden = true;
   let p;
   try {
-    p = await job("plan", kind === "goal" ? { goal: text } : { task: text });
+    p = await job("plan", kind === "goal" ? { goal: text } : { task: text, answers });
   } catch (e) {
     return outcome(el("div", { class: "issues" }, describeError(e)));
   }
+  if (p.status === "needs_clarification") return clarify(p, (more) => plan(kind, more));
   const where = p.used_full_state ? "the full state" : `${p.report.facts_pruned} of ${p.report.facts_full} facts`;
   outcome(el("div", { class: p.status === "solved" ? "ok" : "issues" },
     `${p.status} by ${p.planner} in ${p.seconds.toFixed(2)} s on ${where}`),

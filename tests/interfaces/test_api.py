@@ -22,6 +22,7 @@ from kgplan.interfaces.api import ErrorOut, Limits, check_exposure, create_app, 
 from kgplan.interfaces.cli import app as cli
 from kgplan.language.llm import ScriptedLLM
 from tests.conftest import DATA
+from tests.support.fake_llm import mentions, pick
 
 LOCAL = "http://127.0.0.1"  # TestClient's own host name, testserver, is not this machine's
 
@@ -32,7 +33,7 @@ def client(agent: Agent) -> TestClient:
 
 
 def script(agent: Agent, *replies: object) -> None:
-    agent._llm = ScriptedLLM([r if isinstance(r, str) else json.dumps(r) for r in replies])
+    agent._llm = ScriptedLLM([r if isinstance(r, str) or callable(r) else json.dumps(r) for r in replies])
 
 
 def state(c: TestClient) -> tuple[list, list]:
@@ -215,27 +216,69 @@ def test_bad_plans(client: TestClient, body: dict, status: int) -> None:
     assert state(client) == before
 
 
+OFF = "Omar switched the kitchen light off"
+LIGHT_OFF = {"switched_on": "no longer: kitchen light is switched on"}
+HELD = "now: item blue mug is held by person sandra"
+
+
 def test_tell(client: TestClient, agent: Agent) -> None:
+    """By proposing and choosing (the default): the model names what the sentence is about, then chooses among the
+    candidates listed after the domain's worked examples; the applied facts say how they were chosen."""
     before = state(client)
-    change = {"add": [], "remove": [{"predicate": "switched_on", "args": ["kitchen_light"]}]}
-    script(agent, {"entities": ["kitchen_light"]}, change)
-    r = client.post("/api/tell", json={"text": "Omar switched the kitchen light off", "dry_run": True})
-    assert r.status_code == 200 and r.json()["change"] is None
+    script(agent, mentions("Omar", "the kitchen light"), lambda m: pick(m, **LIGHT_OFF))
+    r = client.post("/api/tell", json={"text": OFF, "dry_run": True})
+    assert r.status_code == 200 and r.json()["status"] == "dry_run" and r.json()["change"] is None
     assert r.json()["proposed"]["remove"][0]["text"] == "(switched_on kitchen_light)" and state(client) == before
-    script(agent, {"entities": ["kitchen_light"]}, change)
-    r = client.post("/api/tell", json={"text": "Omar switched the kitchen light off"})
-    assert r.status_code == 200 and r.json()["change"]["source"] == "nl"
-    assert client.get("/api/history").json()[0]["text"] == "Omar switched the kitchen light off"
+    first, choose = agent.llm.prompts  # type: ignore[attr-defined]
+    assert first[-1]["content"] == f"Sentence: {OFF}"
+    assert "Ines went to the study" in json.dumps(first[:-1])  # household's worked examples, before the sentence
+    assert choose[-1]["content"].endswith("Candidates:\na) no longer: kitchen light is switched on")
+    script(agent, mentions("Omar", "the kitchen light"), lambda m: pick(m, **LIGHT_OFF))
+    r = client.post("/api/tell", json={"text": OFF})
+    assert r.status_code == 200 and r.json()["status"] == "applied" and r.json()["change"]["source"] == "nl"
+    newest = client.get("/api/history").json()[0]
+    assert newest["text"] == OFF
+    assert newest["how"] == {"(switched_on kitchen_light)": "chosen by scripted among 1 candidates"}
+
+
+def test_tell_asks_instead_of_guessing_and_the_answer_completes_it(client: TestClient, agent: Agent) -> None:
+    """Two mugs and "the mug": the options from the graph (200, needs_clarification, nothing changed); the same
+    request with the answer added applies the change, whose provenance says what the user answered."""
+    before = state(client)
+    text = "Sandra picked up the mug"
+    script(agent, mentions("Sandra", "the mug"), {"answer": "unclear"})
+    r = client.post("/api/tell", json={"text": text})
+    assert r.status_code == 200 and state(client) == before
+    asked = r.json()
+    assert asked == {"status": "needs_clarification", "question": "Which one does 'the mug' mean: red mug, blue mug?",
+                     "word": "the mug", "answers": {}, "options": [{"value": "red_mug", "label": "red mug"},
+                                                                   {"value": "blue_mug", "label": "blue mug"}]}
+    script(agent, mentions("Sandra", "the mug"), lambda m: pick(m, held_by=HELD))
+    r = client.post("/api/tell", json={"text": text, "answers": {**asked["answers"], asked["word"]: "blue_mug"}})
+    assert r.status_code == 200 and r.json()["status"] == "applied", r.text
+    change = r.json()["change"]
+    assert [f["text"] for f in change["add"]] == ["(held_by blue_mug sandra)"]
+    how = change["how"]["(held_by blue_mug sandra)"]
+    assert how == "chosen by scripted among 2 candidates; the user said 'the mug' means blue_mug"
+    (removed,) = change["remove"]  # its old place, by the invariant
+    assert change["how"][removed["text"]].startswith("removed by the invariant: exactly one of")
+    (held,) = client.get("/api/timeline", params={"pattern": "(held_by blue_mug *)"}).json()
+    assert held["opened"]["id"] == change["id"] and held["how"] == how
+    schema = client.get("/openapi.json").json()["components"]["schemas"]
+    assert {"question", "word", "options", "answers"} <= set(schema["ClarificationOut"]["properties"])
 
 
 def test_tell_failures_leave_the_graph_unchanged(client: TestClient, agent: Agent) -> None:
     before = state(client)
     script(agent)  # the LLM fails
-    r = client.post("/api/tell", json={"text": "Omar switched the kitchen light off"})
+    r = client.post("/api/tell", json={"text": OFF})
     assert r.status_code == 424 and "LLM" in r.json()["detail"]["message"]
+    script(agent, mentions("the unicorn"))  # names nothing of the graph
+    r = client.post("/api/tell", json={"text": "the unicorn flew off"})
+    assert r.status_code == 422 and "could not be grounded" in r.json()["detail"]["message"]
     bad = {"add": [{"predicate": "on", "args": ["apple", "kitchen_table"]}], "remove": []}
-    script(agent, {"entities": ["apple", "kitchen_table"]}, bad, bad)
-    r = client.post("/api/tell", json={"text": "the apple moved", "rounds": 2})
+    script(agent, {"entities": ["apple", "kitchen_table"]}, bad, bad)  # L3M+P's way: the model writes the change
+    r = client.post("/api/tell", json={"text": "the apple moved", "rounds": 2, "mode": "rewrite"})
     assert r.status_code == 422 and len(r.json()["detail"]["rounds"]) == 2
     assert client.post("/api/tell", json={"text": ""}).status_code == 422
     assert state(client) == before
@@ -271,11 +314,10 @@ def test_reads_answer_while_a_tell_waits_for_the_llm(client: TestClient, agent: 
     def slow(messages: list) -> str:
         asked.set()
         assert release.wait(60)
-        return json.dumps({"entities": ["kitchen_light"]})
+        return mentions("Omar", "the kitchen light")
 
-    agent._llm = ScriptedLLM([slow, json.dumps({"add": [], "remove": [{"predicate": "switched_on",
-                                                                        "args": ["kitchen_light"]}]})])
-    job = client.post("/api/jobs/tell", json={"text": "Omar switched the kitchen light off"}).json()
+    agent._llm = ScriptedLLM([slow, lambda m: pick(m, **LIGHT_OFF)])
+    job = client.post("/api/jobs/tell", json={"text": OFF}).json()
     answers: list[int] = []
 
     def read() -> None:  # the tell holds the writers' lock all through its LLM call
@@ -291,7 +333,7 @@ def test_reads_answer_while_a_tell_waits_for_the_llm(client: TestClient, agent: 
     finally:
         release.set()
     assert wait(client, job)["status"] == "done"
-    assert client.get("/api/history").json()[0]["text"] == "Omar switched the kitchen light off"
+    assert client.get("/api/history").json()[0]["text"] == OFF
 
 
 def test_reads_answer_while_a_plan_job_prunes_past_its_timeout(tmp_path: Path) -> None:

@@ -77,3 +77,26 @@ class FakeServer:
     def client(self, **overrides: Any) -> OpenAIClient:
         config = LLMConfig(model="fake-model", base_url=self.url, api_key="sk-test", timeout_s=5)
         return OpenAIClient(LLMConfig(**{**config.__dict__, **overrides}))
+
+
+# ---- replies to propose-then-choose (kgplan.language.propose) ----------------------------------------------
+def mentions(*words: str) -> str:
+    """The reply naming the words of a sentence that name people, rooms and things."""
+    return json.dumps({"mentions": list(words)})
+
+
+def pick(messages: list[dict], **glosses: str) -> str:
+    """The reply choosing, per predicate, the candidate shown with that gloss (e.g. `switched_on="no longer:
+    kitchen light is switched on"`), after checking the prompt: the sentence's candidates listed with ids, the
+    domain's worked examples before it."""
+    last = messages[-1]["content"]
+    assert "\nCandidates:\n" in last and any("Candidates:" in m["content"] for m in messages[1:-1]), messages
+    ids = {line.split(") ", 1)[-1]: line.split(")")[0] for line in last.split("\nCandidates:\n", 1)[1].split("\n")}
+    missing = set(glosses.values()) - set(ids)
+    assert not missing, f"not among the candidates: {missing}; shown: {list(ids)}"
+    return json.dumps({p: ids[g] for p, g in glosses.items()})
+
+
+def chooses(**glosses: str) -> Script:
+    """`pick` as a scripted response of the fake endpoint."""
+    return lambda request: ok(pick(request["messages"], **glosses))(request)
