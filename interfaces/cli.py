@@ -622,7 +622,7 @@ def settle(c: Clarification, given: Sequence[str]) -> str:
     if not interactive():
         err.print("answer with --answer OPTION (the name or fact in brackets)")
         raise typer.Exit(3)
-    return c.options[typer.prompt("which one", type=click.IntRange(1, len(c.options))) - 1]
+    return c.options[click.prompt("which one", type=click.IntRange(1, len(c.options))) - 1]
 
 
 def answered(ask: Callable[[dict[str, str]], T], given: Sequence[str] = ()) -> T:

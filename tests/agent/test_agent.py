@@ -15,6 +15,7 @@ from kgplan.errors import KgplanError
 from kgplan.graph.model import Delta, Fact
 from kgplan.interfaces.cli import app
 from kgplan.language.llm import ScriptedLLM
+from tests.support.fake_llm import mentions, pick
 from tests.conftest import HOUSEHOLD
 
 runner = CliRunner()
@@ -60,8 +61,8 @@ def test_reads(agent: Agent) -> None:
 def test_tell_plan_and_run_through_the_facade(agent: Agent) -> None:
     light = next(f for f in agent.facts("switched_on"))
     name = light.args[0]
-    agent._llm = ScriptedLLM([json.dumps({"entities": [name]}),
-                              json.dumps({"add": [], "remove": [{"predicate": "switched_on", "args": [name]}]})])
+    said = name.replace("_", " ")
+    agent._llm = ScriptedLLM([mentions(said), lambda m: pick(m, switched_on=f"no longer: {said} is switched on")])
     steps: list[str] = []
     o = agent.tell(f"{light.args[0]} was switched off", progress=steps.append)
     assert o.change is not None and o.error is None and steps
@@ -125,13 +126,15 @@ def test_cli_commands_through_the_agent(tmp_path: Path) -> None:
     assert r.exit_code == 1 and "Change refused" in r.output
 
 
-@pytest.mark.parametrize(("reply", "act"), [
-    ({"add": [], "remove": [{"predicate": "switched_on", "args": ["kitchen_light"]}]},
-     lambda a: a.tell("the kitchen light went off", whole=True)),
-    ({"init": {"delete": ["(switched_on kitchen_light)"]}},  # exploration's reading of an observation
+@pytest.mark.parametrize(("reply", "rest", "act"), [
+    ({"mentions": ["the kitchen light"]}, [lambda m: pick(m, switched_on="no longer: kitchen light is switched on")],
+     lambda a: a.tell("the kitchen light went off")),
+    ({"add": [], "remove": [{"predicate": "switched_on", "args": ["kitchen_light"]}]}, [],
+     lambda a: a.tell("the kitchen light went off", whole=True, propose=False)),
+    ({"init": {"delete": ["(switched_on kitchen_light)"]}}, [],  # exploration's reading of an observation
      lambda a: a.read_observation("The kitchen light is off.")),
-], ids=["tell", "read_observation"])
-def test_the_llm_is_asked_without_the_writers_lock(agent: Agent, reply: dict, act) -> None:
+], ids=["tell", "tell_rewrite", "read_observation"])
+def test_the_llm_is_asked_without_the_writers_lock(agent: Agent, reply: dict, rest: list, act) -> None:
     """Issue 21 item 14: while a tell (or an observation read by the LLM) waits for a slow LLM, a plain change on
     the same agent is applied; the LLM's change is verified against the graph as it is when the reply comes."""
     asked, answer = threading.Event(), threading.Event()
@@ -141,7 +144,7 @@ def test_the_llm_is_asked_without_the_writers_lock(agent: Agent, reply: dict, ac
         answer.wait(60)
         return json.dumps(reply)
 
-    agent._llm = ScriptedLLM([slow])
+    agent._llm = ScriptedLLM([slow, *rest])
     done: list = []
     asking = threading.Thread(target=lambda: done.append(act(agent)))
     asking.start()

@@ -17,6 +17,7 @@ from kgplan.graph.model import Unknown
 from kgplan.interfaces import cli as cli_module
 from kgplan.interfaces.cli import app
 from tests.conftest import HOUSEHOLD
+from tests.support.fake_llm import FakeServer, Script, chooses, ok
 
 
 @pytest.fixture
@@ -364,3 +365,36 @@ def test_plan_and_why_say_why_not_and_offer_the_closest_goal(store: Path) -> Non
     code, out = cli("run")
     assert code == 1 and "needs (switched_on hallway_light) (\"hallway_light is switched on\"); changed since the " \
                           "plan was made by change #" in out and "'Lena switched it off'" in out, out
+
+
+def test_tell_asks_which_one_and_an_answer_completes_it(store: Path, server: FakeServer,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 23 item 4: two mugs and "the mug". Without a terminal the question and its numbered options (from the
+    graph) are printed, status 3, nothing changed; at a terminal the number typed completes the change; `--answer`
+    answers it in a script. Each applied fact says how it was chosen."""
+    for name, value in {"KGPLAN_LLM_BASE_URL": server.url, "OPENAI_API_KEY": "sk-test",
+                        "KGPLAN_LLM_MODEL": "fake"}.items():
+        monkeypatch.setenv(name, value)
+    text = "Sandra picked up the mug"
+    unclear = [ok({"mentions": ["Sandra", "the mug"]}), ok({"answer": "unclear"})]
+
+    def held(mug: str) -> list[Script]:  # told again with the answer: the change is chosen
+        return [ok({"mentions": ["Sandra", "the mug"]}), chooses(held_by=f"now: item {mug} is held by person sandra")]
+
+    before = graph_state(store)
+    server.script += unclear
+    code, out = cli("tell", text)
+    assert code == 3 and "Which one does 'the mug' mean: red mug, blue mug?" in out, out
+    assert "1. red mug (red_mug) 2. blue mug (blue_mug)" in out and "--answer" in out
+    assert graph_state(store) == before
+    monkeypatch.setattr(cli_module, "interactive", lambda: True)
+    server.script += [*unclear, *held("blue mug")]
+    code, out = cli("tell", text, input="2\n")
+    assert code == 0 and "+ (held_by blue_mug sandra) chosen by fake among 2 candidates; the user said 'the mug' " \
+                         "means blue_mug" in out, out
+    monkeypatch.setattr(cli_module, "interactive", lambda: False)
+    server.script += [*unclear, *held("red mug")]
+    code, out = cli("tell", text, "--answer", "red_mug")
+    assert code == 0 and "+ (held_by red_mug sandra)" in out and "Which one" not in out, out
+    code, out = cli("timeline", "(held_by red_mug *)")
+    assert code == 0 and "the user said 'the mug' means red_mug" in out, out
