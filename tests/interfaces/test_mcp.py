@@ -7,6 +7,7 @@ import json
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
@@ -15,32 +16,47 @@ from mcp.client.stdio import StdioServerParameters
 
 from kgplan.agent.agent import Agent
 from tests.conftest import HOUSEHOLD, ROOT
-from tests.support.fake_llm import FakeServer, ok
+from tests.support.fake_llm import FakeServer, chooses, ok
 
 
-def structured(result: object) -> dict:
+def structured(result: object) -> Any:
+    """A tool's result; a result that is not an object (a list, a union of shapes) comes wrapped as {"result": ...}."""
     assert not result.is_error, result.content
-    return result.structured_content if result.structured_content is not None else json.loads(result.content[0].text)
+    out = result.structured_content if result.structured_content is not None else json.loads(result.content[0].text)
+    return out["result"] if set(out) == {"result"} else out
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> str:
+    """A store holding the household world."""
+    url = f"sqlite:{tmp_path / 'mcp.db'}"
+    with Agent(url) as a:
+        a.init("household", HOUSEHOLD / "world.pddl")
+    return url
+
+
+def mcp(store: str, **env: str) -> StdioServerParameters:
+    """`python -m kgplan.interfaces.mcp` on the store, with more environment (an LLM's settings)."""
+    return StdioServerParameters(command=sys.executable, args=["-m", "kgplan.interfaces.mcp"],
+                                 env={**os.environ, "KGPLAN_STORE": store, **env}, cwd=ROOT)
 
 
 @pytest.mark.integration
-def test_mcp_tools_end_to_end(tmp_path: Path, server: FakeServer) -> None:
-    store = f"sqlite:{tmp_path / 'mcp.db'}"
-    with Agent(store) as a:
-        a.init("household", HOUSEHOLD / "world.pddl")
-    server.script += [ok({"entities": ["kitchen_light"]}),
-                      ok({"add": [], "remove": [{"predicate": "switched_on", "args": ["kitchen_light"]}]})]
-    env = {**os.environ, "KGPLAN_STORE": store, "KGPLAN_LLM_BASE_URL": server.url, "KGPLAN_LLM_MODEL": "fake",
-           "OPENAI_API_KEY": "sk-test"}
-    params = StdioServerParameters(command=sys.executable, args=["-m", "kgplan.interfaces.mcp"], env=env, cwd=ROOT)
+def test_mcp_tools_end_to_end(store: str, server: FakeServer) -> None:
+    server.script += [ok({"mentions": ["Omar", "the kitchen light"]}),
+                      chooses(switched_on="no longer: kitchen light is switched on")]
+    params = mcp(store, KGPLAN_LLM_BASE_URL=server.url, KGPLAN_LLM_MODEL="fake", OPENAI_API_KEY="sk-test")
 
     async def session() -> None:
         async with Client(params, read_timeout_seconds=120) as client:
             tools = {t.name for t in (await client.list_tools()).tools}
             assert {"tell", "plan", "run", "show", "search", "history", "history_entry", "change", "undo"} <= tools
             told = structured(await client.call_tool("tell", {"text": "Omar switched the kitchen light off"}))
-            assert told["change"]["remove"][0]["text"] == "(switched_on kitchen_light)"
+            assert told["status"] == "applied" and told["change"]["remove"][0]["text"] == "(switched_on kitchen_light)"
             assert "Omar switched the kitchen light off" in json.dumps(server.requests[-1])
+            # one choice per predicate among its own candidates' ids, or none
+            choice = server.requests[-1]["response_format"]["json_schema"]["schema"]["properties"]
+            assert {p: v["enum"] for p, v in choice.items()} == {"switched_on": ["a", "none"]}
             shown = structured(await client.call_tool("show", {"entity": "kitchen_light"}))
             assert "(switched_on kitchen_light)" not in {f["text"] for f in shown["facts"]}
             planned = structured(await client.call_tool("plan", {"goal": "(switched_on kitchen_light)"}))
@@ -50,7 +66,7 @@ def test_mcp_tools_end_to_end(tmp_path: Path, server: FakeServer) -> None:
             found = structured(await client.call_tool("search", {"text": "kitchen_light"}))
             assert "(switched_on kitchen_light)" in {f["text"] for f in found["facts"]["facts"]}
             history = structured(await client.call_tool("history", {"limit": 3}))
-            newest = history["result"][0] if "result" in history else history[0]
+            newest = history[0]
             diff = structured(await client.call_tool("history_entry", {"change_id": newest["id"], "limit": 1}))
             assert diff["id"] == newest["id"] and len(diff["add"]) <= 1 and diff["sizes"] == newest["sizes"]
             undone = structured(await client.call_tool("undo", {"change_id": newest["id"]}))
@@ -64,18 +80,13 @@ def test_mcp_tools_end_to_end(tmp_path: Path, server: FakeServer) -> None:
 
 
 @pytest.mark.integration
-def test_mcp_writes_verified_changes_and_describes_the_domain(tmp_path: Path) -> None:
+def test_mcp_writes_verified_changes_and_describes_the_domain(store: str) -> None:
     """`change` is POST /api/changes for assistants (a move is one change: remove and add), refused with the API's
     message and issues; `domain` describes types, predicates (with glosses) and actions; the tools say what they
     do (annotations), name their choices (enums) and refuse negative limits."""
-    store = f"sqlite:{tmp_path / 'mcp.db'}"
-    with Agent(store) as a:
-        a.init("household", HOUSEHOLD / "world.pddl")
-    params = StdioServerParameters(command=sys.executable, args=["-m", "kgplan.interfaces.mcp"],
-                                   env={**os.environ, "KGPLAN_STORE": store}, cwd=ROOT)
 
     async def session() -> None:
-        async with Client(params, read_timeout_seconds=120) as client:
+        async with Client(mcp(store), read_timeout_seconds=120) as client:
             tools = {t.name: t for t in (await client.list_tools()).tools}
             hints = {n: (t.annotations.read_only_hint, t.annotations.destructive_hint) for n, t in tools.items()}
             assert {hints[n] for n in ("domain", "show", "search", "history", "history_entry")} == {(True, False)}
@@ -121,20 +132,42 @@ def test_mcp_writes_verified_changes_and_describes_the_domain(tmp_path: Path) ->
 
 
 @pytest.mark.integration
-def test_mcp_plan_says_why_not_and_offers_the_closest_goal(tmp_path: Path) -> None:
+def test_mcp_plan_says_why_not_and_offers_the_closest_goal(store: str) -> None:
     """Issue 25 item 3: the plan tool's answer to an unsolvable goal carries its causes and the closest goal."""
-    store = f"sqlite:{tmp_path / 'mcp.db'}"
-    with Agent(store) as a:
-        a.init("household", HOUSEHOLD / "world.pddl")
-    params = StdioServerParameters(command=sys.executable, args=["-m", "kgplan.interfaces.mcp"],
-                                   env={**os.environ, "KGPLAN_STORE": store}, cwd=ROOT)
 
     async def session() -> None:
-        async with Client(params, read_timeout_seconds=120) as client:
+        async with Client(mcp(store), read_timeout_seconds=120) as client:
             planned = structured(await client.call_tool("plan", {
                 "goal": "(and (on apple kitchen_table) (inside apple kitchen_fridge))"}))
             assert planned["status"] == "unsolvable" and planned["alternative"] == "(on apple kitchen_table)"
             causes = [(c["kind"], c["literal"]) for c in planned["why"]]
             assert causes == [("invariant", "(inside apple kitchen_fridge)")]
+
+    anyio.run(session)
+
+
+@pytest.mark.integration
+def test_mcp_tell_returns_a_question_and_takes_the_answer_in_a_follow_up_call(store: str, server: FakeServer) -> None:
+    """Issue 23 item 4: two mugs and "the mug": the tool's result is the question with the options from the graph
+    (not an error, nothing changed); the same call with the answer added applies the change."""
+    mentions = ok({"mentions": ["Sandra", "the mug"]})
+    server.script += [mentions, ok({"answer": "unclear"}), mentions,
+                      chooses(held_by="now: item red mug is held by person sandra")]
+    params = mcp(store, KGPLAN_LLM_BASE_URL=server.url, KGPLAN_LLM_MODEL="fake", OPENAI_API_KEY="sk-test")
+    text = "Sandra picked up the mug"
+
+    async def session() -> None:
+        async with Client(params, read_timeout_seconds=120) as client:
+            asked = structured(await client.call_tool("tell", {"text": text}))
+            assert asked["status"] == "needs_clarification" and asked["word"] == "the mug" and asked["answers"] == {}
+            assert asked["options"] == [{"value": "red_mug", "label": "red mug"},
+                                        {"value": "blue_mug", "label": "blue mug"}]
+            history = structured(await client.call_tool("history", {"limit": 1}))
+            assert history[0]["source"] == "load"  # nothing changed
+            told = structured(await client.call_tool("tell", {"text": text, "answers": {
+                **asked["answers"], asked["word"]: "red_mug"}}))
+            assert told["status"] == "applied" and [f["text"] for f in told["change"]["add"]] == [
+                "(held_by red_mug sandra)"]
+            assert "the user said 'the mug' means red_mug" in told["change"]["how"]["(held_by red_mug sandra)"]
 
     anyio.run(session)
