@@ -20,6 +20,7 @@ from kgplan.agent.agent import Agent
 from kgplan.interfaces.api import Limits, serving
 from kgplan.language.llm import ScriptedLLM
 from tests.conftest import ROOT
+from tests.support.fake_llm import mentions, pick
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 pytestmark = [pytest.mark.integration,
@@ -127,8 +128,8 @@ def test_page_inspect_correct_undo_tell_plan(agent: Agent, live_server: str,
         page.screenshot(path=shots / "3-undone.png")
 
         # tell a change through the scripted LLM: the graph updates
-        agent._llm = ScriptedLLM([json.dumps({"entities": ["kitchen_light"]}), json.dumps(
-            {"add": [], "remove": [{"predicate": "switched_on", "args": ["kitchen_light"]}]})])
+        agent._llm = ScriptedLLM([mentions("Omar", "the kitchen light"),
+                                  lambda m: pick(m, switched_on="no longer: kitchen light is switched on")])
         page.fill("#ask", "Omar switched the kitchen light off")
         page.click("#tell-btn")
         page.wait_for_selector("#outcome .ok")
@@ -136,6 +137,27 @@ def test_page_inspect_correct_undo_tell_plan(agent: Agent, live_server: str,
         page.wait_for_selector("#history li:first-child:has-text('Omar switched the kitchen light off')")
         assert page.locator("#progress li").count() >= 1
         page.screenshot(path=shots / "4-told.png")
+
+        # a sentence that does not tell which mug: the options as buttons, a click completes the change
+        agent._llm = ScriptedLLM([mentions("Sandra", "the mug"), json.dumps({"answer": "unclear"}),
+                                  mentions("Sandra", "the mug"),
+                                  lambda m: pick(m, held_by="now: item blue mug is held by person sandra")])
+        page.fill("#ask", "Sandra picked up the mug")
+        page.click("#tell-btn")
+        page.wait_for_selector("#options button")
+        assert page.text_content("#outcome .question") == "Which one does 'the mug' mean: red mug, blue mug?"
+        assert page.locator("#options button").all_text_contents() == ["red mug", "blue mug"]
+        assert agent.history(1)[0].delta.text == "Omar switched the kitchen light off"  # nothing changed yet
+        page.screenshot(path=shots / "4-asked.png")
+        page.click("#options button:has-text('blue mug')")
+        page.wait_for_selector("#outcome .ok")
+        assert "(held_by blue_mug sandra)" in {str(f) for f in agent.facts("held_by")}
+        told = page.locator("#history li:first-child")
+        told.wait_for()
+        page.wait_for_selector("#history li:first-child:has-text('Sandra picked up the mug')")
+        added = told.locator(".add:has-text('(held_by blue_mug sandra)') .how").text_content()
+        assert "chosen by scripted among 2 candidates; the user said 'the mug' means blue_mug" in added
+        assert "removed by the invariant" in told.locator(".remove .how").text_content()  # its old place
 
         # plan for a PDDL goal: the steps with their effects, highlighted in the graph
         page.fill("#ask", "(switched_on kitchen_light)")
@@ -168,7 +190,7 @@ def test_page_inspect_correct_undo_tell_plan(agent: Agent, live_server: str,
         browser.close()
     assert not errors, errors
     assert sorted(x.name for x in Path(shots).iterdir()) == [
-        "1-selected.png", "2-refused.png", "3-undone.png", "4-told.png", "5-plan.png"]
+        "1-selected.png", "2-refused.png", "3-undone.png", "4-asked.png", "4-told.png", "5-plan.png"]
 
 
 def test_page_marks_placeholders_and_unknown_facts(open_agent: Agent, browser: object,
