@@ -15,8 +15,8 @@ from kgplan.errors import KgplanError
 from kgplan.graph.model import Delta, Fact
 from kgplan.interfaces.cli import app
 from kgplan.language.llm import ScriptedLLM
-from tests.support.fake_llm import mentions, pick
 from tests.conftest import HOUSEHOLD
+from tests.support.fake_llm import mentions, pick
 
 runner = CliRunner()
 

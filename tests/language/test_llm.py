@@ -270,7 +270,7 @@ def test_cli_flags_choose_the_endpoint(server: FakeServer, tmp_path: Path, monke
             "remove": [{"predicate": "on", "args": ["apple", "kitchen_counter"]}]}
     server.script = [ok({"entities": ["apple", "kitchen_table", "kitchen_counter"]}), ok(move)]
     res = runner.invoke(cli.app, [*store, "--llm-url", server.url, "--llm-model", "local-qwen", "tell", "--dry-run",
-                                  "The apple is on the kitchen table now."])
+                                  "--mode", "rewrite", "The apple is on the kitchen table now."])
     assert res.exit_code == 0, res.output
     assert [r["model"] for r in server.requests] == ["local-qwen", "local-qwen"]
     assert "(on apple kitchen_table)" in res.output and "dry run" in res.output.lower()
