@@ -52,6 +52,17 @@ class TellMode(StrEnum):
     rewrite = "rewrite"  # the model writes the change; verification issues go back to it (L3M+P's Algorithm 3)
 
 
+class Retriever(StrEnum):
+    """What the LLM is shown of the graph when it writes a change (`TellMode.rewrite`) or a goal (L3M+P's retrieval)."""
+
+    select = "select"  # the entities the LLM selects from the entity list, and their facts within `depth` hops
+    search = "search"  # RS: the LLM describes a query graph, grounded by embeddings and search; facts within `depth`
+    whole = "whole"  # the whole graph (no retrieval)
+
+
+DEPTH = 3  # fact hops retrieved around the entities found (L3M+P's reference code)
+
+
 class Unclear(KgplanError):
     """The text does not tell which of some options it means (`clarification`): ask the user, then ask again with
     `answers={clarification.word: option}`."""
@@ -361,15 +372,21 @@ class Agent:
             return self.graph.undo(change_id)
 
     # ---- language -----------------------------------------------------------------------------
-    def _retrieve(self, text: str, whole: bool = False, depth: int = 1) -> Retrieval:
+    def _retrieve(self, text: str, retriever: Retriever, depth: int) -> Retrieval:
         from kgplan.language.update import full_graph, select_entities
 
         if not self.count()[0]:
             raise InputError("the graph has no entities yet: nothing to talk about")
-        return full_graph(self.graph) if whole else select_entities(self.llm, self.graph, text, depth)
+        if retriever == Retriever.search:
+            from kgplan.language.retrieval import search_retrieve  # loads torch: only when asked for
 
-    def tell(self, text: str, *, dry_run: bool = False, whole: bool = False, depth: int = 1, rounds: int = 3,
-             propose: bool = True, answers: dict[str, str] | None = None, progress: Progress = quiet) -> Outcome:
+            return search_retrieve(self.llm, self.graph, text, depth=depth)
+        return full_graph(self.graph) if retriever == Retriever.whole else select_entities(
+            self.llm, self.graph, text, depth)
+
+    def tell(self, text: str, *, dry_run: bool = False, retriever: Retriever = Retriever.select, depth: int = DEPTH,
+             rounds: int = 3, propose: bool = True, answers: dict[str, str] | None = None,
+             progress: Progress = quiet) -> Outcome:
         """Turn a sentence into a verified change through the LLM (verified only, with `dry_run`).
 
         The outcome says what happened: its `change` (or, in a dry run, its `delta`), the issues of each
@@ -378,8 +395,8 @@ class Agent:
         is when applied. With `propose` (the default), the LLM names what the sentence is about and chooses among
         the changes the domain admits (language.propose); where that is ambiguous the outcome holds a
         `clarification` instead of a change, answered by telling the same sentence again with
-        `answers={word: option}`. Without it (`TellMode.rewrite`), the LLM writes the change from the entities it
-        selects (`whole`: the whole graph) and their facts within `depth` hops, re-prompted with the issues for at
+        `answers={word: option}`. Without it (`TellMode.rewrite`), the LLM writes the change from what the
+        `retriever` shows it (facts within `depth` hops of the entities found), re-prompted with the issues for at
         most `rounds` replies.
         """
         from kgplan.language.update import Outcome, update
@@ -398,7 +415,7 @@ class Agent:
                 raise out.failed
             return out
         progress("retrieving the entities the sentence is about")
-        retrieval = self._retrieve(text, whole, depth)
+        retrieval = self._retrieve(text, retriever, depth)
         progress(f"asking the LLM for the change ({len(retrieval.entities)} entities, "
                  f"{len(retrieval.facts)} facts shown)")
         return update(self.llm, self.graph, text, retrieval, max_rounds=rounds, dry_run=dry_run, out=out,
@@ -412,14 +429,16 @@ class Agent:
 
         return observe(self.llm, self.graph, action, text, rounds, self.writes)
 
-    def goal_for(self, task: str, answers: dict[str, str] | None = None, progress: Progress = quiet) -> str:
+    def goal_for(self, task: str, answers: dict[str, str] | None = None, *, retriever: Retriever = Retriever.select,
+                 depth: int = DEPTH, progress: Progress = quiet) -> str:
         """The PDDL goal the LLM writes for a task in English (checked against the domain and the graph); Unclear
         where the task does not tell which of some options it means, answered by asking again with `answers`
-        (only a goal built by proposing and choosing asks; L3M+P's written goal never does)."""
+        (only a goal built by proposing and choosing asks; L3M+P's written goal never does). The LLM is shown what
+        the `retriever` finds, facts within `depth` hops."""
         from kgplan.language.update import write_goal
 
         progress("retrieving the entities the task is about")
-        retrieval = self._retrieve(task)
+        retrieval = self._retrieve(task, retriever, depth)
         progress("asking the LLM for the goal")
         formula, o = write_goal(self.llm, self.graph, task, retrieval)
         if o.clarification:
@@ -437,14 +456,15 @@ class Agent:
     # ---- planning -----------------------------------------------------------------------------
     def plan(self, task: str | None = None, goal: str | None = None, *, planner: str = "fd",
              timeout: float = 60.0, prune: bool = True, memory_mb: int = 4096, answers: dict[str, str] | None = None,
-             progress: Progress = quiet) -> PlanReport:
-        """Plan for a task in English (the LLM writes the goal; Unclear and `answers` as for `goal_for`) or a PDDL
-        goal; the plan is kept for `run`."""
+             retriever: Retriever = Retriever.select, depth: int = DEPTH, progress: Progress = quiet) -> PlanReport:
+        """Plan for a task in English (the LLM writes the goal; Unclear, `answers`, `retriever` and `depth` as for
+        `goal_for`) or a PDDL goal; the plan is kept for `run`."""
         from kgplan.planners.pipeline import plan
 
         if (task is None) == (goal is None):
             raise InputError("give either a task in English or a PDDL goal")
-        goal = goal if task is None else self.goal_for(task, answers, progress)
+        goal = goal if task is None else self.goal_for(task, answers, retriever=retriever, depth=depth,
+                                                       progress=progress)
         progress(f"planning for {goal} with {planner}")
         return plan(self.graph, goal, planner=planner, timeout=timeout, prune=prune, memory_mb=memory_mb,
                     progress=progress)

@@ -20,7 +20,7 @@ from rich.markup import escape
 from rich.table import Table
 from rich.tree import Tree
 
-from kgplan.agent.agent import Agent, TellMode, Unclear, load_observations, problem_file
+from kgplan.agent.agent import DEPTH, Agent, Retriever, TellMode, Unclear, load_observations, problem_file
 from kgplan.agent.search import SEARCH_METHODS
 from kgplan.domains.model import resolve_domain
 from kgplan.domains.verify import ChangeRefused
@@ -610,6 +610,12 @@ Answer = Annotated[list[str] | None, typer.Option(
                            "fact as PDDL); repeatable. Without one, a terminal is asked.")]
 
 
+RetrieverOption = Annotated[Retriever, typer.Option(
+    help="What the LLM writing a change (--mode rewrite) or a goal is shown: select, the entities it selects from the "
+         "list; search, RS: a query graph it describes, grounded by embeddings and search; whole, the whole graph.")]
+Depth = Annotated[int, typer.Option(min=0, help="Fact hops retrieved around the entities found.")]
+
+
 def settle(c: Clarification, given: Sequence[str]) -> str:
     """The user's answer to a clarification: a given --answer among its options, else the number of one, asked at
     a terminal; without a terminal the question and the options are printed and the command exits with status 3."""
@@ -701,12 +707,12 @@ def tell(
     text: Annotated[str, typer.Argument(help='A state change in English, e.g. "Sandra turned off the laundry '
                                              'room light".')],
     dry_run: Annotated[bool, typer.Option(help="Show the verified change without applying it.")] = False,
-    whole: Annotated[bool, typer.Option("--full-graph", help="Show the LLM the whole graph (no retrieval).")] = False,
-    depth: Annotated[int, typer.Option(min=0, help="Fact hops around the entities the LLM selects.")] = 1,
+    retriever: RetrieverOption = Retriever.select,
+    depth: Depth = DEPTH,
     rounds: Annotated[int, typer.Option(min=1, help="Replies allowed before giving up.")] = 3,
     mode: Annotated[TellMode, typer.Option(help="propose: the LLM names what the sentence is about and chooses "
                                                 "among the changes the domain admits; rewrite: it writes the change, "
-                                                "verification issues go back to it (--full-graph, --depth and "
+                                                "verification issues go back to it (--retriever, --depth and "
                                                 "--rounds are for rewrite).")] = TellMode.propose,
     answer: Answer = None,
 ) -> None:
@@ -720,8 +726,8 @@ def tell(
     def go() -> None:
         with agent() as a:
             print_outcome(answered(lambda answers: a.tell(
-                text, whole=whole, depth=depth, rounds=rounds, dry_run=dry_run, propose=mode == TellMode.propose,
-                answers=answers), answer or ()))
+                text, retriever=retriever, depth=depth, rounds=rounds, dry_run=dry_run,
+                propose=mode == TellMode.propose, answers=answers), answer or ()))
 
     run_guarded(go)
 
@@ -746,6 +752,8 @@ def plan(
              "observe, then decide again); `kgplan list searches` says what each method is.")] = None,
     simulations: Annotated[int, typer.Option(min=1, help="Simulations per decision (with --search).")] = 100,
     answer: Answer = None,
+    retriever: RetrieverOption = Retriever.select,
+    depth: Depth = DEPTH,
 ) -> None:
     """Plan for a task (English, through the LLM) or a PDDL goal; `kgplan run` then executes the plan."""
 
@@ -753,7 +761,8 @@ def plan(
         if task is None and goal is None:
             raise InputError("give a task in English or a PDDL goal with --goal")
         with agent() as a:
-            text = goal if task is None else answered(lambda answers: a.goal_for(task, answers), answer or ())
+            text = goal if task is None else answered(
+                lambda answers: a.goal_for(task, answers, retriever=retriever, depth=depth), answer or ())
             if task is not None and not as_json:
                 out.print(f"goal: {text}", highlight=False)
             if search:

@@ -26,7 +26,7 @@ from mcp.server.subscriptions import InMemorySubscriptionBus, ResourceUpdated
 from mcp.types import EmptyResult, SubscribeRequestParams, ToolAnnotations, UnsubscribeRequestParams
 from pydantic import BaseModel, Field
 
-from kgplan.agent.agent import Agent, quiet
+from kgplan.agent.agent import Agent, Retriever, TellMode, quiet
 from kgplan.agent.search import SEARCH_METHODS
 from kgplan.domains.formula import Param
 from kgplan.domains.model import Domain
@@ -190,23 +190,28 @@ def create_server(agent: Agent) -> MCPServer:
 
     @server.tool(annotations=WRITES)
     @said
-    def tell(text: str, dry_run: bool = False, answers: Answers = None) -> views.TellOut | views.ClarificationOut:
+    def tell(text: str, dry_run: bool = False, answers: Answers = None, mode: TellMode = TellMode.propose,
+             retriever: Retriever = Retriever.select) -> views.TellOut | views.ClarificationOut:
         """Report a state change in English (e.g. "Sandra turned off the laundry room light"); kgplan's own LLM
         turns it into facts, verified and applied (only verified with dry_run). Fails with the reasons if no
         valid change came out; the graph is then unchanged. Where the sentence does not tell which of some things
         or facts it means, the result is `status: needs_clarification` with a question and its options: ask the
-        user, then call again with the same text and `answers` (the result's, plus {word: the option's value})."""
-        return views.do_tell(agent, views.TellIn(text=text, dry_run=dry_run, answers=answers or {}), quiet)
+        user, then call again with the same text and `answers` (the result's, plus {word: the option's value}).
+        `mode` rewrite has the LLM write the change from what the `retriever` shows it (L3M+P)."""
+        return views.do_tell(agent, views.TellIn(text=text, dry_run=dry_run, answers=answers or {}, mode=mode,
+                                                 retriever=retriever), quiet)
 
     @server.tool(annotations=PLANS)
     @said
     def plan(task: str | None = None, goal: str | None = None, planner: PLANNERS.field = "fd",
-             timeout: float = 60.0, answers: Answers = None) -> views.PlanOut | views.ClarificationOut:
+             timeout: float = 60.0, answers: Answers = None,
+             retriever: Retriever = Retriever.select) -> views.PlanOut | views.ClarificationOut:
         """Plan for a task in English or a PDDL goal such as "(not (switched_on kitchen_light))"; give one.
         The plan, with each step's effects, is kept for `run`. A task that does not tell which of some options it
-        means is a `needs_clarification` result, answered as for `tell`."""
+        means is a `needs_clarification` result, answered as for `tell`; the LLM writing its goal is shown what
+        the `retriever` finds (select, search: RS, whole)."""
         return views.do_plan(agent, views.PlanIn(task=task, goal=goal, planner=planner, timeout=timeout,
-                                                 answers=answers or {}), quiet)
+                                                 answers=answers or {}, retriever=retriever), quiet)
 
     @server.tool(annotations=PLANS)
     @said

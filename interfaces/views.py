@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, Field, ValidationError
 
-from kgplan.agent.agent import Agent, Progress, TellMode, Unclear
+from kgplan.agent.agent import DEPTH, Agent, Progress, Retriever, TellMode, Unclear
 from kgplan.agent.search import SEARCH_METHODS
 from kgplan.errors import InputError, KgplanError
 from kgplan.games import GAMES
@@ -33,6 +33,9 @@ class TellFailed(KgplanError):
 
 
 # ---- what goes in --------------------------------------------------------------------------------
+RETRIEVER = ("what the LLM is shown: select (the entities it selects from the list), search (RS: a query graph it "
+             "describes, grounded by embeddings and search) or whole (the whole graph)")
+HOPS = "fact hops retrieved around the entities found"
 ANSWERS = ("The answers to earlier clarifications of the same text ({word: option}): a `needs_clarification` "
            "answer's `answers` with its `word` set to the option chosen")
 
@@ -43,8 +46,8 @@ class TellIn(BaseModel):
     mode: TellMode = Field(TellMode.propose, description="propose: the LLM names what the sentence is about and "
                            "chooses among the changes the domain admits; rewrite: it writes the change (L3M+P)")
     answers: dict[str, str] = Field(default_factory=dict, description=ANSWERS)
-    full_graph: bool = Field(False, description="rewrite: show the LLM the whole graph (no retrieval)")
-    depth: int = Field(1, ge=0, le=5, description="rewrite: fact hops around the entities the LLM selects")
+    retriever: Retriever = Field(Retriever.select, description="rewrite: " + RETRIEVER)
+    depth: int = Field(DEPTH, ge=0, le=5, description="rewrite: " + HOPS)
     rounds: int = Field(3, ge=1, le=10, description="rewrite: replies allowed before giving up")
 
 
@@ -55,6 +58,8 @@ class PlanIn(BaseModel):
     timeout: float = Field(60.0, gt=0, le=600)
     prune: bool = True
     answers: dict[str, str] = Field(default_factory=dict, description=ANSWERS)
+    retriever: Retriever = Field(Retriever.select, description="task: " + RETRIEVER)
+    depth: int = Field(DEPTH, ge=0, le=5, description="task: " + HOPS)
 
 
 class DecideIn(BaseModel):
@@ -287,7 +292,7 @@ def do_history(agent: Agent, limit: int, before: int | None = None) -> list[Chan
 
 
 def do_tell(agent: Agent, body: TellIn, progress: Progress) -> TellOut | ClarificationOut:
-    o = agent.tell(body.text, dry_run=body.dry_run, whole=body.full_graph, depth=body.depth, rounds=body.rounds,
+    o = agent.tell(body.text, dry_run=body.dry_run, retriever=body.retriever, depth=body.depth, rounds=body.rounds,
                    propose=body.mode == TellMode.propose, answers=body.answers, progress=progress)
     if o.clarification:
         return clarification_out(o.clarification, body.answers)
@@ -303,7 +308,8 @@ def do_plan(agent: Agent, body: PlanIn, progress: Progress) -> PlanOut | Clarifi
         raise InputError('give either "goal" (PDDL) or "task" (English)')
     try:
         r = agent.plan(body.task, body.goal if body.task is None else None, planner=body.planner,
-                       timeout=body.timeout, prune=body.prune, answers=body.answers, progress=progress)
+                       timeout=body.timeout, prune=body.prune, answers=body.answers, retriever=body.retriever,
+                       depth=body.depth, progress=progress)
     except Unclear as e:
         return clarification_out(e.clarification, body.answers)
     steps = [StepOut(action=str(s), add=[fact_out(f) for f in a], remove=[fact_out(f) for f in d])

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from kgplan.agent.agent import Agent
+from kgplan.agent.agent import Agent, Retriever
 from kgplan.domains.verify import ChangeRefused
 from kgplan.errors import KgplanError
 from kgplan.graph.model import Delta, Fact
@@ -130,7 +130,7 @@ def test_cli_commands_through_the_agent(tmp_path: Path) -> None:
     ({"mentions": ["the kitchen light"]}, [lambda m: pick(m, switched_on="no longer: kitchen light is switched on")],
      lambda a: a.tell("the kitchen light went off")),
     ({"add": [], "remove": [{"predicate": "switched_on", "args": ["kitchen_light"]}]}, [],
-     lambda a: a.tell("the kitchen light went off", whole=True, propose=False)),
+     lambda a: a.tell("the kitchen light went off", retriever=Retriever.whole, propose=False)),
     ({"init": {"delete": ["(switched_on kitchen_light)"]}}, [],  # exploration's reading of an observation
      lambda a: a.read_observation("The kitchen light is off.")),
 ], ids=["tell", "tell_rewrite", "read_observation"])

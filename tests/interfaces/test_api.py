@@ -284,6 +284,25 @@ def test_tell_failures_leave_the_graph_unchanged(client: TestClient, agent: Agen
     assert state(client) == before
 
 
+def test_rs_retrieval_for_a_written_change_and_a_tasks_goal(client: TestClient, agent: Agent) -> None:
+    """Issue 23 item 3: `retriever: search` (RS) shows the model the neighbourhood of the query graph it describes,
+    grounded by embeddings, to `depth` hops (3 unless given), for tell's rewrite mode and for a task's goal."""
+    query = {"entities": [{"description": "the kitchen light", "type": "light"}], "relations": []}
+    off = {"add": [], "remove": [{"predicate": "switched_on", "args": ["kitchen_light"]}]}
+    script(agent, query, off)
+    r = client.post("/api/tell", json={"text": OFF, "mode": "rewrite", "retriever": "search"})
+    assert r.status_code == 200 and r.json()["change"]["remove"][0]["text"] == "(switched_on kitchen_light)", r.text
+    asked, wrote = agent.llm.prompts  # type: ignore[attr-defined]
+    assert "kitchen_light" not in json.dumps(asked)  # the query graph is described, not chosen from a list
+    shown = wrote[-1]["content"]
+    assert "(in_room kitchen_light kitchen)" in shown and "(person_at omar kitchen)" in shown  # 2 hops away
+    assert "(connected hallway kitchen)" in shown or "(connected kitchen hallway)" in shown
+    script(agent, query, {"goal": "(switched_on kitchen_light)"})
+    r = client.post("/api/plan", json={"task": "turn the kitchen light on", "retriever": "search", "depth": 1})
+    assert r.status_code == 200 and r.json()["goal"] == "(switched_on kitchen_light)", r.text
+    assert "(person_at omar kitchen)" not in agent.llm.prompts[-1][-1]["content"]  # type: ignore[attr-defined]
+
+
 def wait(client: TestClient, job: dict) -> dict:
     for _ in range(600):
         job = client.get(f"/api/jobs/{job['id']}").json()
