@@ -108,7 +108,6 @@ def test_mcp_reads_as_of_a_moment_and_answers_timelines_and_differences(
             found = structured(await client.call_tool("search", {"text": "apple", "at": str(move)}))
             assert "(on apple kitchen_table)" in {f["text"] for f in found["facts"]["facts"]}
             t = structured(await client.call_tool("timeline", {"pattern": "(on apple *)"}))
-            t = t.get("result", t)
             assert [(i["opened"]["id"], i["closed"] and i["closed"]["id"]) for i in t] == [
                 (load, move), (move, undo), (undo, None)]
             d = structured(await client.call_tool("difference", {"start": str(load), "end": str(move)}))
