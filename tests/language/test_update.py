@@ -136,8 +136,10 @@ def test_chat_mixes_changes_and_tasks(tmp_path: Path, monkeypatch: pytest.Monkey
     import kgplan.interfaces.cli as cli
     from tests.conftest import HOUSEHOLD
 
-    llm = ScriptedLLM([json.dumps({"kind": "state_change"}), json.dumps({"entities": ["apple", "kitchen_table"]}),
-                       reply(["(on apple kitchen_table)"], ["(on apple kitchen_counter)"]),
+    from tests.support.fake_llm import mentions, pick
+
+    llm = ScriptedLLM([json.dumps({"kind": "state_change"}), mentions("Omar", "the apple", "the kitchen table"),
+                       lambda m: pick(m, on="now: item apple is on kitchen table"),  # tell proposes, then chooses
                        json.dumps({"kind": "task"}), json.dumps({"entities": ["apple"]}),
                        json.dumps({"goal": "(holding robot apple)"})])
     monkeypatch.setattr(cli, "_llm", lambda: llm)
