@@ -135,7 +135,6 @@ def test_chat_mixes_changes_and_tasks(tmp_path: Path, monkeypatch: pytest.Monkey
 
     import kgplan.interfaces.cli as cli
     from tests.conftest import HOUSEHOLD
-
     from tests.support.fake_llm import mentions, pick
 
     llm = ScriptedLLM([json.dumps({"kind": "state_change"}), mentions("Omar", "the apple", "the kitchen table"),
