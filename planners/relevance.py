@@ -192,6 +192,8 @@ class Relevance:
         undo: list[tuple[set[formula.GroundAtom], set[formula.GroundAtom]]] = []
         agenda = self._steps(full, goal, named)
         rounds = max(MIN_ROUNDS, min(ROUNDS, ROUNDS_WORK // max(len(state.facts), 1)))
+        goal_lits = [(ground(a, {}), pos) for a, pos in _required(goal)]
+        start = best = sum(now.lit_level(lit) == 0 for lit in goal_lits)  # goal literals held: at first, at most
         postponed: set[Key] = set()
         here: set[formula.GroundAtom] = set()  # how the state differs from the one given
         away: set[formula.GroundAtom] = set()
@@ -225,6 +227,7 @@ class Relevance:
                             (here.discard if a in here else away.add)(a)
                         if now.support(goal, {}) == 0:
                             break
+                        best = max(best, sum(now.lit_level(lit) == 0 for lit in goal_lits))
                         continue
                     wanted = [lit for lit in purpose if now.lit_level(lit) is None]
                     if not wanted or not rounds:
@@ -250,8 +253,9 @@ class Relevance:
                          if now.lit_level(lit) is None]
                 protected = self._needed(state, [], goal)
                 for lits in (false, *([lit] for lit in false)):
-                    if not rounds:  # no evidence against the relaxed plans' objects: they are kept
-                        return named | used, True
+                    if not rounds:  # a long goal still coming about (as many goal literals as ever, more than at
+                        # first) keeps the objects named; a run that lost ground or made none is stuck, as at a dead end
+                        return named | used, start < best == sum(now.lit_level(lit) == 0 for lit in goal_lits)
                     rounds -= 1
                     if not visit(lits):  # in circles: the greedy run cannot get there, as at a dead end
                         return named | used, False

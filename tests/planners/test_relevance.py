@@ -275,3 +275,48 @@ def test_pruning_keeps_a_resource_for_each_step_that_consumes_one() -> None:
     assert len([o for o, t in first.objects.items() if t == "ticket"]) == 2, first.objects
     r = solve(Task(domain, first.objects, first.facts, problem.goal), timeout=30)
     assert r.solved and simulate(state.copy(), r.plan, problem.goal) is None
+
+
+SNAKE = """
+(define (domain snake)
+  (:requirements :strips :negative-preconditions :equality)
+  (:constants dummypoint)
+  (:predicates (isadjacent ?x ?y) (tailsnake ?x) (headsnake ?x) (nextsnake ?x ?y) (blocked ?x) (spawn ?x)
+               (nextspawn ?x ?y) (ispoint ?x))
+  (:action move :parameters (?head ?newhead ?tail ?newtail)
+    :precondition (and (headsnake ?head) (isadjacent ?head ?newhead) (tailsnake ?tail) (nextsnake ?newtail ?tail)
+                       (not (blocked ?newhead)) (not (ispoint ?newhead)))
+    :effect (and (blocked ?newhead) (headsnake ?newhead) (nextsnake ?newhead ?head) (not (headsnake ?head))
+                 (not (blocked ?tail)) (not (tailsnake ?tail)) (not (nextsnake ?newtail ?tail)) (tailsnake ?newtail)))
+  (:action move-and-eat-spawn :parameters (?head ?newhead ?spawnpoint ?nextspawnpoint)
+    :precondition (and (headsnake ?head) (isadjacent ?head ?newhead) (not (blocked ?newhead)) (ispoint ?newhead)
+                       (spawn ?spawnpoint) (nextspawn ?spawnpoint ?nextspawnpoint) (not (= ?spawnpoint dummypoint)))
+    :effect (and (blocked ?newhead) (headsnake ?newhead) (nextsnake ?newhead ?head) (not (headsnake ?head))
+                 (not (ispoint ?newhead)) (ispoint ?spawnpoint) (not (spawn ?spawnpoint)) (spawn ?nextspawnpoint)))
+  (:action move-and-eat-no-spawn :parameters (?head ?newhead)
+    :precondition (and (headsnake ?head) (isadjacent ?head ?newhead) (not (blocked ?newhead)) (ispoint ?newhead)
+                       (spawn dummypoint))
+    :effect (and (blocked ?newhead) (headsnake ?newhead) (nextsnake ?newhead ?head) (not (headsnake ?head))
+                 (not (ispoint ?newhead)))))
+"""
+
+
+def test_pruning_that_builds_no_plan_within_its_rounds_keeps_more_than_the_relaxed_plans() -> None:
+    """A snake (IPC 2018) on a 4x4 grid eats the point at the corner c3-0, which spawns one at c1-0. The relaxed
+    plans lead along the border, where the grown snake is stuck in the corner; the plan built from them wanders
+    until its rounds run out without reaching the goal, which is no evidence that their cells suffice (the real
+    plan goes round through c2-1, c2-2, c3-1): the first pruning must keep enough to be solvable."""
+    domain = Domain.parse(SNAKE, "domain")
+    cells = [f"c{x}-{y}" for x in range(4) for y in range(4)]
+    init = [("isadjacent", (f"c{x}-{y}", f"c{x + dx}-{y + dy}")) for x in range(4) for y in range(4)
+            for dx, dy in ((1, 0), (-1, 0), (0, 1), (0, -1)) if 0 <= x + dx < 4 and 0 <= y + dy < 4]
+    init += [("tailsnake", ("c0-1",)), ("headsnake", ("c0-2",)), ("nextsnake", ("c0-2", "c0-1")),
+             ("blocked", ("c0-1",)), ("blocked", ("c0-2",)), ("spawn", ("c1-0",)),
+             ("nextspawn", ("c1-0", "dummypoint")), ("ispoint", ("c3-0",))]
+    goal = Problem.parse("(define (problem p) (:domain snake) (:goal (and (not (ispoint c3-0)) "
+                         "(not (ispoint c1-0)))))").goal
+    state = State(domain, dict.fromkeys(cells, "object"), [GroundAtom(p, a) for p, a in init])
+    first = Relevance(domain).prune(state, goal)
+    assert first.reachable
+    r = solve(Task(domain, first.objects, first.facts, goal), timeout=30)
+    assert r.solved and simulate(state.copy(), r.plan, goal) is None, (r.status, sorted(first.objects))
