@@ -20,8 +20,8 @@
 
 `Relevance.prunings` yields the relaxed-plan pruning, then wider ones (the objects sharing a fact
 with those kept; every object of every relevant action reached before the goal), or the widest
-alone when building a plan met a dead end; each is checked by relaxed reachability on itself; the caller plans
-on them in turn and on the full state last.
+alone when building a plan met a dead end or got stuck; each is checked by relaxed reachability on
+itself; the caller plans on them in turn and on the full state last.
 A plan found on a pruned state uses only kept objects and is checked on the full state.
 """
 
@@ -137,7 +137,7 @@ class Relevance:
     def prunings(self, state: State, goal: Formula) -> Iterator[Pruned]:
         """Ever wider prunings: the objects of the relaxed plans a plan was built from (`_executed`),
         then also the objects that share a fact with them, then also every object of the relevant
-        actions reached before the goal; only the last when building a plan met a dead end (the
+        actions reached before the goal; only the last when building a plan met a dead end or got stuck (the
         relaxed-plan objects would likely be too few). Each says whether its goal is
         relaxed-reachable on it; if the goal is not relaxed-reachable on the full state, one
         hopeless pruning (the relaxation over-approximates what a plan can reach: there is none)."""
@@ -164,7 +164,7 @@ class Relevance:
                   patterns: dict[tuple[str, bool], list[Pattern]],
                   bindings: dict[str, list[Binding]]) -> tuple[set[str], bool]:
         """The objects of every relaxed plan extracted while a real plan is built from them, and False if
-        the run met a dead end.
+        the run met a dead end or got stuck.
 
         The delete relaxation lets one object serve every step that consumes it (one sandwich serves
         every child, one free hand picks up every item, a shaker is filled twice from the same level,
@@ -184,8 +184,10 @@ class Relevance:
         literal: the greedy run used up what another step needed, a gluten-free portion for a plain
         sandwich, a stone pushed into a corner) shows that the choice of objects matters: False; so does
         a goal repair asked for again in the same state (the run goes round in circles; a step's repair
-        asked for again is skipped). After the rounds allowed without either, the objects named are kept
-        as they are (a long goal: laundry for thirty clothes). `state` is restored before this returns."""
+        asked for again is skipped), and so do rounds run out with the run stuck (no more goal literals
+        held than at first, or fewer than at some point). Rounds run out while goal literals still come
+        about (a long goal: laundry for thirty clothes) keep the objects named as they are. `state` is
+        restored before this returns."""
         now = _Explorer(self.domain, state, {}, {})  # judges formulas on `state` as it changes
         named: set[str] = set()
         used: set[str] = set()

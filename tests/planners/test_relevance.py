@@ -1,8 +1,8 @@
 """Relevance pruning keeps what plans need: tasks solvable on the full state stay solvable pruned.
 
 Shapes where backward relevance used to lose solvability (a barman-like bar, a miconic-like lift
-with ADL goals and conditional effects, the held-out laundry task), and every problem of
-tests/domains/.
+with ADL goals and conditional effects, the held-out laundry task, a snake the plan built from
+relaxed plans leads astray), and every problem of tests/domains/.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ import pytest
 from kgplan.domains.formula import GroundAtom
 from kgplan.domains.model import Domain, Problem
 from kgplan.graph.backends import open_graph
+from kgplan.planners import relevance
 from kgplan.planners.pipeline import plan
 from kgplan.planners.problem import Task
 from kgplan.planners.relevance import Pruned, Relevance
@@ -320,3 +321,38 @@ def test_pruning_that_builds_no_plan_within_its_rounds_keeps_more_than_the_relax
     assert first.reachable
     r = solve(Task(domain, first.objects, first.facts, goal), timeout=30)
     assert r.solved and simulate(state.copy(), r.plan, goal) is None, (r.status, sorted(first.objects))
+
+
+CARRY = """
+(define (domain carry)
+  (:requirements :strips :typing)
+  (:types room ball)
+  (:predicates (at-robby ?r - room) (at ?b - ball ?r - room) (free) (carry ?b - ball) (door ?a ?b - room))
+  (:action move :parameters (?a ?b - room) :precondition (and (at-robby ?a) (door ?a ?b))
+    :effect (and (at-robby ?b) (not (at-robby ?a))))
+  (:action pick :parameters (?b - ball ?r - room) :precondition (and (at ?b ?r) (at-robby ?r) (free))
+    :effect (and (carry ?b) (not (at ?b ?r)) (not (free))))
+  (:action drop :parameters (?b - ball ?r - room) :precondition (and (carry ?b) (at-robby ?r))
+    :effect (and (at ?b ?r) (free) (not (carry ?b)))))
+"""
+
+
+def test_pruning_whose_rounds_run_out_on_a_long_goal_still_coming_about_keeps_the_relaxed_plans(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Six balls carried one at a time (one free hand) from room a to b; room c is reachable but of no use. With
+    three rounds the plan built from relaxed plans runs out of them after the first ball arrives: a long goal
+    still coming about (laundry for thirty clothes), not a stuck run, so the relaxed plans' objects are kept
+    rather than the widest (room c)."""
+    monkeypatch.setattr(relevance, "ROUNDS", 3)
+    monkeypatch.setattr(relevance, "MIN_ROUNDS", 3)
+    balls = [f"b{i}" for i in range(6)]
+    domain = Domain.parse(CARRY, "domain")
+    init = [("at-robby", ("a",)), ("free", ())] + [("door", (x, y)) for x, y in ("ab", "ba", "ac", "ca")]
+    state = State(domain, dict.fromkeys("abc", "room") | dict.fromkeys(balls, "ball"),
+                  [GroundAtom(p, a) for p, a in init + [("at", (b, "a")) for b in balls]])
+    goal = Problem.parse(f"(define (problem p) (:domain carry) (:goal (and {' '.join(f'(at {b} b)' for b in balls)})))"
+                         ).goal
+    first = Relevance(domain).prune(state, goal)
+    assert first.level == "relaxed plan" and first.objects.keys() == {"a", "b", *balls}, first.objects
+    r = solve(Task(domain, first.objects, first.facts, goal), timeout=30)
+    assert r.solved and simulate(state.copy(), r.plan, goal) is None
