@@ -195,7 +195,11 @@ class Relevance:
         agenda = self._steps(full, goal, named)
         rounds = max(MIN_ROUNDS, min(ROUNDS, ROUNDS_WORK // max(len(state.facts), 1)))
         goal_lits = [(ground(a, {}), pos) for a, pos in _required(goal)]
-        start = best = sum(now.lit_level(lit) == 0 for lit in goal_lits)  # goal literals held: at first, at most
+
+        def held() -> int:
+            return sum(now.lit_level(lit) == 0 for lit in goal_lits)
+
+        start = best = held()  # the goal literals held at first, and at most so far
         postponed: set[Key] = set()
         here: set[formula.GroundAtom] = set()  # how the state differs from the one given
         away: set[formula.GroundAtom] = set()
@@ -229,7 +233,7 @@ class Relevance:
                             (here.discard if a in here else away.add)(a)
                         if now.support(goal, {}) == 0:
                             break
-                        best = max(best, sum(now.lit_level(lit) == 0 for lit in goal_lits))
+                        best = max(best, held())
                         continue
                     wanted = [lit for lit in purpose if now.lit_level(lit) is None]
                     if not wanted or not rounds:
@@ -257,7 +261,7 @@ class Relevance:
                 for lits in (false, *([lit] for lit in false)):
                     if not rounds:  # a long goal still coming about (as many goal literals as ever, more than at
                         # first) keeps the objects named; a run that lost ground or made none is stuck, as at a dead end
-                        return named | used, start < best == sum(now.lit_level(lit) == 0 for lit in goal_lits)
+                        return named | used, start < best == held()
                     rounds -= 1
                     if not visit(lits):  # in circles: the greedy run cannot get there, as at a dead end
                         return named | used, False
