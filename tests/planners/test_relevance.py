@@ -14,12 +14,12 @@ import pytest
 from kgplan.domains.formula import GroundAtom
 from kgplan.domains.model import Domain, Problem
 from kgplan.graph.backends import open_graph
-from kgplan.planners import relevance
+from kgplan.planners import budget, pipeline, relevance
 from kgplan.planners.pipeline import plan
 from kgplan.planners.problem import Task
 from kgplan.planners.relevance import Pruned, Relevance
 from kgplan.planners.solve import solve
-from kgplan.planners.state import State, simulate
+from kgplan.planners.state import State, Step, simulate
 from tests.conftest import DATA
 
 DOMAINS = DATA / "domains"
@@ -356,3 +356,28 @@ def test_pruning_whose_rounds_run_out_on_a_long_goal_still_coming_about_keeps_th
     assert first.level == "relaxed plan" and first.objects.keys() == {"a", "b", *balls}, first.objects
     r = solve(Task(domain, first.objects, first.facts, goal), timeout=30)
     assert r.solved and simulate(state.copy(), r.plan, goal) is None
+
+
+def test_the_full_state_joining_while_pruning_runs_plans_on_the_state_as_given(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Pruning runs the relaxed plans' steps on the state itself (`Relevance._executed`, undone at its end); the
+    full state's planner joins the race from an alarm that rings inside pruning. When it rang after a step had run,
+    the full state's task was the state reached there (the robot already gone to the laundry), and its plan was
+    invalid on the real state (the held-out laundry shape failed so on a busy machine). The alarm here rings just
+    after pruning runs its first step."""
+    monkeypatch.setattr(pipeline, "HEDGE_S", 0.0)
+    apply = State.apply
+
+    def apply_then_ring(self: State, step: Step) -> tuple:
+        done = apply(self, step)
+        if (b := budget._budget.get()) is not None:
+            b.check()
+        return done
+
+    monkeypatch.setattr(State, "apply", apply_then_ring)
+    domain, problem = Domain.parse(RIDES, "domain"), Problem.parse(RIDES_PROBLEM, "problem")
+    g = open_graph(f"sqlite:{tmp_path / 'rides.db'}")
+    g.init(domain)
+    g.load_problem(problem, verified=False)
+    r = plan(g, "(at s2)", timeout=60)
+    assert r.solved and r.raced, r.message
