@@ -214,17 +214,16 @@ def generators() -> dict[str, Path]:
             if (d / "generator.py").is_file()}
 
 
-def maker(name: str, folder: Path) -> tuple[Callable[..., str | None], list[dict]]:
-    """A generator's `make_problem` and its sizes (those of its path, else of its last part)."""
-    module = importlib.import_module(f"{PACKAGE}.{name.replace('/', '.')}.generator")
-    return module.make_problem, SIZES.get(name, SIZES.get(folder.name, []))
+Maker = Callable[[dict, int], str | None]  # a size's keyword arguments and a seed -> a problem's text, or None
 
 
-def make(fn: Callable[..., str | None], kwargs: dict, seed: int) -> str | None:
-    """One problem's text (None where the generator makes none for these arguments)."""
-    if "seed" in inspect.signature(fn).parameters:
-        kwargs = {**kwargs, "seed": seed}
-    return fn(**kwargs)
+def maker(name: str, folder: Path) -> tuple[Maker, list[dict]]:
+    """A generator's `make_problem` called with a size's arguments and the seed where it takes one, and its
+    sizes (those of its path, else of its last part)."""
+    fn = importlib.import_module(f"{PACKAGE}.{name.replace('/', '.')}.generator").make_problem
+    seeded = "seed" in inspect.signature(fn).parameters
+    return (lambda kwargs, seed: fn(**kwargs, **({"seed": seed} if seeded else {}))), SIZES.get(
+        name, SIZES.get(folder.name, []))
 
 
 def plan_pruned(g: WorldGraph, domain: Domain, state: State, problem: Problem, timeout: float) -> dict:
@@ -278,12 +277,12 @@ def run(names: list[str] | None, sizes: list[int], seeds: list[int], timeout: fl
     return rows, skipped
 
 
-def _measure(g: WorldGraph, name: str, domain: Domain, fn: Callable[..., str | None], size: int, kwargs: dict,
+def _measure(g: WorldGraph, name: str, domain: Domain, fn: Maker, size: int, kwargs: dict,
              seed: int, timeout: float, out: Path) -> dict:
     """One generated problem: made into `out`, planned on the full state alone and as `kgplan plan` does."""
     row: dict = {"domain": name, "size": size, "seed": seed}
     try:
-        text = make(fn, kwargs, seed)
+        text = fn(kwargs, seed)
     except Exception as e:
         row["error"] = f"generator: {type(e).__name__}: {str(e)[:120]}"
         return row

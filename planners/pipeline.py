@@ -220,6 +220,7 @@ def _race(report: PlanReport, state: State, objects: dict[str, str], goal: Formu
     t0 = time.perf_counter()
     hedge_s = max(HEDGE_S, HEDGE_S_PER_FACT * len(state.facts))
     hedge_at = t0 + hedge_s  # when the full state joins in (never again once it ran out of memory beside one)
+    facts = set(state.facts)  # as given: pruning runs steps on `state` for a while (undone at its end)
     current: tuple[str, Task, Attempt] | None = None  # the pruned attempt in flight
     full: tuple[str, Task, Attempt] | None = None  # the full state's in flight
     full_answer: tuple[str, Task, PlanResult] | None = None  # the full state's failure, final once pruning is spent
@@ -232,7 +233,7 @@ def _race(report: PlanReport, state: State, objects: dict[str, str], goal: Formu
         if full is None and full_answer is None:
             progress(f"{planner} on the full state" + ("" if spent else f" beside the pruned ones (after {hedge_s} s)"))
             report.raced |= not spent
-            task = Task(state.domain, objects, set(state.facts), goal, state.numbers)
+            task = Task(state.domain, objects, facts, goal, state.numbers)
             full = ("full", task, start(task, planner, budget.left(), budget.memory_mb))
             budget.alarm = (time.monotonic() + POLL_S, poll)
 

@@ -20,8 +20,8 @@
 
 `Relevance.prunings` yields the relaxed-plan pruning, then wider ones (the objects sharing a fact
 with those kept; every object of every relevant action reached before the goal), or the widest
-alone when building a plan met a dead end; each is checked by relaxed reachability on itself; the caller plans
-on them in turn and on the full state last.
+alone when building a plan met a dead end or got stuck; each is checked by relaxed reachability on
+itself; the caller plans on them in turn and on the full state last.
 A plan found on a pruned state uses only kept objects and is checked on the full state.
 """
 
@@ -137,7 +137,7 @@ class Relevance:
     def prunings(self, state: State, goal: Formula) -> Iterator[Pruned]:
         """Ever wider prunings: the objects of the relaxed plans a plan was built from (`_executed`),
         then also the objects that share a fact with them, then also every object of the relevant
-        actions reached before the goal; only the last when building a plan met a dead end (the
+        actions reached before the goal; only the last when building a plan met a dead end or got stuck (the
         relaxed-plan objects would likely be too few). Each says whether its goal is
         relaxed-reachable on it; if the goal is not relaxed-reachable on the full state, one
         hopeless pruning (the relaxation over-approximates what a plan can reach: there is none)."""
@@ -164,7 +164,7 @@ class Relevance:
                   patterns: dict[tuple[str, bool], list[Pattern]],
                   bindings: dict[str, list[Binding]]) -> tuple[set[str], bool]:
         """The objects of every relaxed plan extracted while a real plan is built from them, and False if
-        the run met a dead end.
+        the run met a dead end or got stuck.
 
         The delete relaxation lets one object serve every step that consumes it (one sandwich serves
         every child, one free hand picks up every item, a shaker is filled twice from the same level,
@@ -184,14 +184,22 @@ class Relevance:
         literal: the greedy run used up what another step needed, a gluten-free portion for a plain
         sandwich, a stone pushed into a corner) shows that the choice of objects matters: False; so does
         a goal repair asked for again in the same state (the run goes round in circles; a step's repair
-        asked for again is skipped). After the rounds allowed without either, the objects named are kept
-        as they are (a long goal: laundry for thirty clothes). `state` is restored before this returns."""
+        asked for again is skipped), and so do rounds run out with the run stuck (no more goal literals
+        held than at first, or fewer than at some point). Rounds run out while goal literals still come
+        about (a long goal: laundry for thirty clothes) keep the objects named as they are. `state` is
+        restored before this returns."""
         now = _Explorer(self.domain, state, {}, {})  # judges formulas on `state` as it changes
         named: set[str] = set()
         used: set[str] = set()
         undo: list[tuple[set[formula.GroundAtom], set[formula.GroundAtom]]] = []
         agenda = self._steps(full, goal, named)
         rounds = max(MIN_ROUNDS, min(ROUNDS, ROUNDS_WORK // max(len(state.facts), 1)))
+        goal_lits = [(ground(a, {}), pos) for a, pos in _required(goal)]
+
+        def held() -> int:
+            return sum(now.lit_level(lit) == 0 for lit in goal_lits)
+
+        start = best = held()  # the goal literals held at first, and at most so far
         postponed: set[Key] = set()
         here: set[formula.GroundAtom] = set()  # how the state differs from the one given
         away: set[formula.GroundAtom] = set()
@@ -225,6 +233,7 @@ class Relevance:
                             (here.discard if a in here else away.add)(a)
                         if now.support(goal, {}) == 0:
                             break
+                        best = max(best, held())
                         continue
                     wanted = [lit for lit in purpose if now.lit_level(lit) is None]
                     if not wanted or not rounds:
@@ -250,8 +259,9 @@ class Relevance:
                          if now.lit_level(lit) is None]
                 protected = self._needed(state, [], goal)
                 for lits in (false, *([lit] for lit in false)):
-                    if not rounds:  # no evidence against the relaxed plans' objects: they are kept
-                        return named | used, True
+                    if not rounds:  # a long goal still coming about (as many goal literals as ever, more than at
+                        # first) keeps the objects named; a run that lost ground or made none is stuck, as at a dead end
+                        return named | used, start < best == held()
                     rounds -= 1
                     if not visit(lits):  # in circles: the greedy run cannot get there, as at a dead end
                         return named | used, False

@@ -1,8 +1,8 @@
 """Relevance pruning keeps what plans need: tasks solvable on the full state stay solvable pruned.
 
 Shapes where backward relevance used to lose solvability (a barman-like bar, a miconic-like lift
-with ADL goals and conditional effects, the held-out laundry task), and every problem of
-tests/domains/.
+with ADL goals and conditional effects, the held-out laundry task, a snake the plan built from
+relaxed plans leads astray), and every problem of tests/domains/.
 """
 
 from __future__ import annotations
@@ -14,11 +14,12 @@ import pytest
 from kgplan.domains.formula import GroundAtom
 from kgplan.domains.model import Domain, Problem
 from kgplan.graph.backends import open_graph
+from kgplan.planners import budget, pipeline, relevance
 from kgplan.planners.pipeline import plan
 from kgplan.planners.problem import Task
 from kgplan.planners.relevance import Pruned, Relevance
 from kgplan.planners.solve import solve
-from kgplan.planners.state import State, simulate
+from kgplan.planners.state import State, Step, simulate
 from tests.conftest import DATA
 
 DOMAINS = DATA / "domains"
@@ -275,3 +276,108 @@ def test_pruning_keeps_a_resource_for_each_step_that_consumes_one() -> None:
     assert len([o for o, t in first.objects.items() if t == "ticket"]) == 2, first.objects
     r = solve(Task(domain, first.objects, first.facts, problem.goal), timeout=30)
     assert r.solved and simulate(state.copy(), r.plan, problem.goal) is None
+
+
+SNAKE = """
+(define (domain snake)
+  (:requirements :strips :negative-preconditions :equality)
+  (:constants dummypoint)
+  (:predicates (isadjacent ?x ?y) (tailsnake ?x) (headsnake ?x) (nextsnake ?x ?y) (blocked ?x) (spawn ?x)
+               (nextspawn ?x ?y) (ispoint ?x))
+  (:action move :parameters (?head ?newhead ?tail ?newtail)
+    :precondition (and (headsnake ?head) (isadjacent ?head ?newhead) (tailsnake ?tail) (nextsnake ?newtail ?tail)
+                       (not (blocked ?newhead)) (not (ispoint ?newhead)))
+    :effect (and (blocked ?newhead) (headsnake ?newhead) (nextsnake ?newhead ?head) (not (headsnake ?head))
+                 (not (blocked ?tail)) (not (tailsnake ?tail)) (not (nextsnake ?newtail ?tail)) (tailsnake ?newtail)))
+  (:action move-and-eat-spawn :parameters (?head ?newhead ?spawnpoint ?nextspawnpoint)
+    :precondition (and (headsnake ?head) (isadjacent ?head ?newhead) (not (blocked ?newhead)) (ispoint ?newhead)
+                       (spawn ?spawnpoint) (nextspawn ?spawnpoint ?nextspawnpoint) (not (= ?spawnpoint dummypoint)))
+    :effect (and (blocked ?newhead) (headsnake ?newhead) (nextsnake ?newhead ?head) (not (headsnake ?head))
+                 (not (ispoint ?newhead)) (ispoint ?spawnpoint) (not (spawn ?spawnpoint)) (spawn ?nextspawnpoint)))
+  (:action move-and-eat-no-spawn :parameters (?head ?newhead)
+    :precondition (and (headsnake ?head) (isadjacent ?head ?newhead) (not (blocked ?newhead)) (ispoint ?newhead)
+                       (spawn dummypoint))
+    :effect (and (blocked ?newhead) (headsnake ?newhead) (nextsnake ?newhead ?head) (not (headsnake ?head))
+                 (not (ispoint ?newhead)))))
+"""
+
+
+def test_pruning_that_builds_no_plan_within_its_rounds_keeps_more_than_the_relaxed_plans() -> None:
+    """A snake (IPC 2018) on a 4x4 grid eats the point at the corner c3-0, which spawns one at c1-0. The relaxed
+    plans lead along the border, where the grown snake is stuck in the corner; the plan built from them wanders
+    until its rounds run out without reaching the goal, which is no evidence that their cells suffice (the real
+    plan goes round through c2-1, c2-2, c3-1): the first pruning must keep enough to be solvable."""
+    domain = Domain.parse(SNAKE, "domain")
+    cells = [f"c{x}-{y}" for x in range(4) for y in range(4)]
+    init = [("isadjacent", (f"c{x}-{y}", f"c{x + dx}-{y + dy}")) for x in range(4) for y in range(4)
+            for dx, dy in ((1, 0), (-1, 0), (0, 1), (0, -1)) if 0 <= x + dx < 4 and 0 <= y + dy < 4]
+    init += [("tailsnake", ("c0-1",)), ("headsnake", ("c0-2",)), ("nextsnake", ("c0-2", "c0-1")),
+             ("blocked", ("c0-1",)), ("blocked", ("c0-2",)), ("spawn", ("c1-0",)),
+             ("nextspawn", ("c1-0", "dummypoint")), ("ispoint", ("c3-0",))]
+    goal = Problem.parse("(define (problem p) (:domain snake) (:goal (and (not (ispoint c3-0)) "
+                         "(not (ispoint c1-0)))))").goal
+    state = State(domain, dict.fromkeys(cells, "object"), [GroundAtom(p, a) for p, a in init])
+    first = Relevance(domain).prune(state, goal)
+    assert first.reachable
+    r = solve(Task(domain, first.objects, first.facts, goal), timeout=30)
+    assert r.solved and simulate(state.copy(), r.plan, goal) is None, (r.status, sorted(first.objects))
+
+
+CARRY = """
+(define (domain carry)
+  (:requirements :strips :typing)
+  (:types room ball)
+  (:predicates (at-robby ?r - room) (at ?b - ball ?r - room) (free) (carry ?b - ball) (door ?a ?b - room))
+  (:action move :parameters (?a ?b - room) :precondition (and (at-robby ?a) (door ?a ?b))
+    :effect (and (at-robby ?b) (not (at-robby ?a))))
+  (:action pick :parameters (?b - ball ?r - room) :precondition (and (at ?b ?r) (at-robby ?r) (free))
+    :effect (and (carry ?b) (not (at ?b ?r)) (not (free))))
+  (:action drop :parameters (?b - ball ?r - room) :precondition (and (carry ?b) (at-robby ?r))
+    :effect (and (at ?b ?r) (free) (not (carry ?b)))))
+"""
+
+
+def test_pruning_whose_rounds_run_out_on_a_long_goal_still_coming_about_keeps_the_relaxed_plans(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Six balls carried one at a time (one free hand) from room a to b; room c is reachable but of no use. With
+    three rounds the plan built from relaxed plans runs out of them after the first ball arrives: a long goal
+    still coming about (laundry for thirty clothes), not a stuck run, so the relaxed plans' objects are kept
+    rather than the widest (room c)."""
+    monkeypatch.setattr(relevance, "ROUNDS", 3)
+    monkeypatch.setattr(relevance, "MIN_ROUNDS", 3)
+    balls = [f"b{i}" for i in range(6)]
+    domain = Domain.parse(CARRY, "domain")
+    init = [("at-robby", ("a",)), ("free", ())] + [("door", (x, y)) for x, y in ("ab", "ba", "ac", "ca")]
+    state = State(domain, dict.fromkeys("abc", "room") | dict.fromkeys(balls, "ball"),
+                  [GroundAtom(p, a) for p, a in init + [("at", (b, "a")) for b in balls]])
+    goal = Problem.parse(f"(define (problem p) (:domain carry) (:goal (and {' '.join(f'(at {b} b)' for b in balls)})))"
+                         ).goal
+    first = Relevance(domain).prune(state, goal)
+    assert first.level == "relaxed plan" and first.objects.keys() == {"a", "b", *balls}, first.objects
+    r = solve(Task(domain, first.objects, first.facts, goal), timeout=30)
+    assert r.solved and simulate(state.copy(), r.plan, goal) is None
+
+
+def test_the_full_state_joining_while_pruning_runs_plans_on_the_state_as_given(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Pruning runs the relaxed plans' steps on the state itself (`Relevance._executed`, undone at its end); the
+    full state's planner joins the race from an alarm that rings inside pruning. When it rang after a step had run,
+    the full state's task was the state reached there (the robot already gone to the laundry), and its plan was
+    invalid on the real state (the held-out laundry shape failed so on a busy machine). The alarm here rings just
+    after pruning runs its first step."""
+    monkeypatch.setattr(pipeline, "HEDGE_S", 0.0)
+    apply = State.apply
+
+    def apply_then_ring(self: State, step: Step) -> tuple:
+        done = apply(self, step)
+        if (b := budget._budget.get()) is not None:
+            b.check()
+        return done
+
+    monkeypatch.setattr(State, "apply", apply_then_ring)
+    domain, problem = Domain.parse(RIDES, "domain"), Problem.parse(RIDES_PROBLEM, "problem")
+    g = open_graph(f"sqlite:{tmp_path / 'rides.db'}")
+    g.init(domain)
+    g.load_problem(problem, verified=False)
+    r = plan(g, "(at s2)", timeout=60)
+    assert r.solved and r.raced, r.message
