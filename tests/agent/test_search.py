@@ -14,7 +14,7 @@ from kgplan.agent.search import BELIEFS, PAPER, PRIORS, SEARCH_METHODS, SearchMe
 from kgplan.errors import InputError
 from kgplan.graph.backends import open_graph
 from kgplan.language.llm import ScriptedLLM
-from kgplan.language.mcts import LLMPrior
+from kgplan.language.mcts import ActionScores, LLMPrior, PlaceChoice
 from kgplan.language.retrieval import similarity
 from kgplan.planners.mcts import graph_io
 from kgplan.planners.mcts.belief import embedding_prior
@@ -125,6 +125,24 @@ def test_agent_search_is_a_one_step_plan_that_run_executes(agent: Agent) -> None
     assert steps == 1 and execution.done
     with pytest.raises(InputError, match="unknown search method 'bfs'"):
         agent.search("(in milk bed)", method="bfs")
+
+
+def test_agent_search_takes_switches_and_asks_the_llm_only_where_one_is_given(tmp_path: Path) -> None:
+    def reply(messages: list[dict]):
+        asked = messages[0]["content"]
+        return PlaceChoice(place="counter") if "most likely to be" in asked else ActionScores(scores=[])
+
+    llm = ScriptedLLM([reply] * 200)
+    with Agent(f"sqlite:{tmp_path / 'a.db'}", llm=llm) as a:
+        a.graph.init(DOMAIN, problem=PROBLEM)
+        d = a.search("(in milk fridge)", method="llm_mcts", simulations=10)
+        assert d.simulations == 10 and d.llm_calls > 0 and llm.prompts  # its policy asked the LLM
+        belief = a.belief("milk")
+        assert max(belief, key=belief.__getitem__) == "counter"  # its belief: the LLM's answers
+    with Agent(f"sqlite:{tmp_path / 'b.db'}") as b:
+        b.graph.init(DOMAIN, problem=PROBLEM)
+        d = b.search("(in milk fridge)", method="llm_mcts+ff", simulations=10)  # no LLM: uniform
+        assert d.llm_calls == 0 and b.belief("milk") == pytest.approx({"fridge": 0.5, "counter": 0.5})
 
 
 @pytest.fixture
