@@ -206,21 +206,22 @@ SEARCH_METHODS: Registry[SearchMethod] = Registry("search method")
 SEARCH_METHODS.add(SearchMethod("explore", "no tree search: the goal, else its first sub-goal with a plan, planned"))
 SEARCH_METHODS.add(SearchMethod("uct", "UCT: uniform belief and prior, random rollouts, the Monte Carlo return",
                                 "uniform", settings=PAPER))
-SEARCH_METHODS.add(SearchMethod("llm_mcts", "LLM-MCTS: the LLM's belief and policy (uniform without an LLM), "
-                                "random rollouts", "llm", "llm", settings=PAPER, without_llm=("uniform", "uniform")))
+SEARCH_METHODS.add(SearchMethod("llm_mcts", "LLM-MCTS: the LLM's belief and policy (without an LLM: uniform "
+                                "belief, the policy of its mass), random rollouts", "llm", "llm", settings=PAPER,
+                                without_llm=("uniform", "belief_mass")))
 SEARCH_METHODS.add(SearchMethod("llm_mcts_no_policy", "LLM-MCTS without its heuristic policy (uniform prior)",
                                 "llm", "uniform", settings=PAPER, without_llm=("uniform", "uniform")))
 SEARCH_METHODS.add(SearchMethod("llm_mcts_uniform_belief", "LLM-MCTS with a uniform state prior (belief)",
-                                "uniform", "llm", settings=PAPER, without_llm=("uniform", "uniform")))
+                                "uniform", "llm", settings=PAPER, without_llm=("uniform", "belief_mass")))
 SEARCH_METHODS.add(SearchMethod("llm_mcts_full_obs", "LLM-MCTS, fully observable: told where every item is",
                                 "llm", "llm", settings=dataclasses.replace(PAPER, fully_observable=True),
-                                without_llm=("uniform", "uniform")))
+                                without_llm=("uniform", "belief_mass")))
 SEARCH_METHODS.add(SearchMethod("is_mcts", "IS-MCTS: llm_mcts with the importance-sampling backup",
                                 "llm", "llm", settings=dataclasses.replace(PAPER, estimator="is"),
-                                without_llm=("uniform", "uniform")))
+                                without_llm=("uniform", "belief_mass")))
 SEARCH_METHODS.add(SearchMethod("dr_mcts", "DR-MCTS: llm_mcts with the doubly robust backup",
                                 "llm", "llm", settings=dataclasses.replace(PAPER, estimator="dr"),
-                                without_llm=("uniform", "uniform")))
+                                without_llm=("uniform", "belief_mass")))
 SEARCH_METHODS.add(SearchMethod("puct", "kgplan's: embedding belief, its mass as the prior mixed with the greedy "
                                 "policy, FF rollouts, averaging, hand-over", "embedding", "belief_mass", "belief_mass"))
 SEARCH_METHODS.add(SearchMethod("puct_dr", "puct with DR-MCTS's backup",

@@ -69,7 +69,8 @@ def test_each_method_builds_its_belief_priors_and_settings(tmp_path: Path) -> No
 
 def test_the_papers_configurations_and_kgplans_switches(tmp_path: Path) -> None:
     """uct, llm_mcts (and its ablations), is_mcts and dr_mcts: the papers' settings, none of kgplan's
-    improvements; the LLM's belief and policy where an LLM is given, uniform otherwise; switches add kgplan's
+    improvements; the LLM's belief and policy where an LLM is given, else a uniform belief and the policy of
+    its mass (but for the ablation without a policy); switches add kgplan's
     improvements to any of them, and any setting can be assigned."""
     assert PAPER.c == 1.2 and PAPER.horizon == 20 and PAPER.gamma == 0.95
     assert not (PAPER.policy_weight or PAPER.ff_rollouts or PAPER.handover or PAPER.averaging)
@@ -81,12 +82,13 @@ def test_the_papers_configurations_and_kgplans_switches(tmp_path: Path) -> None:
     g.init(DOMAIN, problem=PROBLEM)
     kinds = {m: (SEARCH_METHODS[m].kinds(None), SEARCH_METHODS[m].kinds(ScriptedLLM()))
              for m in ("llm_mcts", "llm_mcts_no_policy", "llm_mcts_uniform_belief", "dr_mcts")}
-    assert kinds == {"llm_mcts": (("uniform", "uniform"), ("llm", "llm")),
+    assert kinds == {"llm_mcts": (("uniform", "belief_mass"), ("llm", "llm")),
                      "llm_mcts_no_policy": (("uniform", "uniform"), ("llm", "uniform")),
-                     "llm_mcts_uniform_belief": (("uniform", "uniform"), ("uniform", "llm")),
-                     "dr_mcts": (("uniform", "uniform"), ("llm", "llm"))}
+                     "llm_mcts_uniform_belief": (("uniform", "belief_mass"), ("uniform", "llm")),
+                     "dr_mcts": (("uniform", "belief_mass"), ("llm", "llm"))}
     without = SEARCH_METHODS["dr_mcts"].searcher(g, goal())  # no LLM: it still searches
-    assert without.belief is None and isinstance(without.search.prior, UniformPrior)
+    assert without.belief is None and isinstance(without.search.prior, BeliefMassPrior)
+    assert isinstance(without.search.rollout_prior, UniformPrior)  # random rollouts
     assert isinstance(SEARCH_METHODS["dr_mcts"].searcher(g, goal(), ScriptedLLM()).search.prior, LLMPrior)
     m = configured("dr_mcts+ff+handover", "c=2,averaging=true,window=7")
     assert m.name == "dr_mcts+ff+handover" and m.belief == "llm"
