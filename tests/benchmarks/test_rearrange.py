@@ -75,8 +75,8 @@ def test_fully_observable_tells_the_agent_where_the_items_are() -> None:
                                      "bed": ("surface", "bedroom")}, {"milk": "kitchen_counter"}, {"milk": "milk"})
     task = rearrange.Task("simple", ["milk"], "fridge", "bed")
     ep = rearrange.episode(scene, task, "llm_mcts_full_obs", 0, simulations=200, limit=12)
-    assert ep.success and "(walk bed kitchen_counter)" in ep.actions and ep.planner_calls == 0
-    assert not any("fridge" in a for a in ep.actions[:ep.actions.index("(pick milk kitchen_counter)")])
+    # it walks straight to the counter where the milk is (5 steps at best: walk, pick, walk, open, put)
+    assert ep.success and ep.steps <= 6 and ep.planner_calls == 0 and ep.decisions == ep.steps
 
 
 def test_rearrange_episode_with_a_scripted_llm_prior() -> None:
