@@ -28,9 +28,10 @@ class Settings:
 
     The tree: PUCT with exploration `c`, discount `gamma`, depth `horizon`. The backup `estimator`: "mc"
     (the return), "is" (IS-MCTS) or "dr" (DR-MCTS, kgplan.planners.mcts.estimators) with the target policy
-    softmax(Q / `temperature`) mixed with uniform by `target_uniform`, the behaviour policy the node's
-    prior, step weights clipped at `rho_max`, Q-hat by `kfold`-fold cross-validation, beta per (s, a) over
-    the last `window` pairs (at least `min_samples`, else `beta_base*exp(-lam*N(s, a))`).
+    softmax(Q / `temperature`) mixed with uniform by `target_uniform`, the `behaviour` policy "uniform"
+    (the paper's code) or the node's "prior", step weights clipped at `rho_max`, Q-hat by `kfold`-fold
+    cross-validation, beta per (s, a) over the last `window` pairs (at least `min_samples`, else
+    `beta_base*exp(-lam*N(s, a))`).
 
     kgplan's own improvements, each a switch: `policy_weight`, the share of a node's prior given to the
     belief-greedy policy (`Search._greedy`; 0: the prior as it is); `ff_rollouts`, rollouts that follow
@@ -47,6 +48,7 @@ class Settings:
     estimator: str = "mc"
     temperature: float = 1.0
     target_uniform: float = 0.0
+    behaviour: str = "uniform"
     rho_max: float = 10.0
     kfold: int = 2
     window: int = 20
@@ -64,6 +66,8 @@ class Settings:
     def __post_init__(self) -> None:
         if self.estimator not in ("mc", "is", "dr"):
             raise InputError(f"unknown estimator {self.estimator!r}: mc, is or dr")
+        if self.behaviour not in ("uniform", "prior"):
+            raise InputError(f"unknown behaviour policy {self.behaviour!r}: uniform or prior")
 
 
 @dataclass
@@ -203,12 +207,13 @@ class Search:
     def _backup(self, node: _Node, j: int, g: float) -> float:
         """IS-MCTS's or DR-MCTS's value of the node's state after action j gave the return sample `g` (made
         of the value backed up from below; kgplan.planners.mcts.estimators): ``beta*g + (1-beta)*V_X`` with
-        V_X = rho*g (IS) or V-hat + rho*(g - Q-hat) (DR), rho = pi/mu with pi = softmax(Q) and mu the node's
-        prior (uniform in the papers); beta per (s, a)."""
+        V_X = rho*g (IS) or V-hat + rho*(g - Q-hat) (DR), rho = pi/mu with pi = softmax(Q) and mu uniform (the
+        paper's code) or the node's prior; beta per (s, a)."""
         st = self.settings
         node.returns[j].append(g)
         pi = est.target(node.q, st.temperature, st.target_uniform)[j]
-        rho = est.weight(pi, node.prior[j], st.rho_max)
+        mu = node.prior[j] if st.behaviour == "prior" else 1 / len(node.q)
+        rho = est.weight(pi, mu, st.rho_max)
         if st.estimator == "is":
             x = rho * g
         else:

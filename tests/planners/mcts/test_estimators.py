@@ -80,6 +80,16 @@ def test_the_is_backup_of_a_hand_built_node() -> None:
     assert search._backup(n, 0, 0.9) == pytest.approx(b * 0.9 + (1 - b) * (pi / 0.5) * 0.9)
 
 
+@pytest.mark.parametrize(("behaviour", "mu"), [("uniform", 1 / 2), ("prior", 0.8)])
+def test_the_behaviour_policy_is_uniform_or_the_nodes_prior(behaviour: str, mu: float) -> None:
+    search, n = node("is")
+    search.settings.behaviour = behaviour
+    n.prior = [0.8, 0.2]
+    pi = math.exp(0.5) / (math.exp(0.5) + math.exp(0.2))
+    b = 0.5 * math.exp(-0.05 * 2)
+    assert search._backup(n, 0, 0.9) == pytest.approx(b * 0.9 + (1 - b) * (pi / mu) * 0.9)
+
+
 def test_beta_of_a_node_uses_its_last_window_of_pairs() -> None:
     search, n = node("dr", window=5)
     search.settings.min_samples = 5
