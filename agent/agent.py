@@ -499,17 +499,21 @@ class Agent:
 
     def search(self, goal: str, method: str = "puct_dr", simulations: int = 100,
                seconds: float | None = None) -> Decision:
-        """One decision of a tree search method (kgplan.agent.search) for a PDDL goal whose items' places are
+        """One decision of a tree search method (kgplan.agent.search, `NAME[+SWITCH...]`; an LLM where the
+        method asks one and one is configured) for a PDDL goal whose items' places are
         unknown: the belief (updated from the graph, stored with it) is sampled per simulation; its step is
         kept as a one-step plan for `run`; observe, then search or plan again."""
-        from kgplan.agent.search import SEARCH_METHODS
+        from kgplan.agent.search import configured
+        from kgplan.language.llm import LLM, LLMConfig
         from kgplan.planners.mcts.search import Budget
         from kgplan.planners.pipeline import parse_goal, remember
 
-        how = SEARCH_METHODS[method]
+        how = configured(method)  # NAME[+SWITCH...]
+        given = self._llm if isinstance(self._llm, LLM | LLMConfig) else LLMConfig.from_env()
+        ask = how.needs_llm or (how.uses_llm and (isinstance(given, LLM) or given.configured))
         with self.writes:
             f = parse_goal(goal, self.graph, {e.name: e.type for e in self.graph.entities()})
-            d = how.searcher(self.graph, f, self.llm if how.needs_llm else None).decide(
+            d = how.searcher(self.graph, f, self.llm if ask else None).decide(
                 self.graph, Budget(simulations, seconds))
             if d.step is not None:
                 remember(self.graph, goal, [d.step])

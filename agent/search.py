@@ -108,8 +108,9 @@ class Searcher:
 @dataclass(frozen=True)
 class SearchMethod:
     """A way to act where facts are unknown: a tree search with a `belief` kind, a `prior` kind at its nodes,
-    a `rollout_prior` kind (rollouts, DR's target policy, the fallback of an LLM prior) and `settings`;
-    no belief: no tree search (the symbolic sub-goal loop)."""
+    a `rollout_prior` kind (random rollouts without `ff_rollouts`, the fallback of an LLM prior) and
+    `settings`; `without_llm`, the (belief, prior) kinds used when no LLM is given (else a method whose
+    kinds need one needs it); no belief: no tree search (the symbolic sub-goal loop)."""
 
     name: str
     help: str
@@ -117,12 +118,14 @@ class SearchMethod:
     prior: str = "uniform"
     rollout_prior: str = "uniform"
     settings: Settings = field(default_factory=Settings)
+    without_llm: tuple[str, str] | None = None
 
     def __post_init__(self) -> None:
-        if self.belief is not None:
-            BELIEFS.check(self.belief)
-        PRIORS.check(self.prior)
-        PRIORS.check(self.rollout_prior)
+        for b in (self.belief, *(self.without_llm or ())[:1]):
+            if b is not None:
+                BELIEFS.check(b)
+        for p in (self.prior, self.rollout_prior, *(self.without_llm or ())[1:]):
+            PRIORS.check(p)
 
     @property
     def tree(self) -> bool:
@@ -130,9 +133,19 @@ class SearchMethod:
         return self.belief is not None
 
     @property
-    def needs_llm(self) -> bool:
+    def uses_llm(self) -> bool:
+        """Whether its belief or priors ask an LLM (where one is given)."""
         return self.tree and any(k.needs_llm for k in (BELIEFS[self.belief], PRIORS[self.prior],
                                                         PRIORS[self.rollout_prior]))
+
+    @property
+    def needs_llm(self) -> bool:
+        return self.uses_llm and self.without_llm is None
+
+    def kinds(self, llm: LLM | None) -> tuple[str, str]:
+        """The (belief, prior) kinds it searches with, given `llm` or None."""
+        assert self.belief is not None
+        return self.without_llm if llm is None and self.without_llm else (self.belief, self.prior)
 
     def searcher(self, graph: WorldGraph, goal: Formula, llm: LLM | None = None,
                  rng: random.Random | None = None) -> Searcher:
@@ -141,19 +154,77 @@ class SearchMethod:
             raise InputError(f"search method {self.name!r} makes no tree search: plan for the goal or a sub-goal")
         if self.needs_llm and llm is None:
             raise InputError(f"search method {self.name!r} needs an LLM")
+        belief, prior_kind = self.kinds(llm)
         rollout = PRIORS[self.rollout_prior].make(PriorInput(graph.domain, goal, llm, UniformPrior()))
-        prior = PRIORS[self.prior].make(PriorInput(graph.domain, goal, llm, rollout))
+        prior = PRIORS[prior_kind].make(PriorInput(graph.domain, goal, llm, rollout))
         search = searcher(graph, goal, prior, rollout, dataclasses.replace(self.settings), rng)
-        return Searcher(search, BELIEFS[self.belief].make(llm))
+        return Searcher(search, BELIEFS[belief].make(llm))
+
+
+# kgplan's own improvements, each addable to any method as `METHOD+SWITCH`
+SWITCHES: dict[str, tuple[str, dict[str, object]]] = {
+    "greedy": ("the belief-greedy policy mixed into the prior (70%)", {"policy_weight": 0.7}),
+    "ff": ("rollouts by the belief-greedy policy, cut off at gamma**h of FF's h", {"ff_rollouts": True}),
+    "handover": ("Fast Downward takes over once every goal item has been seen", {"handover": True}),
+    "averaging": ("the belief averaged with uniform by how well it has predicted", {"averaging": True}),
+}
+# the papers' settings: LLM-MCTS's code (c = 24 on returns scaled by 1/(1-gamma) = 20, gamma = 0.95, depth
+# 20), on which DR-MCTS built its VirtualHome runs (Settings' defaults are its code's beta_base = 0.5,
+# lambda = 0.05, K = 2, rho clipped at 10); no kgplan improvement
+PAPER = Settings(c=1.2, gamma=0.95, horizon=20, policy_weight=0.0, ff_rollouts=False, handover=False,
+                 averaging=False)
+
+
+def with_settings(settings: Settings, assignments: str) -> Settings:
+    """`settings` with `field=value,...` assigned (each value read as the field's type)."""
+    fields = {f.name: f for f in dataclasses.fields(Settings)}
+    changes: dict[str, object] = {}
+    for part in filter(None, (a.strip() for a in assignments.split(","))):
+        name, _, value = part.partition("=")
+        if name.strip() not in fields or not value:
+            raise InputError(f"expected FIELD=VALUE with a field of: {', '.join(fields)}; got {part!r}")
+        kind = type(getattr(settings, name.strip()))
+        try:
+            changes[name.strip()] = (value.strip().lower() in ("1", "true", "yes", "on") if kind is bool
+                                     else kind(value.strip()))
+        except ValueError as e:
+            raise InputError(f"{name.strip()}: {e}") from e
+    return dataclasses.replace(settings, **changes)
+
+
+def configured(spec: str, assignments: str = "") -> SearchMethod:
+    """The method `NAME[+SWITCH...]` (SWITCHES) with `field=value,...` settings assigned."""
+    name, *switches = (x.strip() for x in spec.split("+"))
+    base = SEARCH_METHODS[name]
+    if bad := [s for s in switches if s not in SWITCHES]:
+        raise InputError(f"unknown switch {', '.join(bad)}: the switches are {', '.join(SWITCHES)}")
+    settings = dataclasses.replace(base.settings, **{k: v for s in switches for k, v in SWITCHES[s][1].items()})
+    return dataclasses.replace(base, name=spec, settings=with_settings(settings, assignments))
 
 
 SEARCH_METHODS: Registry[SearchMethod] = Registry("search method")
 SEARCH_METHODS.add(SearchMethod("explore", "no tree search: the goal, else its first sub-goal with a plan, planned"))
-SEARCH_METHODS.add(SearchMethod("uct", "uniform belief and prior, no greedy policy mixed in",
-                                "uniform", settings=Settings(policy_weight=0.0)))
-SEARCH_METHODS.add(SearchMethod("puct", "embedding belief, its mass as the prior mixed with the greedy policy",
-                                "embedding", "belief_mass", "belief_mass"))
-SEARCH_METHODS.add(SearchMethod("puct_dr", "puct with DR-MCTS's hybrid leaf values",
+SEARCH_METHODS.add(SearchMethod("uct", "UCT: uniform belief and prior, random rollouts, the Monte Carlo return",
+                                "uniform", settings=PAPER))
+SEARCH_METHODS.add(SearchMethod("llm_mcts", "LLM-MCTS: the LLM's belief and policy (without an LLM: uniform "
+                                "belief, the policy of its mass), random rollouts", "llm", "llm", settings=PAPER,
+                                without_llm=("uniform", "belief_mass")))
+SEARCH_METHODS.add(SearchMethod("llm_mcts_no_policy", "LLM-MCTS without its heuristic policy (uniform prior)",
+                                "llm", "uniform", settings=PAPER, without_llm=("uniform", "uniform")))
+SEARCH_METHODS.add(SearchMethod("llm_mcts_uniform_belief", "LLM-MCTS with a uniform state prior (belief)",
+                                "uniform", "llm", settings=PAPER, without_llm=("uniform", "belief_mass")))
+SEARCH_METHODS.add(SearchMethod("llm_mcts_full_obs", "LLM-MCTS, fully observable: told where every item is",
+                                "llm", "llm", settings=dataclasses.replace(PAPER, fully_observable=True),
+                                without_llm=("uniform", "belief_mass")))
+SEARCH_METHODS.add(SearchMethod("is_mcts", "IS-MCTS: llm_mcts with the importance-sampling backup",
+                                "llm", "llm", settings=dataclasses.replace(PAPER, estimator="is"),
+                                without_llm=("uniform", "belief_mass")))
+SEARCH_METHODS.add(SearchMethod("dr_mcts", "DR-MCTS: llm_mcts with the doubly robust backup",
+                                "llm", "llm", settings=dataclasses.replace(PAPER, estimator="dr"),
+                                without_llm=("uniform", "belief_mass")))
+SEARCH_METHODS.add(SearchMethod("puct", "kgplan's: embedding belief, its mass as the prior mixed with the greedy "
+                                "policy, FF rollouts, averaging, hand-over", "embedding", "belief_mass", "belief_mass"))
+SEARCH_METHODS.add(SearchMethod("puct_dr", "puct with DR-MCTS's backup",
                                 "embedding", "belief_mass", "belief_mass", Settings(estimator="dr")))
 SEARCH_METHODS.add(SearchMethod("puct_lifelong", "puct over the lifelong belief: where the graph has seen items before",
                                 "lifelong", "belief_mass", "belief_mass"))

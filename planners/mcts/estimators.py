@@ -1,54 +1,67 @@
-"""DR-MCTS's leaf values: the doubly robust estimate of a rollout, and the hybrid that mixes it with the
-Monte Carlo return by the variance-minimising weight."""
+"""DR-MCTS's and IS-MCTS's backups at one tree node (s, a) of a simulation, from the return sample
+``G = r + gamma*v(s')`` (v(s') the value backed up from below): the target policy softmax(Q), V-hat as the
+softmax(Q)-weighted empirical mean of the returns of the node's actions, Q-hat by K-fold cross-validated
+returns, the importance weight pi/mu, and the hybrid ``beta*G + (1-beta)*V_X`` with beta per (s, a) over a
+sliding window of paired samples (variance-minimising), falling back to ``beta_base*exp(-lam*N(s, a))``."""
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from statistics import fmean
 
 
-@dataclass
-class Hybrid:
-    """Online statistics of paired (V_MC, V_DR) samples and the weight beta of V_MC that minimises the
-    variance of ``beta*V_MC + (1-beta)*V_DR``; with too few samples (or no variance) the schedule
-    ``beta_base*exp(-lam*N)``. Samples that never vary (every rollout failed) say nothing of a variance,
-    so they count as too few."""
-
-    beta_base: float = 0.5
-    lam: float = 0.01
-    min_samples: int = 10
-    n: int = 0
-    mean_mc: float = 0.0
-    mean_dr: float = 0.0
-    m2_mc: float = 0.0
-    m2_dr: float = 0.0
-    c: float = 0.0
-
-    def add(self, mc: float, dr: float) -> None:
-        self.n += 1
-        d_mc = mc - self.mean_mc
-        self.mean_mc += d_mc / self.n
-        d_dr = dr - self.mean_dr
-        self.mean_dr += d_dr / self.n
-        self.m2_mc += d_mc * (mc - self.mean_mc)
-        self.m2_dr += d_dr * (dr - self.mean_dr)
-        self.c += d_mc * (dr - self.mean_dr)
-
-    def beta(self, visits: int) -> float:
-        if self.n >= max(self.min_samples, 2):
-            v_mc, v_dr, cov = self.m2_mc / (self.n - 1), self.m2_dr / (self.n - 1), self.c / (self.n - 1)
-            denom = v_mc + v_dr - 2 * cov
-            if min(v_mc, v_dr) > 1e-12 and denom > 1e-12:
-                return min(1.0, max(0.0, (v_dr - cov) / denom))
-        return self.beta_base * math.exp(-self.lam * visits)
+def softmax(q: Sequence[float], temperature: float = 1.0) -> list[float]:
+    top = max(q)
+    z = [math.exp((x - top) / temperature) for x in q]
+    return [x / sum(z) for x in z]
 
 
-def doubly_robust(v: Sequence[float], rewards: Sequence[float], rho: Sequence[float], gamma: float) -> float:
-    """V_DR of one trajectory s_0 a_0 r_0 s_1 ... s_T: ``V(s_0) + sum_t gamma^t rho_{0:t} (r_t + gamma V(s_{t+1})
-    - Q(s_t, a_t))`` with Q(s, a) = V(s); `v` has T+1 values (0 for a terminal state), `rho` the T
-    cumulative importance weights prod pi/mu."""
-    out = v[0]
-    for t, (r, w) in enumerate(zip(rewards, rho, strict=True)):
-        out += gamma ** t * w * (r + gamma * v[t + 1] - v[t])
-    return out
+def target(q: Sequence[float], temperature: float = 1.0, uniform: float = 0.0) -> list[float]:
+    """The target policy pi over a node's actions: softmax(Q / temperature), mixed with uniform by `uniform`
+    (0 in the paper; the paper's code mixes at 0.5)."""
+    return [(1 - uniform) * p + uniform / len(q) for p in softmax(q, temperature)]
+
+
+def v_hat(q: Sequence[float], returns: Sequence[Sequence[float]], temperature: float = 1.0) -> float:
+    """V-hat(s): the empirical mean return of each action tried at s, weighted by softmax(Q) over those."""
+    tried = [j for j, r in enumerate(returns) if r]
+    if not tried:
+        return 0.0
+    w = softmax([q[j] for j in tried], temperature)
+    return sum(p * fmean(returns[j]) for p, j in zip(w, tried, strict=True))
+
+
+def q_hat(returns: Sequence[float], k: int = 2) -> float:
+    """Q-hat(s, a) for the newest return (the one being backed up), cross-validated: the mean of the returns
+    outside its fold (folds by position, i mod k); the mean of all while the other folds are empty."""
+    fold = (len(returns) - 1) % k
+    rest = [g for i, g in enumerate(returns) if i % k != fold]
+    return fmean(rest or returns)
+
+
+def weight(pi: float, mu: float, rho_max: float) -> float:
+    """The importance weight pi/mu of one step, clipped at `rho_max`."""
+    return min(pi / mu, rho_max) if mu > 0 else rho_max
+
+
+def doubly_robust(v: float, rho: float, g: float, q: float) -> float:
+    """V_DR(s) = V-hat(s) + rho*(G - Q-hat(s, a)) (the recursive form: G carries the DR value below)."""
+    return v + rho * (g - q)
+
+
+def beta(window: Sequence[tuple[float, float]], visits: int, beta_base: float, lam: float,
+         min_samples: int) -> float:
+    """The weight of the Monte Carlo return G against V_X (IS or DR) at (s, a): the variance-minimising
+    ``(Var X - Cov) / (Var G + Var X - 2 Cov)`` over the window's (G, V_X) pairs, in [0, 1]; with fewer than
+    `min_samples` pairs, or no variance in either, ``beta_base*exp(-lam*N(s, a))``."""
+    n = len(window)
+    if n >= max(min_samples, 2):
+        mg, mx = fmean(g for g, _ in window), fmean(x for _, x in window)
+        vg = sum((g - mg) ** 2 for g, _ in window) / (n - 1)
+        vx = sum((x - mx) ** 2 for _, x in window) / (n - 1)
+        cov = sum((g - mg) * (x - mx) for g, x in window) / (n - 1)
+        denom = vg + vx - 2 * cov
+        if min(vg, vx) > 1e-12 and denom > 1e-12:
+            return min(1.0, max(0.0, (vx - cov) / denom))
+    return beta_base * math.exp(-lam * visits)

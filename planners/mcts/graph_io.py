@@ -40,12 +40,13 @@ def write_beliefs(graph: WorldGraph, beliefs: Mapping[str, bl.Dist]) -> None:
 
 
 def beliefs_for(graph: WorldGraph, spec: bl.BeliefSpec, items: Sequence[str], make: bl.BeliefPrior | None,
-                facts: set[GroundAtom], objects: Mapping[str, str], fresh: bool = False) -> dict[str, bl.Dist]:
+                facts: set[GroundAtom], objects: Mapping[str, str], fresh: bool = False,
+                average: bool = True) -> dict[str, bl.Dist]:
     """The beliefs about `items`, written back: the prior (commonsense from `make`, else uniform; made once
     per item and stored with the evidence; made anew for an item found before and unknown again, and for
     every item if `fresh`: a prior that learns as the graph sees) mixed with
     a uniform belief by how well it has predicted where this episode's items were found and were not
-    (`bl.reliability`), given what the graph knows."""
+    (`bl.reliability`; not if `average` is off: the prior as made), given what the graph knows."""
     places = bl.places(spec, graph.domain, objects)
     evidence = json.loads(graph.get_meta(EVIDENCE_KEY) or '{"prior": {}, "found": {}}')
     prior, found = evidence["prior"], evidence["found"]
@@ -56,7 +57,7 @@ def beliefs_for(graph: WorldGraph, spec: bl.BeliefSpec, items: Sequence[str], ma
     located = {a[0]: a[1] for p, a in facts if p == spec.located}
     found |= {i: located[i] for i in prior if i in located and i not in found}
     searched = {a[0] for p, a in facts if p == spec.searched}
-    weight = bl.reliability({i: prior[i] for i in {*found, *items}}, found, searched, places)
+    weight = bl.reliability({i: prior[i] for i in {*found, *items}}, found, searched, places) if average else 1.0
     beliefs = {i: {located[i]: 1.0} if i in located else bl.mixed(prior[i], weight, places, searched)
                for i in items}
     graph.set_meta({EVIDENCE_KEY: json.dumps(evidence, sort_keys=True)})
@@ -111,7 +112,8 @@ def searcher(graph: WorldGraph, goal: Formula, prior: Prior, rollout_prior: Prio
 def decide(graph: WorldGraph, search: Search, budget: Budget, prior: bl.BeliefPrior | None = None,
            history: tuple[str, ...] = ()) -> Decision:
     """One decision on the graph's current state and belief (initialised with the commonsense `prior`,
-    or uniform, for unknown items that have none yet; updated with what the graph knows; stored). A lifelong
+    or uniform, for unknown items that have none yet; updated with what the graph knows, averaged with
+    uniform if the search's settings say `averaging`; stored). A lifelong
     prior is given the graph's sightings."""
     spec = bl.BeliefSpec.of(graph.domain)
     fresh = isinstance(prior, bl.Lifelong)
@@ -119,6 +121,6 @@ def decide(graph: WorldGraph, search: Search, budget: Budget, prior: bl.BeliefPr
         prior = dataclasses.replace(prior, seen=sightings(graph, spec))
     objects, facts, _ = graph.snapshot()
     unknown = [i for i in unknown_items(graph, spec, objects, set(facts)) if i in search.observe.items]
-    beliefs = beliefs_for(graph, spec, unknown, prior, set(facts), objects, fresh)
+    beliefs = beliefs_for(graph, spec, unknown, prior, set(facts), objects, fresh, search.settings.averaging)
     known = frozenset(a for a in facts if all(x in search.task.objects for x in a[1]))
     return search.decide(known, beliefs, budget, history)

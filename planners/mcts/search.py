@@ -8,34 +8,66 @@ from __future__ import annotations
 import math
 import random
 import time
+from collections import deque
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from kgplan.errors import InputError
 from kgplan.planners.grounding import GroundState, GroundTask
 from kgplan.planners.mcts import belief as bl
-from kgplan.planners.mcts.estimators import Hybrid, doubly_robust
+from kgplan.planners.mcts import estimators as est
 from kgplan.planners.mcts.observe import Observer
-from kgplan.planners.mcts.priors import Beliefs, Prior
+from kgplan.planners.mcts.priors import Beliefs, Prior, UniformPrior
 from kgplan.planners.relaxation import Goal
 from kgplan.planners.state import Step
 
 
 @dataclass
 class Settings:
-    """How to search: `estimator` "mc" (rollout returns) or "dr" (the hybrid); `policy_weight`: the share
-    of a node's PUCT prior given to the belief-greedy policy (`Search._greedy`; 0 keeps the prior as it
-    is, as UCT's uniform one)."""
+    """How to search (every field is a flag of `kgplan bench rearrange --set`).
+
+    The tree: PUCT with exploration `c`, discount `gamma`, depth `horizon`. The backup `estimator`: "mc"
+    (the return), "is" (IS-MCTS) or "dr" (DR-MCTS, kgplan.planners.mcts.estimators) with the target policy
+    softmax(Q / `temperature`) mixed with uniform by `target_uniform`, the `behaviour` policy "uniform"
+    (the paper's code) or the node's "prior", step weights clipped at `rho_max`, Q-hat by `kfold`-fold
+    cross-validation, beta per (s, a) over the last `window` pairs (at least `min_samples`, else
+    `beta_base*exp(-lam*N(s, a))`).
+
+    kgplan's own improvements, each a switch: `policy_weight`, the share of a node's prior given to the
+    belief-greedy policy (`Search._greedy`; 0: the prior as it is); `ff_rollouts`, rollouts that follow
+    that policy (a random action with probability `rollout_epsilon`) for at most `rollout_depth` steps, cut
+    off at gamma**h of FF's h (else rollouts draw from the rollout prior, uniform in the papers, to the
+    horizon, worth 0 when cut off); `handover`, Fast Downward takes over once every goal item has been seen
+    (else whole episodes run under MCTS); `averaging`, the belief is the commonsense prior averaged with
+    uniform by how well it has predicted this episode (graph_io.beliefs_for; else the prior as made).
+    `fully_observable` (LLM-MCTS's ablation): the agent is told where every item is (the benchmark)."""
 
     c: float = 3.0
     gamma: float = 0.95
     horizon: int = 15
     estimator: str = "mc"
-    policy_weight: float = 0.7
-    rollout_depth: int = 8  # then gamma**h: results as at 15 on the rearrange benchmark, in 2/3-3/4 of the time
-    rollout_epsilon: float = 0.2  # rollout policy: a random action with this probability, else a greedy one
+    temperature: float = 1.0
+    target_uniform: float = 0.0
+    behaviour: str = "uniform"
     rho_max: float = 10.0
+    kfold: int = 2
+    window: int = 20
+    min_samples: int = 5
     beta_base: float = 0.5
-    lam: float = 0.01
+    lam: float = 0.05
+    policy_weight: float = 0.7
+    ff_rollouts: bool = True
+    rollout_depth: int = 8  # then gamma**h: results as at 15 on the rearrange benchmark, in 2/3-3/4 of the time
+    rollout_epsilon: float = 0.2
+    handover: bool = True
+    averaging: bool = True
+    fully_observable: bool = False
+
+    def __post_init__(self) -> None:
+        if self.estimator not in ("mc", "is", "dr"):
+            raise InputError(f"unknown estimator {self.estimator!r}: mc, is or dr")
+        if self.behaviour not in ("uniform", "prior"):
+            raise InputError(f"unknown behaviour policy {self.behaviour!r}: uniform or prior")
 
 
 @dataclass
@@ -60,7 +92,7 @@ class Decision:
 
 
 class _Node:
-    __slots__ = ("actions", "kids", "n", "na", "prior", "q")
+    __slots__ = ("actions", "beta", "kids", "n", "na", "pairs", "prior", "q", "returns")
 
     def __init__(self) -> None:
         self.n = 0
@@ -69,6 +101,9 @@ class _Node:
         self.na: list[int] = []
         self.q: list[float] = []
         self.kids: dict[tuple[int, frozenset], _Node] = {}
+        self.returns: list[list[float]] = []  # per action, its return samples G (IS and DR)
+        self.pairs: list[deque[tuple[float, float]]] = []  # per action, the window of (G, V_X) pairs
+        self.beta: list[float] = []  # per action, its last beta
 
 
 class Search:
@@ -82,6 +117,7 @@ class Search:
         self.rng = rng or random.Random(0)
         self._last: _Node | None = None  # the last decision's root and action, whose subtree is reused
         self._greedy_cache: dict[tuple, tuple[float, set[int]]] = {}  # per decision
+        self._applicable: dict[GroundState, list[int]] = {}  # per decision: rollouts revisit states
         self._last_action = -1
 
     def decide(self, known: GroundState, beliefs: Mapping[str, Mapping[str, float]], budget: Budget,
@@ -91,9 +127,9 @@ class Search:
         subtree the last decision's action and what the agent now sees lead to, where there is one."""
         start, calls0 = time.perf_counter(), self.prior.llm_calls
         self.prior.limit_calls(budget.llm_calls)
-        hybrid = Hybrid(self.settings.beta_base, self.settings.lam)
         root, sims = _Node(), 0
         self._greedy_cache.clear()
+        self._applicable.clear()
         if self._last is not None:  # the subtree of what was done and seen since the last decision (POMCP)
             root = self._last.kids.get((self._last_action, self.observe(known)), root)
         while sims < budget.simulations:
@@ -102,7 +138,7 @@ class Search:
             world = {(self.observe.located, (i, p)) for i, p in bl.sample(beliefs, self.rng).items()
                      if i in self.observe.items}
             s0 = known | world
-            self._simulate(root, s0, 0, history, beliefs, hybrid, sims, frozenset(self.observe.visible(s0)))
+            self._simulate(root, s0, 0, history, beliefs, frozenset(self.observe.visible(s0)))
             sims += 1
         best = max(range(len(root.na)), key=lambda j: (root.na[j], root.q[j])) if root.na else None
         self._last, self._last_action = (root, root.actions[best]) if best is not None else (None, -1)
@@ -113,7 +149,7 @@ class Search:
             self.prior.llm_calls - calls0, time.perf_counter() - start,
             root.q[best] if best is not None else 0.0,
             {str(self.task.operators[a].step): n for a, n in zip(root.actions or [], root.na, strict=False) if n},
-            hybrid.beta(sims) if self.settings.estimator == "dr" else None)
+            root.beta[best] if best is not None and root.beta else None)
 
     def _principal(self, node: _Node) -> list[str]:
         """The most visited line of play below `node` (the attempt a reflection is about)."""
@@ -128,7 +164,7 @@ class Search:
         return line
 
     def _simulate(self, node: _Node, s: GroundState, depth: int, history: tuple[str, ...], beliefs: Beliefs,
-                  hybrid: Hybrid, sims: int, looked: frozenset[str]) -> float:
+                  looked: frozenset[str]) -> float:
         st = self.settings
         if self.goal.holds(s) or depth >= st.horizon:
             return 0.0
@@ -141,13 +177,12 @@ class Search:
             if (w := st.policy_weight) > 0:
                 share = self._policy_share(s, node.actions, guess)
                 node.prior = [(1 - w) * p + w * h for p, h in zip(node.prior, share, strict=True)]
-            node.na, node.q = [0] * len(node.actions), [0.0] * len(node.actions)
-            mc, dr = self._rollout(s, depth, beliefs, guess)
-            if st.estimator == "mc":
-                return mc
-            beta = hybrid.beta(sims)
-            hybrid.add(mc, dr)
-            return beta * mc + (1 - beta) * dr
+            k = len(node.actions)
+            node.na, node.q = [0] * k, [0.0] * k
+            if st.estimator != "mc":
+                node.returns, node.beta = [[] for _ in range(k)], [st.beta_base] * k
+                node.pairs = [deque(maxlen=st.window) for _ in range(k)]
+            return self._rollout(s, depth, beliefs, guess)
         best = self._select(node, s)
         if best < 0:
             return 0.0
@@ -160,13 +195,33 @@ class Search:
             child = node.kids[key] = _Node()
         step = str(self.task.operators[i].step)
         g = 1.0 if done else st.gamma * self._simulate(child, s2, depth + 1, (*history, step), beliefs,
-                                                               hybrid, sims, looked | set(self.observe.visible(s2)))
+                                                               looked | set(self.observe.visible(s2)))
         if done:
             child.n += 1
         node.n += 1
         node.na[best] += 1
-        node.q[best] += (g - node.q[best]) / node.na[best]
-        return g
+        v = g if st.estimator == "mc" else self._backup(node, best, g)
+        node.q[best] += (g - node.q[best]) / node.na[best]  # Q(s, a): the mean return
+        return v  # what the parent's return is made of: IS's or DR's value of s
+
+    def _backup(self, node: _Node, j: int, g: float) -> float:
+        """IS-MCTS's or DR-MCTS's value of the node's state after action j gave the return sample `g` (made
+        of the value backed up from below; kgplan.planners.mcts.estimators): ``beta*g + (1-beta)*V_X`` with
+        V_X = rho*g (IS) or V-hat + rho*(g - Q-hat) (DR), rho = pi/mu with pi = softmax(Q) and mu uniform (the
+        paper's code) or the node's prior; beta per (s, a)."""
+        st = self.settings
+        node.returns[j].append(g)
+        pi = est.target(node.q, st.temperature, st.target_uniform)[j]
+        mu = node.prior[j] if st.behaviour == "prior" else 1 / len(node.q)
+        rho = est.weight(pi, mu, st.rho_max)
+        if st.estimator == "is":
+            x = rho * g
+        else:
+            x = est.doubly_robust(est.v_hat(node.q, node.returns, st.temperature), rho, g,
+                                  est.q_hat(node.returns[j], st.kfold))
+        node.pairs[j].append((g, x))
+        b = node.beta[j] = est.beta(node.pairs[j], node.na[j], st.beta_base, st.lam, st.min_samples)
+        return b * g + (1 - b) * x
 
     def _select(self, node: _Node, s: GroundState) -> int:
         """The PUCT choice among the node's actions applicable in `s` (-1: none). Q as it is (returns lie in
@@ -236,44 +291,41 @@ class Search:
         return {i: bl.normalised({p: q for p, q in d.items() if p not in looked}) for i, d in beliefs.items()
                 if not any((located, (i, p)) in s for p in looked)}
 
-    def _rollout(self, s: GroundState, depth: int, beliefs: Beliefs, guess: Beliefs) -> tuple[float, float]:
-        """(V_MC, V_DR) of a rollout from `s`, acting on what the agent would know: the behaviour policy mu
-        takes an action of the belief-greedy policy (`_greedy`) with probability 1 - `rollout_epsilon`,
-        else any; the target policy pi of the DR estimate is the rollout prior; V(s) = gamma**h with the
-        greedy policy's h. `guess` is the belief at `s` (`_belief_at`), narrowed on a copy as the
-        rollout looks."""
-        st, gamma, located = self.settings, self.settings.gamma, self.observe.located
+    def _rollout(self, s: GroundState, depth: int, beliefs: Beliefs, guess: Beliefs) -> float:
+        """The discounted return of a rollout from `s` to the horizon, acting on what the agent would know:
+        with `ff_rollouts`, an action of the belief-greedy policy (`_greedy`) with probability 1 -
+        `rollout_epsilon`, else any, for at most `rollout_depth` steps, then gamma**h of the greedy policy's
+        h; else actions drawn from the rollout prior (uniform: random rollouts), 0 when cut off. `guess` is
+        the belief at `s` (`_belief_at`), narrowed on a copy as the rollout looks."""
+        st, located = self.settings, self.observe.located
         guess = dict(guess)
-        h, greedy = self._greedy(s, guess)
-        values, rewards, rhos = [gamma ** h], [], []
-        rho, ret, disc = 1.0, 0.0, 1.0
-        for _ in range(min(st.rollout_depth, st.horizon - depth)):
-            acts = self.task.applicable(s)
+        ff = st.ff_rollouts
+        h, greedy = self._greedy(s, guess) if ff else (0.0, set())
+        disc = 1.0
+        uniform = not ff and isinstance(self.rollout_prior, UniformPrior)  # random: no belief to narrow
+        for _ in range(min(st.rollout_depth, st.horizon - depth) if ff else st.horizon - depth):
+            if (acts := self._applicable.get(s)) is None:
+                acts = self._applicable[s] = self.task.applicable(s)
             if not acts:
-                break
-            good = [i in greedy for i in acts]
-            n_good = sum(good)
-            eps = st.rollout_epsilon if n_good else 1.0
-            mu = [(1 - eps) * g / max(n_good, 1) + eps / len(acts) for g in good]
-            j = self.rng.choices(range(len(acts)), weights=mu)[0]
-            if st.estimator == "dr":
-                pi = self.rollout_prior((), [self.task.operators[i].step for i in acts], beliefs)
-                rho = min(rho * pi[j] / mu[j], st.rho_max)
-            s = self.task.apply(acts[j], s)
-            for p in self.observe.visible(s):
+                return 0.0
+            if uniform:
+                s = self.task.apply(self.rng.choice(acts), s)
+            else:
+                if ff:
+                    good = [i in greedy for i in acts]
+                    eps = st.rollout_epsilon if any(good) else 1.0
+                    mu = [(1 - eps) * g / max(sum(good), 1) + eps / len(acts) for g in good]
+                else:
+                    mu = self.rollout_prior((), [self.task.operators[i].step for i in acts], guess)
+                s = self.task.apply(self.rng.choices(acts, weights=mu)[0], s)
+            if self.goal.holds(s):
+                return disc
+            for p in [] if uniform else self.observe.visible(s):
                 for i in list(guess):
                     guess[i] = {} if (located, (i, p)) in s else bl.absent(guess[i], p)
                     if not guess[i]:
                         del guess[i]
-            done = self.goal.holds(s)
-            h, greedy = (0.0, set()) if done else self._greedy(s, guess)
-            rewards.append(1.0 if done else 0.0)
-            rhos.append(rho)
-            values.append(0.0 if done else gamma ** h)
-            if done:
-                ret = disc
-                break
-            disc *= gamma
-        else:  # cut off before the goal: the heuristic's value of where it stopped, not a loss
-            ret = disc * values[-1]
-        return ret, doubly_robust(values, rewards, rhos, gamma)
+            if ff:
+                h, greedy = self._greedy(s, guess)
+            disc *= st.gamma
+        return disc * st.gamma ** h if ff else 0.0  # cut off: the heuristic's value of where it stopped

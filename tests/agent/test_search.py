@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 
 from kgplan.agent.agent import Agent
-from kgplan.agent.search import BELIEFS, PRIORS, SEARCH_METHODS, SearchMethod
+from kgplan.agent.search import BELIEFS, PAPER, PRIORS, SEARCH_METHODS, SearchMethod, configured
 from kgplan.errors import InputError
 from kgplan.graph.backends import open_graph
 from kgplan.language.llm import ScriptedLLM
-from kgplan.language.mcts import LLMPrior
+from kgplan.language.mcts import ActionScores, LLMPrior, PlaceChoice
 from kgplan.language.retrieval import similarity
 from kgplan.planners.mcts import graph_io
 from kgplan.planners.mcts.belief import embedding_prior
@@ -31,7 +31,9 @@ def agent(tmp_path: Path) -> Iterator[Agent]:
 
 
 def test_the_methods_and_their_kinds() -> None:
-    assert SEARCH_METHODS.names() == ["explore", "uct", "puct", "puct_dr", "puct_lifelong", "puct_llm"]
+    assert SEARCH_METHODS.names() == ["explore", "uct", "llm_mcts", "llm_mcts_no_policy", "llm_mcts_uniform_belief",
+                                      "llm_mcts_full_obs", "is_mcts", "dr_mcts", "puct", "puct_dr", "puct_lifelong",
+                                      "puct_llm"]
     assert all(m.help for m in SEARCH_METHODS) and BELIEFS.names() == ["uniform", "embedding", "llm", "learned",
                                                                        "lifelong"]
     assert PRIORS.names() == ["uniform", "belief_mass", "llm"]
@@ -48,7 +50,7 @@ def test_each_method_builds_its_belief_priors_and_settings(tmp_path: Path) -> No
     built = {m.name: m.searcher(g, goal(), llm) for m in SEARCH_METHODS if m.tree}
     uct, puct, dr, with_llm = (built[n] for n in ("uct", "puct", "puct_dr", "puct_llm"))
     assert isinstance(uct.search.prior, UniformPrior) and isinstance(uct.search.rollout_prior, UniformPrior)
-    assert uct.belief is None and uct.search.settings == Settings(policy_weight=0.0)
+    assert uct.belief is None and uct.search.settings == PAPER
     for s in (puct, dr):
         assert isinstance(s.search.prior, BeliefMassPrior) and isinstance(s.search.rollout_prior, BeliefMassPrior)
         assert s.belief is not None
@@ -62,6 +64,45 @@ def test_each_method_builds_its_belief_priors_and_settings(tmp_path: Path) -> No
         SEARCH_METHODS["puct_llm"].searcher(g, goal())
     with pytest.raises(InputError, match="no tree search"):
         SEARCH_METHODS["explore"].searcher(g, goal())
+    g.close()
+
+
+def test_the_papers_configurations_and_kgplans_switches(tmp_path: Path) -> None:
+    """uct, llm_mcts (and its ablations), is_mcts and dr_mcts: the papers' settings, none of kgplan's
+    improvements; the LLM's belief and policy where an LLM is given, else a uniform belief and the policy of
+    its mass (but for the ablation without a policy); switches add kgplan's
+    improvements to any of them, and any setting can be assigned."""
+    assert PAPER.c == 1.2 and PAPER.horizon == 20 and PAPER.gamma == 0.95
+    assert not (PAPER.policy_weight or PAPER.ff_rollouts or PAPER.handover or PAPER.averaging)
+    assert (PAPER.beta_base, PAPER.lam, PAPER.kfold, PAPER.rho_max) == (0.5, 0.05, 2, 10.0)
+    assert {m: SEARCH_METHODS[m].settings.estimator for m in ("uct", "llm_mcts", "is_mcts", "dr_mcts")} == {
+        "uct": "mc", "llm_mcts": "mc", "is_mcts": "is", "dr_mcts": "dr"}
+    assert SEARCH_METHODS["llm_mcts_full_obs"].settings.fully_observable
+    g = open_graph(f"sqlite:{tmp_path / 'w.db'}")
+    g.init(DOMAIN, problem=PROBLEM)
+    kinds = {m: (SEARCH_METHODS[m].kinds(None), SEARCH_METHODS[m].kinds(ScriptedLLM()))
+             for m in ("llm_mcts", "llm_mcts_no_policy", "llm_mcts_uniform_belief", "dr_mcts")}
+    assert kinds == {"llm_mcts": (("uniform", "belief_mass"), ("llm", "llm")),
+                     "llm_mcts_no_policy": (("uniform", "uniform"), ("llm", "uniform")),
+                     "llm_mcts_uniform_belief": (("uniform", "belief_mass"), ("uniform", "llm")),
+                     "dr_mcts": (("uniform", "belief_mass"), ("llm", "llm"))}
+    without = SEARCH_METHODS["dr_mcts"].searcher(g, goal())  # no LLM: it still searches
+    assert without.belief is None and isinstance(without.search.prior, BeliefMassPrior)
+    assert isinstance(without.search.rollout_prior, UniformPrior)  # random rollouts
+    assert isinstance(SEARCH_METHODS["dr_mcts"].searcher(g, goal(), ScriptedLLM()).search.prior, LLMPrior)
+    m = configured("dr_mcts+ff+handover", "c=2,averaging=true,window=7")
+    assert m.name == "dr_mcts+ff+handover" and m.belief == "llm"
+    assert (m.settings.ff_rollouts, m.settings.handover, m.settings.averaging, m.settings.policy_weight) == (
+        True, True, True, 0.0)
+    assert (m.settings.c, m.settings.window, m.settings.estimator) == (2.0, 7, "dr")
+    assert configured("uct+greedy").settings.policy_weight == 0.7
+    for bad, said in (("uct+magic", "unknown switch magic"), ("bfs", "unknown search method 'bfs'")):
+        with pytest.raises(InputError, match=said):
+            configured(bad)
+    with pytest.raises(InputError, match="FIELD=VALUE"):
+        configured("uct", "speed=3")
+    with pytest.raises(InputError, match="unknown estimator"):
+        configured("uct", "estimator=td")
     g.close()
 
 
@@ -86,6 +127,24 @@ def test_agent_search_is_a_one_step_plan_that_run_executes(agent: Agent) -> None
     assert steps == 1 and execution.done
     with pytest.raises(InputError, match="unknown search method 'bfs'"):
         agent.search("(in milk bed)", method="bfs")
+
+
+def test_agent_search_takes_switches_and_asks_the_llm_only_where_one_is_given(tmp_path: Path) -> None:
+    def reply(messages: list[dict]):
+        asked = messages[0]["content"]
+        return PlaceChoice(place="counter") if "most likely to be" in asked else ActionScores(scores=[])
+
+    llm = ScriptedLLM([reply] * 200)
+    with Agent(f"sqlite:{tmp_path / 'a.db'}", llm=llm) as a:
+        a.graph.init(DOMAIN, problem=PROBLEM)
+        d = a.search("(in milk fridge)", method="llm_mcts", simulations=10)
+        assert d.simulations == 10 and d.llm_calls > 0 and llm.prompts  # its policy asked the LLM
+        belief = a.belief("milk")
+        assert max(belief, key=belief.__getitem__) == "counter"  # its belief: the LLM's answers
+    with Agent(f"sqlite:{tmp_path / 'b.db'}") as b:
+        b.graph.init(DOMAIN, problem=PROBLEM)
+        d = b.search("(in milk fridge)", method="llm_mcts+ff", simulations=10)  # no LLM: uniform
+        assert d.llm_calls == 0 and b.belief("milk") == pytest.approx({"fridge": 0.5, "counter": 0.5})
 
 
 @pytest.fixture

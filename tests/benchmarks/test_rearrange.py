@@ -25,7 +25,7 @@ def test_rearrange_bench_writes_each_method_and_family(tmp_path, monkeypatch: py
     assert written == [1, 2, 3, 4, 5, 6, 6]  # 2 families x (explore + uct at 2 budgets), then the summary
     rows = {(r["method"], r["budget"], r["family"], r["limit"]): r for r in data["results"]}
     assert set(rows) == {(m, b, f, lim) for m, b in (("explore", 0), ("uct", 10), ("uct", 5))
-                         for f in ("simple", "comp2") for lim in (10, 15)}
+                         for f in ("simple", "comp2") for lim in (10, 15, 30)}
     for r in rows.values():
         assert {"success_rate", "wilson_95", "mean_steps", "simulations_per_decision",
                 "llm_calls_per_decision", "seconds_per_decision"} <= set(r)
@@ -35,11 +35,48 @@ def test_rearrange_bench_writes_each_method_and_family(tmp_path, monkeypatch: py
 
 def test_methods_come_from_the_registry(capsys: pytest.CaptureFixture[str]) -> None:
     assert rearrange.main(["--methods", "uct,bogus", "--scenes", "generated"]) == 2
-    assert "unknown method or family: bogus" in capsys.readouterr().out
+    assert "unknown search method 'bogus'" in capsys.readouterr().out
+    assert rearrange.main(["--methods", "uct+magic", "--scenes", "generated"]) == 2
+    assert "unknown switch magic" in capsys.readouterr().out
+    assert rearrange.main(["--methods", "uct", "--set", "speed=2", "--scenes", "generated"]) == 2
+    assert "FIELD=VALUE" in capsys.readouterr().out
     with pytest.raises(SystemExit):
         rearrange.main(["--help"])
     shown = capsys.readouterr().out
-    assert "puct_dr: puct with DR-MCTS's hybrid leaf values" in shown and "explore, uct, puct" in shown
+    assert "dr_mcts: DR-MCTS: llm_mcts with the doubly robust backup" in shown and "explore, uct, llm_mcts" in shown
+    assert "handover: Fast Downward takes over" in shown and "window" in shown
+
+
+def test_every_named_configuration_and_ablation_runs_without_an_llm(tmp_path) -> None:
+    """The papers' configurations search every step (no hand-over: no planner call) with their settings in
+    the JSON; a switch adds kgplan's hand-over; `--set` assigns a setting to every method."""
+    out = tmp_path / "r.json"
+    named = ["uct", "llm_mcts", "llm_mcts_no_policy", "llm_mcts_uniform_belief", "llm_mcts_full_obs", "is_mcts",
+             "dr_mcts"]
+    assert rearrange.main(["--seeds", "1", "--scenes", "generated", "--methods", ",".join([*named, "dr_mcts+handover"]),
+                           "--families", "simple", "--simulations", "5", "--limits", "4,6", "--set", "horizon=8",
+                           "--json", str(out)]) == 0
+    data = json.loads(out.read_text())
+    episodes = {e["method"]: e for e in data["episodes"]}
+    assert set(episodes) == {*named, "dr_mcts+handover"}
+    for m in named:
+        e = episodes[m]
+        assert e["planner_calls"] == 0 and e["llm_calls"] == 0 and e["decisions"] == e["steps"] > 0
+        assert e["simulations"] == 5 * e["decisions"]
+    methods = data["settings"]["methods"]
+    assert methods["dr_mcts"]["estimator"] == "dr" and methods["dr_mcts"]["belief"] == "uniform"
+    assert methods["dr_mcts+handover"]["handover"] and not methods["dr_mcts"]["handover"]
+    assert {m["horizon"] for m in methods.values()} == {8} and data["settings"]["limits"] == [4, 6]
+    assert {(r["method"], r["limit"]) for r in data["results"]} == {(m, lim) for m in episodes for lim in (4, 6)}
+
+
+def test_fully_observable_tells_the_agent_where_the_items_are() -> None:
+    scene = rearrange.Scene("tiny", {"fridge": ("container", "kitchen"), "kitchen_counter": ("surface", "kitchen"),
+                                     "bed": ("surface", "bedroom")}, {"milk": "kitchen_counter"}, {"milk": "milk"})
+    task = rearrange.Task("simple", ["milk"], "fridge", "bed")
+    ep = rearrange.episode(scene, task, "llm_mcts_full_obs", 0, simulations=200, limit=12)
+    # it walks straight to the counter where the milk is (5 steps at best: walk, pick, walk, open, put)
+    assert ep.success and ep.steps <= 6 and ep.planner_calls == 0 and ep.decisions == ep.steps
 
 
 def test_rearrange_episode_with_a_scripted_llm_prior() -> None:
