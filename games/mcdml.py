@@ -86,10 +86,6 @@ class GameSearch:
     settings: Settings = field(default_factory=Settings)
     random: bool = False
 
-    @property
-    def needs_llm(self) -> bool:
-        return not self.random and self.settings.llm_prior
-
 
 GAME_SEARCHES: Registry[GameSearch] = Registry("game search")
 GAME_SEARCHES.add(GameSearch("mcdml", "MC-DML: PUCT with the LLM's log-probability prior, memories, dynamic depth"))
