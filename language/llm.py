@@ -201,6 +201,14 @@ def parse_reply(text: str, schema: type[M]) -> M:
         raise LLMError(f"reply does not fit {schema.__name__}: {reason}", raw=text) from e
 
 
+@dataclass(frozen=True)
+class TokenChoice:
+    """A short reply with its first token's alternatives: token -> log-probability."""
+
+    text: str
+    top: dict[str, float]
+
+
 class LLM(ABC):
     """A chat model answering with replies validated against a pydantic schema; keeps a record per call."""
 
@@ -210,6 +218,11 @@ class LLM(ABC):
     @abstractmethod
     def complete(self, messages: list[dict], schema: type[M]) -> tuple[M, CallRecord]:
         """Send `messages` (OpenAI chat format), return the reply as a `schema` instance; raise `LLMError`."""
+
+    def first_token(self, messages: list[dict], top: int = 20, max_tokens: int = 2) -> tuple[TokenChoice, CallRecord]:
+        """The reply's text and its first token's `top` most likely tokens with their log-probabilities
+        (MC-DML's prior); `LLMError` where the client or its endpoint gives none."""
+        raise LLMError(f"{type(self).__name__} gives no log-probabilities")
 
     @property
     def usage(self) -> Usage:
@@ -275,6 +288,30 @@ class OpenAIClient(LLM):
                 reason += "; the reply was cut at its length limit (max_tokens)"
             raise fail(reason, raw=e.raw, usage=response.usage) from e
         return reply, self._record(start, attempts, response.usage)
+
+    def first_token(self, messages: list[dict], top: int = 20, max_tokens: int = 2) -> tuple[TokenChoice, CallRecord]:
+        """Asks the endpoint for `logprobs` with `top_logprobs` (OpenAI allows at most 20; a llama.cpp server
+        gives them too), a plain-text reply of at most `max_tokens`."""
+        start, body = time.perf_counter(), {"model": self.config.model, "messages": messages, "max_tokens": max_tokens,
+                                            "logprobs": True, "top_logprobs": top}
+        if self.config.temperature is not None:
+            body["temperature"] = self.config.temperature
+        try:
+            raw_response = self._client.chat.completions.with_raw_response.create(**body)
+            response = raw_response.parse()
+        except openai.OpenAIError as e:
+            error = LLMError(f"{self.config.model}: log-probabilities request failed: {type(e).__name__}: {e}")
+            self._record(start, 1, None, str(error))
+            raise error from e
+        attempts = raw_response.retries_taken + 1
+        logprobs = response.choices[0].logprobs if response.choices else None
+        if not logprobs or not logprobs.content:
+            error = LLMError(f"{self.config.model}: the endpoint gave no log-probabilities")
+            self._record(start, attempts, response.usage, str(error))
+            raise error
+        top_tokens = {t.token: t.logprob for t in logprobs.content[0].top_logprobs or ()}
+        return (TokenChoice(response.choices[0].message.content or "", top_tokens),
+                self._record(start, attempts, response.usage))
 
     def _format_rejected(self, e: openai.OpenAIError) -> bool:
         """An error status that names the reply format: 400 from vLLM, 422 or 500 from llama-cpp-python."""

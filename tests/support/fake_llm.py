@@ -15,8 +15,9 @@ Script = Callable[[dict], Response]
 
 
 def ok(content: Any, prompt_tokens: int | None = 10, completion_tokens: int = 5, delay: float = 0.0,
-       finish_reason: str = "stop") -> Script:
-    """A 200 chat completion whose message content is `content` (JSON-encoded unless a string)."""
+       finish_reason: str = "stop", top_logprobs: dict[str, float] | None = None) -> Script:
+    """A 200 chat completion whose message content is `content` (JSON-encoded unless a string), with its first
+    token's `top_logprobs` (token -> log-probability) where given."""
     text = content if isinstance(content, str) else json.dumps(content)
     body: dict[str, Any] = {
         "id": "chatcmpl-1",
@@ -25,6 +26,10 @@ def ok(content: Any, prompt_tokens: int | None = 10, completion_tokens: int = 5,
         "model": "fake",
         "choices": [{"index": 0, "finish_reason": finish_reason, "message": {"role": "assistant", "content": text}}],
     }
+    if top_logprobs is not None:
+        alternatives = [{"token": t, "logprob": lp, "bytes": None} for t, lp in top_logprobs.items()]
+        body["choices"][0]["logprobs"] = {"content": [{"token": text[:1], "logprob": max(top_logprobs.values()),
+                                                       "bytes": None, "top_logprobs": alternatives}]}
     if prompt_tokens is not None:
         body["usage"] = {
             "prompt_tokens": prompt_tokens,
