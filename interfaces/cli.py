@@ -26,6 +26,7 @@ from kgplan.domains.model import resolve_domain
 from kgplan.domains.verify import ChangeRefused
 from kgplan.errors import InputError, KgplanError, LLMError
 from kgplan.games import GAMES
+from kgplan.games.mcdml import GAME_SEARCHES
 from kgplan.graph.backends import BACKENDS, creating
 from kgplan.graph.model import Change, Entity, Fact, Stamp, Unknown
 from kgplan.planners.engines import PLANNERS
@@ -966,13 +967,14 @@ def explore(
 
 
 REGISTRIES: dict[str, Registry] = {"planners": PLANNERS, "games": GAMES, "searches": SEARCH_METHODS,
-                                   "stores": BACKENDS}
+                                   "game-searches": GAME_SEARCHES, "stores": BACKENDS}
 
 
 @app.command(name="list")
-def list_(what: Annotated[str, typer.Argument(help="planners, games, searches or stores")]) -> None:
+def list_(what: Annotated[str, typer.Argument(help="planners, games, searches, game-searches or stores")]) -> None:
     """List what can be chosen, with what each one is: the planners (`plan --planner`), the games (`explore
-    --game`), the search methods (`plan --search`), the store backends (`--store`)."""
+    --game`), the search methods (`plan --search`), the searches over a game engine (`bench textgames
+    --methods`), the store backends (`--store`)."""
 
     def go() -> None:
         if what not in REGISTRIES:

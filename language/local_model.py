@@ -84,6 +84,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--port", type=int, default=8080)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--ctx", type=int, default=16384, help="context window in tokens (the R- prompts need ~12k)")
+    ap.add_argument("--logprobs", action="store_true",
+                    help="turn llama.cpp's logits_all on, so replies carry log-probabilities (MC-DML's prior); it "
+                         "reserves ctx x vocabulary floats (about 2.4 GB at --ctx 4096): lower --ctx with it")
     args = ap.parse_args(argv)
     path = model_path(args.dir, args.model)
     print(path)
@@ -93,7 +96,7 @@ def main(argv: list[str] | None = None) -> int:
         raise SystemExit("llama-cpp-python is not installed: pip install -e '.[local-llm]'")
     cmd = [sys.executable, "-m", "llama_cpp.server", "--model", str(path), "--model_alias", MODELS[args.model].alias,
            "--host", "127.0.0.1", "--port", str(args.port), "--n_threads", str(args.threads),
-           "--n_threads_batch", str(args.threads), "--n_ctx", str(args.ctx), "--logits_all", "false"]
+           "--n_threads_batch", str(args.threads), "--n_ctx", str(args.ctx), "--logits_all", str(args.logprobs).lower()]
     os.execv(sys.executable, cmd)
 
 

@@ -398,3 +398,8 @@ def test_tell_asks_which_one_and_an_answer_completes_it(store: Path, server: Fak
     assert code == 0 and "+ (held_by red_mug sandra)" in out and "Which one" not in out, out
     code, out = cli("timeline", "(held_by red_mug *)")
     assert code == 0 and "the user said 'the mug' means red_mug" in out, out
+
+
+def test_list_shows_the_searches_over_a_game_engine() -> None:
+    r = CliRunner().invoke(app, ["list", "game-searches"])
+    assert r.exit_code == 0 and all(name in r.output for name in ("mcdml", "mcdml_no_cross", "uct_game")), r.output
