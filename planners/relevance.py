@@ -119,6 +119,7 @@ class Relevance:
 
     def __init__(self, domain: Domain) -> None:
         self.domain = domain
+        self.explored: tuple[State, Formula, _Explorer] | None = None  # the last `prunings`' exploration of the state
         self.achievers: dict[tuple[str, bool], list[tuple[Action, Effect]]] = defaultdict(list)
         for act in domain.actions.values():
             for e in act.effects:
@@ -126,7 +127,10 @@ class Relevance:
 
     def explore(self, state: State, goal: Formula) -> tuple[_Explorer, bool]:
         """The relaxed exploration from `state` over the actions relevant to `goal` (run until the goal holds
-        or nothing new is reached), and whether it reached the goal."""
+        or nothing new is reached), and whether it reached the goal; the one `prunings` made, if it was for these."""
+        if self.explored is not None and self.explored[0] is state and self.explored[1] == goal:
+            explorer = self.explored[2]
+            return explorer, explorer.support(goal, {}) is not None
         explorer = _Explorer(self.domain, state, *self._relevant(state, goal))
         return explorer, explorer.run(goal)
 
@@ -147,7 +151,9 @@ class Relevance:
         acting = full.of_type((t,)) if t in self.domain.types else []
         base = set(acting) | set(self.domain.constants)
         base |= {a for o in acting for _, args in state.about(o) for a in args}
-        if not full.run(goal):
+        reached = full.run(goal)
+        self.explored = state, goal, full  # (for `explore`: why an unsolvable goal is so)
+        if not reached:
             yield Pruned({}, set(), LEVELS[0], reachable=False, hopeless=True)
             return
         named, spared = self._executed(state, goal, full, patterns, bindings)
