@@ -390,6 +390,25 @@ def _conjunction(lits: Iterable[Lit]) -> Formula:
     return And(tuple(Atom(p, args) if pos else Not(Atom(p, args)) for (p, args), pos in sorted(lits)))
 
 
+def _literal_conjunction(f: Formula, pos: bool = True) -> list[tuple[str | None, tuple[str, ...], bool]] | None:
+    """A formula that holds when each of some literals does (a conjunction of atoms, equalities and their negations):
+    (predicate, arguments, positive) for each, the predicate None for an equality; None for any other formula."""
+    if isinstance(f, Atom):
+        return [(f.predicate, f.args, pos)]
+    if isinstance(f, Equals):
+        return [(None, (f.left, f.right), pos)]
+    if isinstance(f, Not):
+        return _literal_conjunction(f.arg, not pos)
+    if isinstance(f, And) and pos:
+        out: list[tuple[str | None, tuple[str, ...], bool]] = []
+        for g in f.args:
+            if (part := _literal_conjunction(g)) is None:
+                return None
+            out += part
+        return out
+    return None
+
+
 def _repeats(b: Binding) -> bool:
     return len(set(b.values())) < len(b)
 
@@ -424,6 +443,12 @@ class _Explorer:
             self.allowed[name] = {p: {b[p] for b in bs} for p in params if all(p in b for b in bs)}
         self.effects = {name: [e for e in domain.actions[name].effects if self._relevant_effect(e)]
                         for name in bindings}
+        # (speed) per action: the effects reached as soon as it fires, those joined with their condition each layer,
+        # its parameters' names and its precondition's literals, when it is a conjunction of literals
+        self.plain = {n: [e for e in es if not e.params and e.condition == TRUE] for n, es in self.effects.items()}
+        self.conditional = {n: [e for e in es if e.params or e.condition != TRUE] for n, es in self.effects.items()}
+        self.names = {n: [p.name for p in domain.actions[n].params] for n in bindings}
+        self.pre = {n: _literal_conjunction(domain.actions[n].precondition) for n in bindings}
         self.actions = [(domain.actions[name], {p.name: p.types for p in domain.actions[name].params},
                          _conjuncts(domain.actions[name].precondition),
                          {p: next(iter(vs)) for p, vs in self.allowed[name].items() if len(vs) == 1})
@@ -458,6 +483,23 @@ class _Explorer:
 
     def match(self, pred: str, pattern: Pattern) -> Iterable[tuple[str, ...]]:
         return chain(self.state.match(pred, pattern), self.new.match(pred, pattern))
+
+    def _conjunction_level(self, lits: list[tuple[str | None, tuple[str, ...], bool]], b: Binding) -> int | None:
+        """`support` of a conjunction of literals (`_literal_conjunction`) under `b`, without walking its formula."""
+        facts, level, horizon, out = self.state.facts, self.level, self.horizon, 0
+        for pred, args, pos in lits:
+            if pred is None:  # (= left right)
+                if (b.get(args[0], args[0]) == b.get(args[1], args[1])) != pos:
+                    return None
+                continue
+            atom = (pred, tuple(map(b.get, args, args)))
+            if (atom in facts) == pos:
+                continue
+            lvl = level.get((atom, pos))
+            if lvl is None or lvl > horizon:
+                return None
+            out = max(out, lvl)
+        return out
 
     def support(self, f: Formula, b: Binding, pos: bool = True, lits: list[Lit] | None = None) -> int | None:
         """The earliest layer `f` holds from (relaxed) under `b`, or None; the literals it rests on
@@ -564,11 +606,11 @@ class _Explorer:
             self.horizon = layer
             found: dict[Key, tuple[Action, Binding]] = {}
             for act, types, atoms, start in self.actions:
-                allowed = self.allowed[act.name]
+                allowed, names = self.allowed[act.name], self.names[act.name]
                 for nb in self._triggered(atoms, start, types, fresh, allowed):
                     for full in self._bindings(act.params, nb):
-                        if all(full[p] in vs for p, vs in allowed.items()):
-                            key = (act.name, tuple(full[p.name] for p in act.params))
+                        if not allowed or all(full[p] in vs for p, vs in allowed.items()):
+                            key = (act.name, tuple([full[n] for n in names]))
                             if key not in self.fired:
                                 found[key] = act, full
             for key in blocked - found.keys():
@@ -576,20 +618,20 @@ class _Explorer:
                 found[key] = act, dict(zip((p.name for p in act.params), key[1], strict=True))
             blocked = set()
             new: list[Lit] = []
-            for key, (act, full) in sorted(found.items(), key=lambda kv: kv[0]):  # the same plan every run
+            for key, (act, full) in sorted(found.items()):  # (by key: keys differ) the same plan every run
                 if self.protected and any((ground(e.atom, full), not e.add) in self.protected
                                           for e in act.effects if not e.params and e.condition == TRUE):
                     continue
-                if self.support(act.precondition, full) is None:
+                pre = self.pre[act.name]
+                if (self._conjunction_level(pre, full) if pre is not None else self.support(act.precondition, full)
+                        ) is None:
                     blocked.add(key)
                     continue
                 self.fired[key] = full
-                effects = [e for e in self.effects[act.name] if e.params or e.condition != TRUE]
-                if effects:
+                if effects := self.conditional[act.name]:
                     conditional[key] = act, full, effects
-                for e in self.effects[act.name]:
-                    if not (e.params or e.condition != TRUE):
-                        self._reach(ground(e.atom, full), e.add, layer, act.name, full, e, new)
+                for e in self.plain[act.name]:
+                    self._reach(ground(e.atom, full), e.add, layer, act.name, full, e, new)
             for act, full, effects in conditional.values():
                 for e in effects:
                     types = {p.name: p.types for p in e.params}
