@@ -312,8 +312,7 @@ class Relevance:
         plan, lits = explorer.extract(target)
         named |= {a for key in plan for a in key[1]} | {a for (_, args), _ in lits for a in args}
         named |= self._quantified_objects(list(plan), explorer)
-        layer = {key: explorer.support(self.domain.actions[key[0]].precondition, self._binding(key)) or 0
-                 for key in plan}
+        layer = {key: max(explorer.lit_level(lit) or 1 for lit in purpose) - 1 for key, purpose in plan.items()}
         return sorted(plan.items(), key=lambda kv: -layer[kv[0]])
 
     def _binding(self, key: Key) -> Binding:
