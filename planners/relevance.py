@@ -176,9 +176,9 @@ class Relevance:
         every child, one free hand picks up every item, a shaker is filled twice from the same level,
         a cell stays clear under the stone pushed onto it, a dry cloth stays dry after washing), so the
         relaxed plan's objects can be too few. Its steps are therefore run for real on `state`, earliest
-        layer first. A step whose precondition is false there is replaced by a relaxed plan, from the
-        state reached, for what the step was in the plan for (its purpose: the next sandwich, the next
-        shaker level) or, if that is out of reach, for its false preconditions (a free hand, the player
+        layer first (the layer its purpose was reached at). A step whose precondition is false there is
+        replaced by a relaxed plan, from the state reached, for what the step was in the plan for (its
+        purpose: the next sandwich, the next shaker level) or, if that is out of reach, for its false preconditions (a free hand, the player
         behind the stone), whose steps are run in turn; goal literals false at the end get a relaxed
         plan the same way. A step that would falsify a literal a later step or the goal needs is run
         after those steps (once), where its precondition may no longer hold and its purpose is
@@ -307,8 +307,9 @@ class Relevance:
         return None
 
     def _steps(self, explorer: _Explorer, target: Formula, named: set[str]) -> list[tuple[Key, list[Lit]]]:
-        """The relaxed plan for `target` of an explorer that reached it, as (step, purpose) with the latest
-        layer first (a stack); its objects are added to `named`."""
+        """The relaxed plan for `target` of an explorer that reached it, as (step, purpose), the step that reached its
+        purpose latest first (a stack: a washer whose precondition holds at once but whose washing waits for the
+        cloth inside runs after the cloth is put in); its objects are added to `named`."""
         plan, lits = explorer.extract(target)
         named |= {a for key in plan for a in key[1]} | {a for (_, args), _ in lits for a in args}
         named |= self._quantified_objects(list(plan), explorer)
