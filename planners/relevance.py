@@ -176,9 +176,9 @@ class Relevance:
         every child, one free hand picks up every item, a shaker is filled twice from the same level,
         a cell stays clear under the stone pushed onto it, a dry cloth stays dry after washing), so the
         relaxed plan's objects can be too few. Its steps are therefore run for real on `state`, earliest
-        layer first (the layer its purpose was reached at). A step whose precondition is false there is
-        replaced by a relaxed plan, from the state reached, for what the step was in the plan for (its
-        purpose: the next sandwich, the next shaker level) or, if that is out of reach, for its false preconditions (a free hand, the player
+        layer first. A step whose precondition is false there is replaced by a relaxed plan, from the
+        state reached, for what the step was in the plan for (its purpose: the next sandwich, the next
+        shaker level) or, if that is out of reach, for its false preconditions (a free hand, the player
         behind the stone), whose steps are run in turn; goal literals false at the end get a relaxed
         plan the same way. A step that would falsify a literal a later step or the goal needs is run
         after those steps (once), where its precondition may no longer hold and its purpose is
