@@ -47,6 +47,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from kgplan.benchmarks import below, outcome, verdict
 from kgplan.benchmarks import console as bench_console
 from kgplan.domains.model import Problem, resolve_domain
 from kgplan.domains.synthetic import household_world_with_facts
@@ -409,11 +410,9 @@ def report(results: dict[str, dict[str, float]], console: Console) -> tuple[Tabl
             target = next((t for t in TARGETS if t.backend == backend and t.metric == key), None)
             cells = [backend, label, _fmt(metrics[key], unit), "", ""]
             if target:
-                ok = metrics[key] < target.limit
-                cells[3] = "< " + _fmt(target.limit, unit)
-                cells[4] = "[green]PASS[/]" if ok else "[red]FAIL[/]"
-                verdicts.append({"backend": backend, "metric": key, "label": label, "unit": unit,
-                                 "target_lt": target.limit, "measured": metrics[key], "pass": ok})
+                verdicts.append(v := below(metrics[key], target.limit, backend=backend, metric=key, label=label,
+                                           unit=unit))
+                cells[3:] = ["< " + _fmt(target.limit, unit), verdict(v["pass"])]
             table.add_row(*cells)
         table.add_section()
     return table, verdicts
@@ -464,8 +463,7 @@ def main(argv: list[str] | None = None) -> int:
         console.print(f"[yellow]note: the neo4j backend ran on {worlds['neo4j']['facts']:,} facts, "
                       f"not {args.facts:,}[/]")
     passed = all(v["pass"] for v in verdicts)
-    console.print("[green]all targets met[/]" if passed else
-                  f"[red]{sum(not v['pass'] for v in verdicts)} of {len(verdicts)} targets missed[/]")
+    console.print(outcome(v["pass"] for v in verdicts))
     doc = {
         "benchmark": "graph_ops",
         "time": datetime.now(UTC).isoformat(),

@@ -40,8 +40,8 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from kgplan.benchmarks import below, outcome, verdict, write_json
 from kgplan.benchmarks import console as bench_console
-from kgplan.benchmarks import write_json
 from kgplan.benchmarks.graph_ops import HouseholdState, percentile, step
 from kgplan.domains.model import Problem, resolve_domain
 from kgplan.domains.synthetic import household_world_with_facts
@@ -167,10 +167,8 @@ def report(results: dict[str, dict[str, float]]) -> tuple[Table, list[dict[str, 
             p95 = m[f"{key}_p95_ms"]
             cells = [backend, f"{m['changes']:,.0f}", label, f"{m[f'{key}_p50_ms']:.2f} ms", f"{p95:.2f} ms", "", ""]
             if limit is not None:
-                ok = p95 < limit
-                cells[5:] = [f"< {limit:.0f} ms", "[green]PASS[/]" if ok else "[red]FAIL[/]"]
-                verdicts.append({"backend": backend, "metric": f"{key}_p95_ms", "target_lt": limit, "measured": p95,
-                                 "pass": ok})
+                verdicts.append(v := below(p95, limit, backend=backend, metric=f"{key}_p95_ms"))
+                cells[5:] = [f"< {limit:.0f} ms", verdict(v["pass"])]
             table.add_row(*cells)
         table.add_section()
     return table, verdicts
@@ -218,8 +216,7 @@ def main(argv: list[str] | None = None) -> int:
     table, verdicts = report(results)
     console.print(table)
     passed = all(v["pass"] for v in verdicts)
-    console.print("[green]all targets met[/]" if passed else
-                  f"[red]{sum(not v['pass'] for v in verdicts)} of {len(verdicts)} targets missed[/]")
+    console.print(outcome(v["pass"] for v in verdicts))
     doc = {"benchmark": "history", "time": datetime.now(UTC).isoformat(),
            "config": {k: v for k, v in vars(args).items() if k != "json"},
            "machine": {"python": platform.python_version(), "platform": platform.platform(), "cpus": os.cpu_count(),

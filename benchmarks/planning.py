@@ -37,6 +37,7 @@ from rich.progress import track
 from rich.table import Table
 
 from kgplan.benchmarks import console as bench_console
+from kgplan.benchmarks import outcome, target_table
 from kgplan.domains.formula import And, Atom, Formula, Not, to_pddl
 from kgplan.domains.model import Domain, Problem, resolve_domain
 from kgplan.graph.backends import open_graph
@@ -341,10 +342,8 @@ def print_tables(console: Console, rows: list[dict], scaling: list[dict], planne
              if "min_recall" in s else "-")
         console.print(t)
     if targets:
-        t = Table("target", "met", title=f"Targets ({planners[0]})")
-        for k, v in targets.items():
-            t.add_row(k, "yes" if v else "NO")
-        console.print(t)
+        console.print(target_table(f"Targets ({planners[0]})", targets))
+        console.print(outcome(targets.values()))
 
 
 if __name__ == "__main__":

@@ -153,7 +153,8 @@ def _plan(report: PlanReport, graph: WorldGraph, state: State, objects: dict[str
     if prune and PLANNERS[planner].optimal:  # a pruned state may lack the objects of a cheaper plan
         prune = False
         notes.append(f"{planner} is optimal: it plans on the full state (pruning does not keep optimality)")
-    pruned = _pruned(report, state, goal, notes, progress) if prune else iter(())
+    relevance = Relevance(state.domain)
+    pruned = _pruned(report, state, goal, relevance, notes, progress) if prune else iter(())
     try:
         _race(report, state, objects, goal, pruned, budget, notes, progress)
     except _Hopeless:
@@ -161,15 +162,17 @@ def _plan(report: PlanReport, graph: WorldGraph, state: State, objects: dict[str
         notes.append("the goal is not reachable even with every deletion ignored (relaxed): no planner was run")
     report.fallback = prune and report.used_full_state
     if report.status == Status.UNSOLVABLE:
-        _why(report, graph, state, goal, notes)
+        _why(report, graph, state, goal, notes, relevance)
     if report.solved:
         remember(graph, report.goal, report.plan)
 
 
-def _why(report: PlanReport, graph: WorldGraph, state: State, goal: Formula, notes: list[str]) -> None:
-    """Why an unsolvable goal is so, and the closest goal that can be reached, into the report."""
+def _why(report: PlanReport, graph: WorldGraph, state: State, goal: Formula, notes: list[str],
+         relevance: Relevance | None = None) -> None:
+    """Why an unsolvable goal is so, and the closest goal that can be reached, into the report (with the relaxed
+    exploration that pruning made, if it did)."""
     try:
-        why = explain_graph(graph, state, goal)
+        why = explain_graph(graph, state, goal, relevance)
     except Exhausted:
         notes.append("no time was left to say why")
         return
@@ -184,13 +187,13 @@ class _Hopeless(Exception):
     """The goal is not relaxed-reachable on the full state: no plan exists, no planner needs to say so."""
 
 
-def _pruned(report: PlanReport, state: State, goal: Formula, notes: list[str],
+def _pruned(report: PlanReport, state: State, goal: Formula, relevance: Relevance, notes: list[str],
             progress: Callable[[str], None]) -> Iterator[tuple[str, Task]]:
     """The pruned tasks to plan on, ever wider (`Relevance.prunings`), pruned as they are asked for; those on which
     the goal is not relaxed-reachable are given up at once (a widening); _Hopeless if it is not on the full state."""
     t = time.perf_counter()
     progress("pruning the state to what the goal needs")
-    for pruned in Relevance(state.domain).prunings(state, goal):
+    for pruned in relevance.prunings(state, goal):
         report.prune_seconds += time.perf_counter() - t
         if pruned.hopeless:
             raise _Hopeless
@@ -218,6 +221,7 @@ def _race(report: PlanReport, state: State, objects: dict[str, str], goal: Formu
     alone once the pruned tasks are spent."""
     planner = report.planner
     t0 = time.perf_counter()
+    facts = set(state.facts)  # the full state's: pruning runs steps on `state` for a while, and the full joins in then
     hedge_s = max(HEDGE_S, HEDGE_S_PER_FACT * len(state.facts))
     hedge_at = t0 + hedge_s  # when the full state joins in (never again once it ran out of memory beside one)
     facts = set(state.facts)  # as given: pruning runs steps on `state` for a while (undone at its end)

@@ -119,6 +119,7 @@ class Relevance:
 
     def __init__(self, domain: Domain) -> None:
         self.domain = domain
+        self.explored: tuple[State, Formula, _Explorer] | None = None  # the last `prunings`' exploration of the state
         self.achievers: dict[tuple[str, bool], list[tuple[Action, Effect]]] = defaultdict(list)
         for act in domain.actions.values():
             for e in act.effects:
@@ -126,7 +127,10 @@ class Relevance:
 
     def explore(self, state: State, goal: Formula) -> tuple[_Explorer, bool]:
         """The relaxed exploration from `state` over the actions relevant to `goal` (run until the goal holds
-        or nothing new is reached), and whether it reached the goal."""
+        or nothing new is reached), and whether it reached the goal; the one `prunings` made, if it was for these."""
+        if self.explored is not None and self.explored[0] is state and self.explored[1] == goal:
+            explorer = self.explored[2]
+            return explorer, explorer.support(goal, {}) is not None
         explorer = _Explorer(self.domain, state, *self._relevant(state, goal))
         return explorer, explorer.run(goal)
 
@@ -147,7 +151,9 @@ class Relevance:
         acting = full.of_type((t,)) if t in self.domain.types else []
         base = set(acting) | set(self.domain.constants)
         base |= {a for o in acting for _, args in state.about(o) for a in args}
-        if not full.run(goal):
+        reached = full.run(goal)
+        self.explored = state, goal, full  # (for `explore`: why an unsolvable goal is so)
+        if not reached:
             yield Pruned({}, set(), LEVELS[0], reachable=False, hopeless=True)
             return
         named, spared = self._executed(state, goal, full, patterns, bindings)
@@ -311,13 +317,13 @@ class Relevance:
         return None
 
     def _steps(self, explorer: _Explorer, target: Formula, named: set[str]) -> list[tuple[Key, list[Lit]]]:
-        """The relaxed plan for `target` of an explorer that reached it, as (step, purpose) with the latest
-        layer first (a stack); its objects are added to `named`."""
+        """The relaxed plan for `target` of an explorer that reached it, as (step, purpose), the step that reached its
+        purpose latest first (a stack: a washer whose precondition holds at once but whose washing waits for the
+        cloth inside runs after the cloth is put in); its objects are added to `named`."""
         plan, lits = explorer.extract(target)
         named |= {a for key in plan for a in key[1]} | {a for (_, args), _ in lits for a in args}
         named |= self._quantified_objects(list(plan), explorer)
-        layer = {key: explorer.support(self.domain.actions[key[0]].precondition, self._binding(key)) or 0
-                 for key in plan}
+        layer = {key: max(explorer.lit_level(lit) or 1 for lit in purpose) - 1 for key, purpose in plan.items()}
         return sorted(plan.items(), key=lambda kv: -layer[kv[0]])
 
     def _binding(self, key: Key) -> Binding:
@@ -394,6 +400,25 @@ def _conjunction(lits: Iterable[Lit]) -> Formula:
     return And(tuple(Atom(p, args) if pos else Not(Atom(p, args)) for (p, args), pos in sorted(lits)))
 
 
+def _literal_conjunction(f: Formula, pos: bool = True) -> list[tuple[str | None, tuple[str, ...], bool]] | None:
+    """A formula that holds when each of some literals does (a conjunction of atoms, equalities and their negations):
+    (predicate, arguments, positive) for each, the predicate None for an equality; None for any other formula."""
+    if isinstance(f, Atom):
+        return [(f.predicate, f.args, pos)]
+    if isinstance(f, Equals):
+        return [(None, (f.left, f.right), pos)]
+    if isinstance(f, Not):
+        return _literal_conjunction(f.arg, not pos)
+    if isinstance(f, And) and pos:
+        out: list[tuple[str | None, tuple[str, ...], bool]] = []
+        for g in f.args:
+            if (part := _literal_conjunction(g)) is None:
+                return None
+            out += part
+        return out
+    return None
+
+
 def _repeats(b: Binding) -> bool:
     return len(set(b.values())) < len(b)
 
@@ -428,6 +453,12 @@ class _Explorer:
             self.allowed[name] = {p: {b[p] for b in bs} for p in params if all(p in b for b in bs)}
         self.effects = {name: [e for e in domain.actions[name].effects if self._relevant_effect(e)]
                         for name in bindings}
+        # (speed) per action: the effects reached as soon as it fires, those joined with their condition each layer,
+        # its parameters' names and its precondition's literals, when it is a conjunction of literals
+        self.plain = {n: [e for e in es if not e.params and e.condition == TRUE] for n, es in self.effects.items()}
+        self.conditional = {n: [e for e in es if e.params or e.condition != TRUE] for n, es in self.effects.items()}
+        self.names = {n: [p.name for p in domain.actions[n].params] for n in bindings}
+        self.pre = {n: _literal_conjunction(domain.actions[n].precondition) for n in bindings}
         self.actions = [(domain.actions[name], {p.name: p.types for p in domain.actions[name].params},
                          _conjuncts(domain.actions[name].precondition),
                          {p: next(iter(vs)) for p, vs in self.allowed[name].items() if len(vs) == 1})
@@ -462,6 +493,23 @@ class _Explorer:
 
     def match(self, pred: str, pattern: Pattern) -> Iterable[tuple[str, ...]]:
         return chain(self.state.match(pred, pattern), self.new.match(pred, pattern))
+
+    def _conjunction_level(self, lits: list[tuple[str | None, tuple[str, ...], bool]], b: Binding) -> int | None:
+        """`support` of a conjunction of literals (`_literal_conjunction`) under `b`, without walking its formula."""
+        facts, level, horizon, out = self.state.facts, self.level, self.horizon, 0
+        for pred, args, pos in lits:
+            if pred is None:  # (= left right)
+                if (b.get(args[0], args[0]) == b.get(args[1], args[1])) != pos:
+                    return None
+                continue
+            atom = (pred, tuple(map(b.get, args, args)))
+            if (atom in facts) == pos:
+                continue
+            lvl = level.get((atom, pos))
+            if lvl is None or lvl > horizon:
+                return None
+            out = max(out, lvl)
+        return out
 
     def support(self, f: Formula, b: Binding, pos: bool = True, lits: list[Lit] | None = None) -> int | None:
         """The earliest layer `f` holds from (relaxed) under `b`, or None; the literals it rests on
@@ -568,11 +616,11 @@ class _Explorer:
             self.horizon = layer
             found: dict[Key, tuple[Action, Binding]] = {}
             for act, types, atoms, start in self.actions:
-                allowed = self.allowed[act.name]
+                allowed, names = self.allowed[act.name], self.names[act.name]
                 for nb in self._triggered(atoms, start, types, fresh, allowed):
                     for full in self._bindings(act.params, nb):
-                        if all(full[p] in vs for p, vs in allowed.items()):
-                            key = (act.name, tuple(full[p.name] for p in act.params))
+                        if not allowed or all(full[p] in vs for p, vs in allowed.items()):
+                            key = (act.name, tuple([full[n] for n in names]))
                             if key not in self.fired:
                                 found[key] = act, full
             for key in blocked - found.keys():
@@ -580,20 +628,20 @@ class _Explorer:
                 found[key] = act, dict(zip((p.name for p in act.params), key[1], strict=True))
             blocked = set()
             new: list[Lit] = []
-            for key, (act, full) in sorted(found.items(), key=lambda kv: kv[0]):  # the same plan every run
+            for key, (act, full) in sorted(found.items()):  # (by key: keys differ) the same plan every run
                 if self.protected and any((ground(e.atom, full), not e.add) in self.protected
                                           for e in act.effects if not e.params and e.condition == TRUE):
                     continue
-                if self.support(act.precondition, full) is None:
+                pre = self.pre[act.name]
+                if (self._conjunction_level(pre, full) if pre is not None else self.support(act.precondition, full)
+                        ) is None:
                     blocked.add(key)
                     continue
                 self.fired[key] = full
-                effects = [e for e in self.effects[act.name] if e.params or e.condition != TRUE]
-                if effects:
+                if effects := self.conditional[act.name]:
                     conditional[key] = act, full, effects
-                for e in self.effects[act.name]:
-                    if not (e.params or e.condition != TRUE):
-                        self._reach(ground(e.atom, full), e.add, layer, act.name, full, e, new)
+                for e in self.plain[act.name]:
+                    self._reach(ground(e.atom, full), e.add, layer, act.name, full, e, new)
             for act, full, effects in conditional.values():
                 for e in effects:
                     types = {p.name: p.types for p in e.params}

@@ -206,7 +206,7 @@ class State:
 
 
 def ground(atom: Atom, b: Binding) -> GroundAtom:
-    return (atom.predicate, tuple(b.get(a, a) for a in atom.args))
+    return (atom.predicate, tuple(map(b.get, atom.args, atom.args)))
 
 
 def substitute(f: Formula, b: Binding) -> Formula:

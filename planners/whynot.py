@@ -103,10 +103,12 @@ def _literal(f: Formula) -> Lit | None:
     return None
 
 
-def explain(state: State, goal: Formula, graph_issues: Iterable[Issue] = ()) -> WhyNot:
+def explain(state: State, goal: Formula, graph_issues: Iterable[Issue] = (),
+            relevance: Relevance | None = None) -> WhyNot:
     """Why `goal` cannot be reached from `state`: `graph_issues` (the whole-graph check's), names not in it,
     contradictions, unreachable goal facts (each with its first missing link); and the goal without the conjuncts they
-    are about, when something is left (it is relaxed-reachable from `state`)."""
+    are about, when something is left (it is relaxed-reachable from `state`). `relevance`: the one that pruned
+    `state` for `goal`, whose relaxed exploration is used again where it fits."""
     domain = state.domain
     parts = conjuncts(goal)
     causes: list[Cause] = []
@@ -121,8 +123,9 @@ def explain(state: State, goal: Formula, graph_issues: Iterable[Issue] = ()) -> 
     for i, cause in _contradictions(state, parts, dropped):
         causes.append(cause)
         dropped.add(i)
-    relevance = Relevance(domain)
-    explorer, _ = relevance.explore(state, And(tuple(f for i, f in enumerate(parts) if i not in dropped)))
+    relevance = relevance or Relevance(domain)
+    explorer, _ = relevance.explore(state, goal if not dropped else And(tuple(f for i, f in enumerate(parts)
+                                                                              if i not in dropped)))
     links = _Links(state, relevance, explorer)
     for i, f in enumerate(parts):
         if i not in dropped and (unmet := list(islice(_unmet(explorer, state, f, {}), MOST))):
@@ -375,9 +378,9 @@ def _step(act: Action, b: Binding) -> str:
     return f"({' '.join((act.name, *(b.get(p.name, p.name) for p in act.params)))})"
 
 
-def explain_graph(graph: WorldGraph, state: State, goal: Formula) -> WhyNot:
+def explain_graph(graph: WorldGraph, state: State, goal: Formula, relevance: Relevance | None = None) -> WhyNot:
     """`explain` on the graph's state, with what the whole-graph check finds (the robot with no place)."""
-    return explain(state, goal, check_graph(graph, incomplete=True))
+    return explain(state, goal, check_graph(graph, incomplete=True), relevance)
 
 
 def stopped(graph: WorldGraph, step: Step, index: int, since: int | None, before: Iterable[Step] = ()) -> Cause | None:

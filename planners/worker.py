@@ -50,7 +50,7 @@ import traceback
 from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from kgplan.planners.engines import Planner
@@ -67,6 +67,7 @@ EXIT_STATUS: dict[int, tuple[str, str]] = {
     34: ("error", "the search configuration does not support this task"),
 }
 TRANSLATE_UNSOLVABLE, TRANSLATE_OUT_OF_MEMORY, TRANSLATE_CRITICAL_ERROR, PLAN_FILE = 10, 20, 30, "plan"
+TRANSLATE_ARGS = ["domain.pddl", "problem.pddl", "--sas-file", "output.sas"]  # the translator's, in the plan's folder
 POLL_S = 0.02  # how often the worker looks at the child's address space
 GRACE_S = 0.5  # how long after the deadline the caller waits for the worker before killing it
 PR_SET_PDEATHSIG = 1  # prctl(2), Linux
@@ -476,22 +477,66 @@ def _address_space(pid: int) -> int:
 
 def _translate(domain: tuple | None) -> None:
     """Fast Downward's translator on the folder's files, given what `prepared_domain` found."""
-    from fast_downward.translate import invariant_finder, main, options
-    from fast_downward.translate.pddl_parser import parsing_functions
+    from fast_downward.translate import main, options
 
-    options.set_options(["domain.pddl", "problem.pddl", "--sas-file", "output.sas"])
-    parsed, invariants = domain or (None, None)
-    if parsed is not None:  # (this process is a fork: the worker's copy stays as it was)
-        parsing_functions.parse_domain_pddl = lambda context, pddl: iter(parsed)
-    if invariants is not None:
-        invariant_finder.find_invariants = lambda task, reachable_action_params: iter(invariants)
+    options.set_options(TRANSLATE_ARGS)
+    for module, name, value in shortcuts(domain):  # (this process is a fork: the worker's copy stays as it was)
+        setattr(module, name, value)
     main.main()
 
 
+def shortcuts(domain: tuple | None) -> list[tuple[object, str, object]]:
+    """The translator's functions to replace (module, name, replacement) by what `prepared_domain` found once for
+    the domain: its parse (the domain file is not read again), its invariants, and the splits of its rules."""
+    from fast_downward.translate import invariant_finder, split_rules
+    from fast_downward.translate.pddl_parser import parsing_functions, pddl_file
+
+    parsed, invariants, rules = domain or (None, None, None)
+    out: list[tuple[object, str, object]] = []
+    if parsed is not None:
+        read = pddl_file.parse_pddl_file
+        out += [(parsing_functions, "parse_domain_pddl", lambda context, pddl: iter(parsed)),
+                (pddl_file, "parse_pddl_file", lambda kind, name: [] if kind == "domain" else read(kind, name))]
+    if invariants is not None:
+        out.append((invariant_finder, "find_invariants", lambda task, reachable_action_params: iter(invariants)))
+    if rules is not None:
+        split = split_rules.split_rule
+
+        def split_rule(rule: Any, name_generator: Any) -> list:
+            """A rule of the domain's as the worker split it (once: the child's copy is changed by its use)."""
+            atoms = (rule.effect, *rule.conditions)
+            if (known := rules.pop(_rule_key(atoms), None)) is None:
+                return split(rule, name_generator)
+            source, result = known
+            theirs = {id(a.predicate): b.predicate for a, b in zip(source, atoms, strict=True)
+                      if not isinstance(a.predicate, str)}  # the worker's actions and axioms: this task's instead
+            for r in result:
+                r.effect = _repointed(r.effect, theirs)
+                r.conditions = [_repointed(c, theirs) for c in r.conditions]
+            return result
+
+        out.append((split_rules, "split_rule", split_rule))
+    return out
+
+
+def _rule_key(atoms: tuple) -> tuple:
+    """A translator rule's head and body, its actions and axioms by name (their objects differ between tasks)."""
+    return tuple((a.predicate if isinstance(a.predicate, str) else (type(a.predicate).__name__, a.predicate.name),
+                  a.args) for a in atoms)
+
+
+def _repointed(atom: Any, predicates: dict[int, object]) -> Any:
+    from fast_downward.translate import pddl
+
+    if isinstance(atom.predicate, str):
+        return atom
+    return pddl.Atom(predicates[id(atom.predicate)], atom.args)
+
+
 @functools.lru_cache(maxsize=8)
-def prepared_domain(domain_pddl: str) -> tuple[tuple | None, tuple | None]:
+def prepared_domain(domain_pddl: str) -> tuple[tuple | None, tuple | None, dict | None]:
     """What the translator finds in a domain alone, once per worker and domain: the domain part of
-    its parse (None if that fails: the child then parses and reports) and `domain_invariants`."""
+    its parse (None if that fails: the child then parses and reports), `domain_invariants` and `domain_rules`."""
     from fast_downward.translate.pddl_parser import lisp_parser, parsing_functions
 
     try:
@@ -500,7 +545,38 @@ def prepared_domain(domain_pddl: str) -> tuple[tuple | None, tuple | None]:
                 parsing_functions.Context(), lisp_parser.parse_nested_list(domain_pddl.splitlines())))
     except (Exception, SystemExit):
         parsed = None
-    return parsed, domain_invariants(domain_pddl)
+    return parsed, domain_invariants(domain_pddl), None if parsed is None else domain_rules(domain_pddl, parsed[0])
+
+
+def domain_rules(domain_pddl: str, name: str) -> dict | None:
+    """The translator's exploration rules of the domain's actions and axioms (from an empty problem: every task of
+    the domain has them) split into joins as it splits them, by `_rule_key`, with the atoms they were split from:
+    two fifths of translating a small task. None if that fails (each translator then splits its own)."""
+    from fast_downward.translate import normalize, options, pddl_to_prolog, split_rules
+    from fast_downward.translate.pddl_parser import lisp_parser, parsing_functions
+
+    split, previous, rules = split_rules.split_rule, options.options, {}
+    names = (f"p$kgplan{i}" for i in itertools.count())  # apart from the translator's own p$0, p$1, ...
+
+    def record(rule: Any, _: Any) -> list:
+        atoms = (rule.effect, *rule.conditions)
+        rules[_rule_key(atoms)] = atoms, (result := split(rule, names))
+        return result
+
+    empty = f"(define (problem kgplan-rules) (:domain {name}) (:objects) (:init) (:goal (and)))"
+    try:
+        split_rules.split_rule = record
+        options.set_options(TRANSLATE_ARGS)
+        with contextlib.redirect_stdout(io.StringIO()):
+            task = parsing_functions.parse_task(*(lisp_parser.parse_nested_list(t.splitlines())
+                                                  for t in (domain_pddl, empty)))
+            normalize.normalize(task)
+            pddl_to_prolog.translate(task)
+    except (Exception, SystemExit):
+        return None
+    finally:
+        split_rules.split_rule, options.options = split, previous
+    return rules
 
 
 @functools.lru_cache(maxsize=8)

@@ -93,6 +93,23 @@ def test_unsolvable_goal_is_reported_not_raised(world: WorldGraph) -> None:
     assert r.why and r.why[0].kind == "unreachable"
 
 
+def test_an_unsolvable_goal_is_explored_once(world: WorldGraph, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Why a goal is unsolvable comes from the relaxed exploration that pruning made of the full state: the state is
+    not explored again for it (on a 31k-fact world that took seconds)."""
+    explored: list[str] = []
+    relevant = Relevance._relevant
+
+    def counted(self: Relevance, state: State, goal: object) -> object:
+        explored.append(str(goal))
+        return relevant(self, state, goal)
+
+    monkeypatch.setattr(Relevance, "_relevant", counted)
+    r = plan(world, "(person_at omar bedroom)")
+    assert r.status == "unsolvable" and r.winner == "relaxation"
+    assert r.why and r.why[0].kind == "unreachable" and "person_at omar bedroom" in r.why[0].literal
+    assert len(explored) == 1, explored
+
+
 def test_timeout_is_reported(household: Domain, world_problem: Problem) -> None:
     facts = set(world_problem.init)
     task = Task(household, world_problem.objects, facts, Problem.parse(
@@ -395,6 +412,37 @@ def test_the_full_states_plan_ends_a_pruning_that_runs_long() -> None:
     assert r.solved and r.winner == "full" and r.raced and not finished, r
     assert simulate(State(LAMPS, full.objects, full.facts), r.plan, full.goal) is None
     assert planner_processes() == []
+
+
+def test_the_full_state_that_joins_in_while_pruning_runs_steps_is_the_graphs(world: WorldGraph,
+                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """Pruning runs relaxed plans' steps on the state for a while (and undoes them); the full state that joins in
+    meanwhile (pruning on a busy machine takes longer than `HEDGE_S`) is the graph's, not the state those steps made:
+    the full planner's plans started from where the robot had been moved to, and failed on the graph."""
+    from kgplan.planners import budget as budgets
+    from kgplan.planners import pipeline
+
+    apply, started = State.apply, []
+
+    def applied(self: State, step: Step) -> tuple:
+        out = apply(self, step)
+        if (b := budgets._budget.get()) is not None and b.alarm is not None:
+            b.alarm = (0.0, b.alarm[1])  # the full state is due now: it joins in at pruning's next check
+        return out
+
+    def start(task: Task, *args: object) -> object:
+        started.append(task)
+        return solve_start(task, *args)
+
+    solve_start = pipeline.start
+    monkeypatch.setattr(State, "apply", applied)
+    monkeypatch.setattr(budgets, "CHECK_EVERY", 1)
+    monkeypatch.setattr(pipeline, "start", start)
+    facts = set(full_state(world).facts)
+    r = plan(world, "(and (clean sandra_jeans) (dry sandra_jeans))")
+    assert r.solved and r.raced, r.message
+    assert any(t.facts == facts for t in started), "the full state planned on"
+    assert all(t.facts <= facts for t in started)
 
 
 def test_a_race_that_runs_out_of_time_ends_at_the_timeout() -> None:

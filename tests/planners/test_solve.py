@@ -23,7 +23,7 @@ from kgplan.planners.engines import PLANNERS
 from kgplan.planners.problem import Task
 from kgplan.planners.solve import cancel, expand_quantifiers, finish, solve, start
 from kgplan.planners.state import State, simulate
-from kgplan.planners.worker import prepared_domain, worker
+from kgplan.planners.worker import prepared_domain, shortcuts, worker
 from tests.conftest import DATA
 
 DOMAINS = DATA / "domains"
@@ -225,10 +225,9 @@ def _translation_cases() -> list:
 def test_a_prepared_domain_translates_the_same(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, household: Domain,
                                                world_problem: Problem, folder: Path | None,
                                                problem_file: Path | None) -> None:
-    """The translator given the domain's parse and invariants, found once per domain by the worker
-    (on an empty problem), writes the task it writes when it parses and finds them itself."""
-    from fast_downward.translate import invariant_finder, main, options
-    from fast_downward.translate.pddl_parser import parsing_functions
+    """The translator given what the worker found once per domain (on an empty problem): the domain's parse, its
+    invariants and its rules split into joins, writes the task it writes when it finds them itself."""
+    from fast_downward.translate import main, options
 
     if folder is None or problem_file is None:
         task = world_task(household, world_problem, "(and (clean sandra_jeans) (dry sandra_jeans))")
@@ -239,16 +238,19 @@ def test_a_prepared_domain_translates_the_same(tmp_path: Path, monkeypatch: pyte
                     problem.goal, {(a.predicate, a.args): v for a, v in problem.numbers.items()})
     (tmp_path / "domain.pddl").write_text(task.domain.compiled_pddl())
     (tmp_path / "problem.pddl").write_text(task.to_pddl())
-    parsed, invariants = prepared_domain.__wrapped__(task.domain.compiled_pddl())  # fresh: translating changes it
-    assert parsed is not None and invariants is not None
+    prepared = prepared_domain.__wrapped__(task.domain.compiled_pddl())  # fresh: translating changes it
+    assert all(part is not None for part in prepared)
+    split = len(prepared[2])
+    assert split, "the domain's rules, split"
     for name in ("found.sas", "given.sas"):
         options.set_options([str(tmp_path / "domain.pddl"), str(tmp_path / "problem.pddl"),
                              "--sas-file", str(tmp_path / name)])
         if name == "given.sas":
-            monkeypatch.setattr(invariant_finder, "find_invariants", lambda task, params: iter(invariants))
-            monkeypatch.setattr(parsing_functions, "parse_domain_pddl", lambda context, pddl: iter(parsed))
+            for module, attribute, value in shortcuts(prepared):
+                monkeypatch.setattr(module, attribute, value)
         with contextlib.redirect_stdout(io.StringIO()):
             main.main()
+    assert len(prepared[2]) < split, "the translator took the domain's split rules"
     assert (tmp_path / "found.sas").read_text() == (tmp_path / "given.sas").read_text()
 
 
