@@ -221,7 +221,6 @@ def _race(report: PlanReport, state: State, objects: dict[str, str], goal: Formu
     alone once the pruned tasks are spent."""
     planner = report.planner
     t0 = time.perf_counter()
-    facts = set(state.facts)  # the full state's: pruning runs steps on `state` for a while, and the full joins in then
     hedge_s = max(HEDGE_S, HEDGE_S_PER_FACT * len(state.facts))
     hedge_at = t0 + hedge_s  # when the full state joins in (never again once it ran out of memory beside one)
     facts = set(state.facts)  # as given: pruning runs steps on `state` for a while (undone at its end)

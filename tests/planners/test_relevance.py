@@ -14,12 +14,12 @@ import pytest
 from kgplan.domains.formula import GroundAtom
 from kgplan.domains.model import Domain, Problem
 from kgplan.graph.backends import open_graph
-from kgplan.planners import budget, pipeline, relevance
+from kgplan.planners import pipeline, relevance
 from kgplan.planners.pipeline import plan
 from kgplan.planners.problem import Task
 from kgplan.planners.relevance import LEVELS, Pruned, Relevance
 from kgplan.planners.solve import solve
-from kgplan.planners.state import State, Step, simulate
+from kgplan.planners.state import State, simulate
 from tests.conftest import DATA
 
 DOMAINS = DATA / "domains"
@@ -152,9 +152,12 @@ def test_lift_pruning_keeps_the_floors() -> None:
     assert first.reachable and {"f0", "f1", "f2", "f3", "p1", "p2", "p3"} <= first.objects.keys()
 
 
-def test_laundry_task_shaped_like_the_held_out_failure(tmp_path: Path, household: Domain) -> None:
+def test_laundry_task_shaped_like_the_held_out_failure(tmp_path: Path, household: Domain,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     """Many clothes already clean, dry and in the basket, two held by people, one dirty and wet
-    on a bed: the pruned task must be solved as it is (no widening, no fallback)."""
+    on a bed: the pruned task must be solved as it is (no widening, no fallback). The full state does
+    not join in here (on a busy machine it did, and won, before pruning ended): pruning is under test."""
+    monkeypatch.setattr(pipeline, "HEDGE_S", 3600.0)
     rooms = ["hall", "laundry", "bed1", "bed2", "living"]
     objects = {r: "room" for r in rooms} | {"robot": "agent", "ann": "person", "bob": "person",
                                            "washer1": "washer", "dryer1": "dryer", "basket1": "laundrybasket",
@@ -411,28 +414,3 @@ def test_pruning_whose_rounds_run_out_on_a_long_goal_still_coming_about_keeps_th
     assert first.level == "relaxed plan" and first.objects.keys() == {"a", "b", *balls}, first.objects
     r = solve(Task(domain, first.objects, first.facts, goal), timeout=30)
     assert r.solved and simulate(state.copy(), r.plan, goal) is None
-
-
-def test_the_full_state_joining_while_pruning_runs_plans_on_the_state_as_given(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Pruning runs the relaxed plans' steps on the state itself (`Relevance._executed`, undone at its end); the
-    full state's planner joins the race from an alarm that rings inside pruning. When it rang after a step had run,
-    the full state's task was the state reached there (the robot already gone to the laundry), and its plan was
-    invalid on the real state (the held-out laundry shape failed so on a busy machine). The alarm here rings just
-    after pruning runs its first step."""
-    monkeypatch.setattr(pipeline, "HEDGE_S", 0.0)
-    apply = State.apply
-
-    def apply_then_ring(self: State, step: Step) -> tuple:
-        done = apply(self, step)
-        if (b := budget._budget.get()) is not None:
-            b.check()
-        return done
-
-    monkeypatch.setattr(State, "apply", apply_then_ring)
-    domain, problem = Domain.parse(RIDES, "domain"), Problem.parse(RIDES_PROBLEM, "problem")
-    g = open_graph(f"sqlite:{tmp_path / 'rides.db'}")
-    g.init(domain)
-    g.load_problem(problem, verified=False)
-    r = plan(g, "(at s2)", timeout=60)
-    assert r.solved and r.raced, r.message
