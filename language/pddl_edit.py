@@ -482,6 +482,7 @@ def propose(domain: Domain, objects: dict[str, str], state: set[GroundAtom], ask
                                                                     list[GroundAtom], list[GroundAtom], str]:
     """From the filled slots: the facts they tell, the new objects they name (name -> type), the candidate facts
     about where the player is, the true facts that may stop being true, and the choice question."""
+    admissible = list(admissible)
     given, named = slot_facts(asked, words, state)
     scope = scope_of(domain, objects, named, admissible)
     asked_predicates = {s.predicate for s in asked}
@@ -491,7 +492,7 @@ def propose(domain: Domain, objects: dict[str, str], state: set[GroundAtom], ask
              and about(domain, a, here, scope)]
     true_now = sorted(a for a in state if a.predicate in told(domain))
     question = choose_question(scope, {str(a): domain.gloss(a.predicate, list(a.args)) for a in cands}
-                               if len(cands) <= SHOWN else {})
+                               if len(cands) <= SHOWN else {}, admissible)
     return given, {n: t for n, t in scope.items() if n not in objects}, cands, true_now, question
 
 

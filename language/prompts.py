@@ -202,11 +202,13 @@ def blanks_question(blanks: dict[str, str]) -> str:
     return "\n\nFill the blanks:\n" + "\n".join(f"{k}: {g}" for k, g in blanks.items())
 
 
-def choose_question(scope: dict[str, str], candidates: dict[str, str]) -> str:
-    """The choice question: the objects, and the facts that may become true (fact -> gloss) where shown."""
+def choose_question(scope: dict[str, str], candidates: dict[str, str], commands: Iterable[str]) -> str:
+    """The choice question: the commands the game admits now, the objects, and the facts that may become true
+    (fact -> gloss) where shown."""
     shown = "".join(f"\n{a}: {g}" for a, g in candidates.items())
-    return CHOOSE_QUESTION.format(", ".join(f"{n} - {t}" for n, t in sorted(scope.items())) + (
-        f"\nFacts that may become true:{shown}" if shown else ""))
+    objects = ", ".join(f"{n} - {t}" for n, t in sorted(scope.items()))
+    return f"Commands the game admits now: {', '.join(commands)}\n" + CHOOSE_QUESTION.format(
+        objects + (f"\nFacts that may become true:{shown}" if shown else ""))
 
 
 def read_messages(domain: Domain, shots: Iterable[Shot], shown: CurrentProblem, action: str | None,

@@ -362,6 +362,7 @@ def test_read_prompts_show_schemas_example_problem_and_candidates(tmp_path):
     entered = llm.prompts[3][-1]["content"]  # the choice after entering: the candidates about here, glossed
     assert "(coin_in coin pantry): item coin is in room pantry" in entered
     assert "(coin_in coin kitchen)" not in entered  # a candidate is about the room the player is in
+    assert "Commands the game admits now: move west, take coin, look around" in entered
 
 
 def test_read_is_repeated_when_the_problem_has_no_plan(tmp_path):
