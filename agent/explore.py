@@ -20,6 +20,7 @@ from kgplan.games import GAMES
 from kgplan.games.base import Environment, Observation, Sensor
 from kgplan.graph.model import Change, Delta
 from kgplan.language.llm import LLM
+from kgplan.language.pddl_edit import NO_PLAN, read
 from kgplan.planners.pipeline import PlanReport
 from kgplan.planners.state import Step
 
@@ -41,6 +42,8 @@ class Episode:
     completion_tokens: int = 0
     refused_edits: int = 0
     unread: int = 0
+    llm_seconds: float = 0.0
+    rereads: int = 0  # LLM mode: observations read again because the problem had no plan
 
 
 def action_text(step: Step, templates: dict[str, str]) -> str:
@@ -50,10 +53,12 @@ def action_text(step: Step, templates: dict[str, str]) -> str:
 
 def explore(env: Environment, game: str, seed: int, planner: str | None = None,
             show: Callable[[str], None] = lambda _: None, store: str | None = None, llm: LLM | None = None,
-            rounds: int = 3) -> Episode:
+            rounds: int = 3, free_edits: bool = False) -> Episode:
     """Run the loop on one seed; a fresh sqlite graph per episode unless `store` is given; the planner
-    is domain.toml's [explore] planner unless given. Sensor mode, or LLM mode given `llm` (at most `rounds`
-    replies per observation)."""
+    is domain.toml's [explore] planner unless given. Sensor mode, or LLM mode given `llm`: the model names
+    and chooses (pddl_edit.read), or with `free_edits` writes the edits itself (pddl_edit.observe); at most
+    `rounds` replies per observation, and as in PDDLEGO an observation whose reading leaves no plan is read
+    again, at most `rounds` times."""
     spec = GAMES[game]
     domain = resolve_domain(spec.domain)
     cfg = domain.meta["explore"]
@@ -66,11 +71,17 @@ def explore(env: Environment, game: str, seed: int, planner: str | None = None,
         obs = env.reset(seed)
         if llm is None:
             start(agent, domain, sensor, obs)
-        else:
+        elif free_edits:
             agent.graph.init(domain)  # the LLM's first edits make the first state
+        else:  # the first state is what domain.toml says is known beforehand
+            known = " ".join(f"{n} - {t}" for n, t in cfg.get("known", {}).items())
+            agent.graph.init(domain, problem=Problem.parse(
+                f"(define (problem start) (:domain {domain.name}) (:objects {known}) (:init))", "domain.toml"))
         action: str | None = None
         plan: list[Step] = []
         expected: set = set()
+        step_adds: list = []
+        rereads = 0
         while True:
             show(f"observation: {obs.text.strip()}")
             if llm is None:
@@ -81,7 +92,7 @@ def explore(env: Environment, game: str, seed: int, planner: str | None = None,
                     ep.reason = f"observation refused: {e}"
                     break
             else:
-                change = _read(agent, action, obs, ep, rounds, show)
+                change = _read(agent, action, obs, ep, rounds, show, free_edits, step_adds)
             delta = change.delta if change else Delta()
             if change:
                 show(f"graph change {change.id}: +{[str(f) for f in delta.add]} -{[str(f) for f in delta.remove]}"
@@ -96,6 +107,12 @@ def explore(env: Environment, game: str, seed: int, planner: str | None = None,
             surprise = bool(delta.new_entities) or set(delta.add) | set(delta.remove) != expected
             if surprise or not plan:
                 plan = _plan(agent, cfg, planner, ep, show)
+                while not plan and llm is not None and not free_edits and rereads < rounds:
+                    rereads += 1
+                    ep.rereads += 1
+                    show("no plan: the observation is read again")
+                    _read(agent, action, obs, ep, rounds, show, free_edits, step_adds, NO_PLAN)
+                    plan = _plan(agent, cfg, planner, ep, show)
                 if not plan and "belief" in agent.domain.meta:  # nothing symbolic: search the belief (MCTS)
                     plan = [d.step] if (d := agent.search(cfg["goal"])).step else []
                 if not plan:
@@ -103,7 +120,7 @@ def explore(env: Environment, game: str, seed: int, planner: str | None = None,
                     break
             step = plan.pop(0)
             added, removed = agent.effects([step])[0]
-            expected = set(added) | set(removed)
+            expected, step_adds, rereads = set(added) | set(removed), [f.atom for f in added], 0
             action = action_text(step, cfg[env.commands])
             if action not in obs.admissible:
                 ep.invalid += 1
@@ -130,12 +147,15 @@ def start(agent: Agent, domain: Domain, sensor: Sensor, obs: Observation) -> Non
 
 
 def _read(agent: Agent, action: str | None, obs: Observation, ep: Episode, rounds: int,
-          show: Callable[[str], None]) -> Change | None:
-    """LLM mode: the change the LLM's edits for an observation made (None if none was applied)."""
-    out = agent.read_observation(obs.text, action, rounds)
+          show: Callable[[str], None], free_edits: bool, expected: list, note: str | None = None) -> Change | None:
+    """LLM mode: the change the LLM's reading of an observation made (None if none was applied); `expected`: what
+    the action just taken was to make true."""
+    out = (agent.read_observation(obs.text, action, rounds) if free_edits else
+           read(agent.llm, agent.graph, action, obs.text, obs.admissible, expected, rounds, note, agent.writes))
     ep.llm_calls += len(out.calls)
     ep.prompt_tokens += sum(c.prompt_tokens for c in out.calls)
     ep.completion_tokens += sum(c.completion_tokens for c in out.calls)
+    ep.llm_seconds += sum(c.latency_s for c in out.calls)
     ep.refused_edits += len(out.rounds)
     for issues in out.rounds:
         show(f"edits refused: {'; '.join(issues)}")

@@ -86,6 +86,9 @@ def llm_figures(episodes: list, counted: list[int]) -> dict[str, float | None]:
             "prompt_tokens_per_episode": mean([e.prompt_tokens for e in episodes]),
             "completion_tokens_per_episode": mean([e.completion_tokens for e in episodes]),
             "refused_edits_per_episode": mean([e.refused_edits for e in episodes]),
+            "rereads_per_episode": mean([e.rereads for e in episodes]),
+            "llm_seconds_per_step": (sum(e.llm_seconds for e in episodes) / steps
+                                     if (steps := sum(max(e.steps, 1) for e in episodes)) else None),
             "prompt_tokens_o200k_per_episode": mean(counted) if counted else None,
             "prompt_tokens_o200k_per_call": sum(counted) / calls if counted and calls else None}
 
@@ -159,6 +162,7 @@ COLUMNS = {"opt_anywhere": "optimum, coin anywhere", "bound_anywhere": "explorer
            "bound_ratio": "bound/optimum", "agent_anywhere": "agent, coin anywhere", "agent_ratio": "agent/optimum",
            "llm_calls_per_episode": "LLM calls/ep", "prompt_tokens_per_episode": "prompt tokens/ep",
            "prompt_tokens_o200k_per_call": "prompt tokens/call (o200k)", "refused_edits_per_episode": "refused/ep",
+           "llm_seconds_per_step": "LLM s/step",
            "min_precision": "min precision", "min_recall": "min recall"}
 
 
@@ -229,6 +233,7 @@ def main(argv: list[str] | None = None) -> int:
                     help="sensor: structured outputs only; llm: an LLM edits the problem from the prose (PDDL-edit)")
     ap.add_argument("--llm", choices=["oracle", "openai"], default="openai",
                     help="LLM mode: oracle (true edits from the sensor, a check device) or openai (KGPLAN_LLM_*)")
+    ap.add_argument("--record", type=Path, default=None, help="LLM mode: write every reply here (after each episode)")
     ap.add_argument("--coin-anywhere", action="store_true",
                     help="coin: also play each seed's map again with the coin in every room (CoinReplica)")
     args = ap.parse_args(argv)
@@ -248,8 +253,10 @@ def main(argv: list[str] | None = None) -> int:
 
     def play(seed: int) -> Episode:
         before = sum(counter.counted) if counter else 0
-        ep = explore(env, args.game, seed, planner=args.planner, llm=counter)
+        ep = explore(env, args.game, seed, planner=args.planner, llm=counter, free_edits=args.llm == "oracle")
         counted.extend([sum(counter.counted) - before] if counter else [])
+        if counter and args.record:
+            write_json(args.record, counter.replies)
         if args.game != "coin":
             return ep
         exits, _ = twx.coin_map(seed)

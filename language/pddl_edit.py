@@ -9,6 +9,8 @@ The prompt is `prompts.edit_messages`; this module holds the reply schema and ap
 
 from __future__ import annotations
 
+import itertools
+import json
 from collections.abc import Callable, Iterable
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
@@ -16,14 +18,26 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, Field
 
-from kgplan.domains.model import NAME_RE
+from kgplan.domains.formula import GroundAtom
+from kgplan.domains.model import NAME_RE, Domain, Problem
 from kgplan.domains.verify import ChangeRefused
 from kgplan.errors import InputError
 from kgplan.graph.model import Change, Delta, Entity, Fact, Unknown
 from kgplan.graph.store import Tx
 from kgplan.graph.world import WorldGraph, rename
-from kgplan.language.llm import LLM, CallRecord, LLMError
-from kgplan.language.prompts import CurrentProblem, edit_messages, edits_refused, invalid_reply, retry
+from kgplan.language.llm import LLM, CallRecord, LLMError, choice, enum_model
+from kgplan.language.prompts import (
+    BLANK,
+    CurrentProblem,
+    Shot,
+    blanks_question,
+    choose_question,
+    edit_messages,
+    edits_refused,
+    invalid_reply,
+    read_messages,
+    retry,
+)
 
 NAME = NAME_RE.pattern.strip("^$")
 ATOM = rf"\({NAME}( {NAME})*\)"
@@ -184,4 +198,372 @@ def observe(llm: LLM, graph: WorldGraph, action: str | None, observation: str, m
         out.rounds.append(issues)
         messages += retry(edits.model_dump_json(), edits_refused(issues))
     out.error = f"no valid edits after {max_rounds} replies; the graph is unchanged"
+    return out
+
+
+# ---- propose, then choose (issue 23): the model names, the domain proposes, the model chooses ---------------
+MAX_NAMES = 12
+MAX_FACTS = 10
+SHOWN = 20  # candidates shown with their glosses up to this many (else the grammar alone holds them)
+NO_PLAN = ("The problem with those edits has no plan for the goal or any sub-goal, so a fact the observation "
+           "tells is probably missing or wrong. Name the places and things again.")
+
+
+def symbol(words: str) -> str:
+    """Words as a PDDL name ("block of cheese" -> block_of_cheese); "" where no letter starts it."""
+    name = "_".join("".join(c if c.isalnum() else " " for c in words.lower()).split())
+    return name if NAME_RE.fullmatch(name) else ""
+
+
+@dataclass(frozen=True)
+class Rule:
+    """Upkeep the agent does itself (domain.toml `[[explore.upkeep]]`): where the literals of `when` hold (the
+    first binds the variables; a negative one, "(not (p ?x))", tests them), `add` becomes true, `delete` false."""
+
+    when: tuple[tuple[bool, str, tuple[str, ...]], ...]
+    add: tuple[tuple[str, tuple[str, ...]], ...]
+    delete: tuple[tuple[str, tuple[str, ...]], ...]
+
+    @staticmethod
+    def literal(text: str) -> tuple[bool, str, tuple[str, ...]]:
+        neg = text.startswith("(not ")
+        words = (text[5:-1] if neg else text).strip().strip("()").split()
+        return not neg, words[0], tuple(words[1:])
+
+    @classmethod
+    def of(cls, spec: dict) -> Rule:
+        atoms = {k: tuple(cls.literal(t)[1:] for t in spec.get(k, [])) for k in ("add", "delete")}
+        return cls(tuple(map(cls.literal, spec["when"])), atoms["add"], atoms["delete"])
+
+    @property
+    def writes(self) -> set[str]:
+        return {p for p, _ in (*self.add, *self.delete)}
+
+    def bindings(self, state: set[GroundAtom]) -> Iterable[dict[str, str]]:
+        def walk(i: int, b: dict[str, str]) -> Iterable[dict[str, str]]:
+            if i == len(self.when):
+                yield b
+                return
+            pos, p, args = self.when[i]
+            if not pos:
+                if GroundAtom(p, tuple(b.get(a, a) for a in args)) not in state:
+                    yield from walk(i + 1, b)
+                return
+            for atom in state:
+                if atom.predicate == p and len(atom.args) == len(args):
+                    nb = dict(b)
+                    if all(nb.setdefault(v, x) == x for v, x in zip(args, atom.args, strict=True)):
+                        yield from walk(i + 1, nb)
+        return walk(0, {})
+
+    def apply(self, state: set[GroundAtom]) -> set[GroundAtom]:
+        out = set(state)
+        for b in list(self.bindings(state)):
+            out -= {GroundAtom(p, tuple(b[a] for a in args)) for p, args in self.delete}
+            out |= {GroundAtom(p, tuple(b[a] for a in args)) for p, args in self.add}
+        return out
+
+
+def upkeep(rules: list[Rule], state: set[GroundAtom]) -> set[GroundAtom]:
+    """The state with the upkeep rules applied until nothing changes (or ten rounds)."""
+    for _ in range(10):
+        nxt = state
+        for r in rules:
+            nxt = r.apply(nxt)
+        if nxt == state:
+            break
+        state = nxt
+    return state
+
+
+def rules(domain: Domain) -> list[Rule]:
+    return [Rule.of(r) for r in domain.meta.get("explore", {}).get("upkeep", [])]
+
+
+def told(domain: Domain) -> list[str]:
+    """The predicates an observation may tell (those the upkeep rules do not keep)."""
+    kept = set().union(*(r.writes for r in rules(domain)))
+    return [p for p in domain.predicates if p not in kept]
+
+
+def leaf_types(domain: Domain) -> list[str]:
+    parents = set(domain.types.values())
+    return [t for t in domain.types if t not in parents and t != "object"]
+
+
+def command_objects(domain: Domain, templates: dict[str, str], admissible: Iterable[str]) -> dict[str, str]:
+    """The objects the game's admissible commands name (name -> type), read through domain.toml's templates of
+    the actions' commands (the game's structured output, not its prose); the most literal template wins."""
+    import re
+
+    parsers = []
+    for action, template in templates.items():
+        params = domain.actions[action].params
+        parts = re.split(r"\{(\d+)\}", template)
+        pattern = "".join(re.escape(p) if k % 2 == 0 else f"(?P<a{p}>.+?)" for k, p in enumerate(parts))
+        parsers.append((len("".join(parts[::2])), re.compile(pattern), params))
+    parsers.sort(key=lambda x: -x[0])
+    out: dict[str, str] = {}
+    for command in admissible:
+        for _, pattern, params in parsers:
+            if m := pattern.fullmatch(command):
+                for key, words in m.groupdict().items():
+                    types = domain.reduce_types(params[int(key[1:])].types)
+                    if (name := symbol(words)) and len(types) == 1:
+                        out.setdefault(name, types[0])
+                break
+    return out
+
+
+def proposals(domain: Domain, scope: dict[str, str], state: set[GroundAtom]) -> list[GroundAtom]:
+    """The facts an observation may make true: every type-correct atom of a told predicate over the objects in
+    `scope` (name -> type) that is false now."""
+    out = []
+    for p in told(domain):
+        params = domain.predicates[p].params
+        objects = [[o for o, t in scope.items() if domain.accepts(a.types, t)] for a in params]
+        out += [a for args in itertools.product(*objects)
+                if len(set(args)) == len(args) and (a := GroundAtom(p, tuple(args))) not in state]
+    return out
+
+
+def about(domain: Domain, atom: GroundAtom, here: str | None, scope: dict[str, str]) -> bool:
+    """Whether a candidate is about the place the player is in: an observation tells what is here (an atom with
+    a place of `here`'s type names `here`)."""
+    places = [x for x, a in zip(atom.args, domain.predicates[atom.predicate].params, strict=True)
+              if here and domain.accepts(a.types, scope.get(here, ""))]
+    return not places or here in places
+
+
+def displaced(domain: Domain, add: Iterable[GroundAtom], state: set[GroundAtom]) -> set[GroundAtom]:
+    """The true facts the domain's invariants exclude once `add` holds: the old value of an exactly-one group, a
+    conflicting state of an at-most-one group per object (keyless at-most-one groups are artefacts of an empty
+    start, not laws)."""
+    out: set[GroundAtom] = set()
+    add = list(add)
+    for g in domain.invariants:
+        if not g.exactly_one and not g.arity:
+            continue
+        parts = {part.predicate: part for part in g.parts}
+        for atom in add:
+            if (part := parts.get(atom.predicate)) is None:
+                continue
+            key = part.key(atom.args)
+            out |= {s for s in state if s != atom and s not in add and (q := parts.get(s.predicate))
+                    and q.key(s.args) == key}
+    return out
+
+
+HERE, OPEN = "here", "?"
+
+
+@dataclass(frozen=True)
+class Slot:
+    """A fact with one open place that the model fills with words it copies from the observation: domain.toml's
+    [explore] `ask` (field -> fact): `?` is the open place, `here` the place the field `here` names (else where the
+    player is), another variable each object of its type that the admissible commands name (its name is the
+    field's)."""
+
+    field: str
+    predicate: str
+    args: tuple[str, ...]
+    type: str  # of the open place
+
+    def fact(self, here: str, name: str) -> GroundAtom:
+        return GroundAtom(self.predicate, tuple(here if a == HERE else name if a == OPEN else a for a in self.args))
+
+
+def slots(domain: Domain, commanded: dict[str, str]) -> list[Slot]:
+    """The slots of domain.toml's `ask` over the objects the commands name (name -> type)."""
+    out = []
+    for field_, text in domain.meta.get("explore", {}).get("ask", {}).items():
+        _, p, args = Rule.literal(text)
+        params = domain.predicates[p].params
+        open_type = domain.reduce_types(params[args.index(OPEN)].types)[0]
+        var = [i for i, x in enumerate(args) if x.startswith("?") and x != OPEN]
+        for combo in itertools.product(*([o for o, t in commanded.items() if domain.accepts(params[i].types, t)]
+                                         for i in var)):
+            bound = dict(zip(var, combo, strict=True))
+            out.append(Slot("_".join(combo) if var else field_, p,
+                            tuple(bound.get(i, x) for i, x in enumerate(args)), open_type))
+    return out
+
+
+def blanks(domain: Domain, asked: list[Slot]) -> str:
+    """The names question for the slots: each fact glossed, the open place a blank."""
+    return blanks_question({s.field: domain.gloss(s.predicate, [BLANK if a == OPEN else a for a in s.args])
+                            for s in asked})
+
+
+def names_schema(asked: list[Slot]) -> type[BaseModel]:
+    """One string per slot: the words naming what fills it ("" where the observation does not tell)."""
+    return enum_model("Names", **{s.field: (Annotated[str, Field(max_length=40)], "") for s in asked})
+
+
+def slot_facts(asked: list[Slot], words: dict[str, str], state: set[GroundAtom]) -> tuple[list[GroundAtom],
+                                                                                          dict[str, str]]:
+    """The facts the filled slots tell and the objects they name (name -> type): an open place the state already
+    fills for that fact's other places keeps its value (the map is not redrawn), but where the player is."""
+    here_slot = next((s for s in asked if s.field == HERE), None)
+    here = symbol(words.get(HERE, "")) or next((a.args[0] for a in state if here_slot and a.predicate ==
+                                                here_slot.predicate), "")
+    facts, named = [], {}
+    for s in asked:
+        if not (name := symbol(words.get(s.field, ""))) or (HERE in s.args and not here):
+            continue
+        fact, named[name] = s.fact(here, name), s.type
+        i = s.args.index(OPEN)
+        if s.field != HERE and any(a.predicate == fact.predicate and a.args[:i] + a.args[i + 1:] ==
+                                   fact.args[:i] + fact.args[i + 1:] for a in state):
+            continue
+        facts.append(fact)
+    return facts, named
+
+
+def choice_schema(cands: list[GroundAtom], true_now: list[GroundAtom]) -> type[BaseModel]:
+    """The facts that become true (among `cands`) and those that stop being true (among `true_now`): a grammar
+    admits no other, so a type-wrong fact cannot be written."""
+    fields: dict[str, Any] = {}
+    for key, atoms in (("true", cands), ("false", true_now)):
+        if atoms:
+            fields[key] = (list[choice(map(str, atoms))], Field(default_factory=list, max_length=MAX_FACTS))
+    return enum_model("Facts", **fields)
+
+
+@dataclass(frozen=True)
+class Reading:
+    """What the model named (name -> type) and chose, as one delta over a state (`build`)."""
+
+    named: dict[str, str]
+    true: list[GroundAtom]
+    false: list[GroundAtom]
+
+
+def build(domain: Domain, objects: dict[str, str], state: set[GroundAtom], reading: Reading,
+          expected: Iterable[GroundAtom], text: str) -> Delta:
+    """The delta of a reading: the chosen facts, the old values the invariants remove, the upkeep rules; a
+    placeholder (domain.toml's [explore] `placeholder` predicate holds for it) that an action was expected to
+    put in a fact where the model chose another object is that object (merged into it)."""
+    mark = domain.meta.get("explore", {}).get("placeholder")
+    merged: dict[str, str] = {}
+    for e in expected:
+        for c in reading.true:
+            diff = [(x, y) for x, y in zip(e.args, c.args, strict=False) if x != y]
+            if (c.predicate == e.predicate and len(c.args) == len(e.args) and len(diff) == 1
+                    and GroundAtom(mark, (diff[0][0],)) in state):
+                merged[diff[0][0]] = diff[0][1]
+
+    def sub(a: GroundAtom) -> GroundAtom:
+        return GroundAtom(a.predicate, tuple(merged.get(x, x) for x in a.args))
+
+    add = [sub(a) for a in reading.true]
+    after = {sub(a) for a in state} - {sub(a) for a in reading.false}
+    after = upkeep(rules(domain), (after - displaced(domain, add, after)) | set(add))
+    types = {**reading.named, **objects}
+    used = {x for a in after for x in a.args}
+    gone = set(merged) - set(merged.values())
+    new = [Entity(name=n, type=types[n]) for n in sorted(used - objects.keys())]
+    return Delta(add=[Fact.of(a) for a in sorted(after - state)],
+                 remove=[Fact.of(a) for a in sorted(state - after) if gone.isdisjoint(a.args)],
+                 new_entities=new, removed_entities=sorted(gone), source="nl", text=text)
+
+
+def scope_of(domain: Domain, objects: dict[str, str], named: dict[str, str], admissible: Iterable[str]
+             ) -> dict[str, str]:
+    """The objects (name -> type) the facts of a reading may use: those the model named (a name the problem has
+    keeps its type there), those the admissible commands name, those known beforehand."""
+    cfg = domain.meta.get("explore", {})
+    return {**named, **command_objects(domain, cfg.get("actions", {}), admissible), **cfg.get("known", {}),
+            **{n: objects[n] for n in named if n in objects}}
+
+
+def propose(domain: Domain, objects: dict[str, str], state: set[GroundAtom], asked: list[Slot],
+            words: dict[str, str], admissible: Iterable[str]) -> tuple[list[GroundAtom], dict[str, str],
+                                                                    list[GroundAtom], list[GroundAtom], str]:
+    """From the filled slots: the facts they tell, the new objects they name (name -> type), the candidate facts
+    about where the player is, the true facts that may stop being true, and the choice question."""
+    admissible = list(admissible)
+    given, named = slot_facts(asked, words, state)
+    scope = scope_of(domain, objects, named, admissible)
+    asked_predicates = {s.predicate for s in asked}
+    here = next((a.args[0] for a in [*given, *sorted(state)]
+                 if a.predicate in {s.predicate for s in asked if s.field == HERE}), None)
+    cands = [a for a in proposals(domain, scope, state) if a.predicate not in asked_predicates
+             and about(domain, a, here, scope)]
+    true_now = sorted(a for a in state if a.predicate in told(domain))
+    question = choose_question(scope, {str(a): domain.gloss(a.predicate, list(a.args)) for a in cands}
+                               if len(cands) <= SHOWN else {}, admissible)
+    return given, {n: t for n, t in scope.items() if n not in objects}, cands, true_now, question
+
+
+def examples(domain: Domain) -> list[Shot]:
+    """domain.toml's worked examples (`[[explore.examples]]`: an invented problem, action, observation, the names
+    and the choice), with the objects the choice may use computed as for a real observation."""
+    out = []
+    for ex in domain.meta.get("explore", {}).get("examples", []):
+        objects = " ".join(f"{n} - {t}" for n, t in ex["objects"].items())
+        problem = Problem.parse(f"(define (problem current) (:domain {domain.name}) (:objects {objects}) "
+                                f"(:init {' '.join(ex['init'])}))", "a worked example of domain.toml")
+        asked = slots(domain, command_objects(domain, domain.meta["explore"].get("actions", {}), ex["commands"]))
+        state = {GroundAtom(a.predicate, a.args) for a in problem.init}
+        question = propose(domain, problem.objects, state, asked, ex["names"], ex["commands"])[-1]
+        names = json.dumps({s.field: ex["names"].get(s.field, "") for s in asked})
+        out.append(Shot(CurrentProblem(problem, [], False), ex.get("action"), ex["observation"], blanks(domain, asked),
+                        names, question,
+                        json.dumps({"true": ex.get("true", []), "false": ex.get("false", [])})))
+    return out
+
+
+def read(llm: LLM, graph: WorldGraph, action: str | None, observation: str, admissible: Iterable[str] = (),
+         expected: Iterable[GroundAtom] = (), rounds: int = 3, note: str | None = None,
+         lock: AbstractContextManager = nullcontext()) -> EditOutcome:
+    """An observation as a verified change, proposed and chosen: the model names the places and things it tells
+    (copied words, a type from an enum); the domain proposes the type-correct facts over them, the objects the
+    admissible commands name and the problem's objects known beforehand; the model chooses which became true and
+    which of the problem's facts stopped being true (enums). A refused choice is asked again with the issues, at
+    most `rounds` replies. `note` (e.g. that the last reading left no plan) goes before the observation."""
+    domain = graph.domain
+    out = EditOutcome()
+    shown = CurrentProblem.of(graph)
+    objects = dict(shown.problem.objects)
+    state = {GroundAtom(a.predicate, a.args) for a in shown.problem.init}
+    cfg = domain.meta.get("explore", {})
+    asked = slots(domain, command_objects(domain, cfg.get("actions", {}), admissible))
+    messages = read_messages(domain, examples(domain), shown, action, observation, blanks(domain, asked), note)
+    text = f"{action or 'start'}: {observation.strip()}"
+    try:
+        reply, record = llm.complete(messages, names_schema(asked))
+        out.calls.append(record)
+        given, named, cands, true_now, question = propose(domain, objects, state, asked, reply.model_dump(),
+                                                          admissible)
+        schema = choice_schema(cands, true_now)
+        messages += retry(reply.model_dump_json(), question)
+        for _ in range(rounds):
+            try:
+                chosen, record = llm.complete(messages, schema)
+            except LLMError as e:
+                if e.raw is None:  # the endpoint failed, not the reply
+                    raise
+                out.rounds.append([e.reason])
+                messages += retry(e.raw, invalid_reply(e.reason))
+                continue
+            out.calls.append(record)
+            picked = chosen.model_dump()
+            by_text = {str(a): a for a in [*cands, *true_now]}
+            true, false = ([by_text[t] for t in dict.fromkeys(picked.get(k, []))] for k in ("true", "false"))
+            delta = build(domain, objects, state, Reading(named, [*given, *true], false), expected, text)
+            if delta.is_empty():
+                return out
+            try:
+                with lock:
+                    out.change = graph.apply(delta)
+                return out
+            except ChangeRefused as e:
+                out.rounds.append([str(i) for i in e.issues])
+            messages += retry(chosen.model_dump_json(), edits_refused(out.rounds[-1]))
+    except LLMError as e:
+        out.rounds.append([e.reason])
+        out.error = str(e)
+        return out
+    out.error = f"no valid choice after {rounds} replies; the graph is unchanged"
     return out

@@ -159,6 +159,73 @@ def edit_messages(domain: Domain, shown: CurrentProblem, action: str | None, obs
 
 
 
+# ---- PDDL-edit by propose, then choose (language.pddl_edit.read) ------------------------------------------
+READ_SYSTEM = (
+    "You keep the PDDL problem of a text game up to date with what the player observes. Given an observation, "
+    "first fill each blank with the words of the observation that name what fills it, copied word for word (a "
+    "place seen only as a closed door is named by the door; \"\" where the observation does not tell). Then choose "
+    "the facts the observation says are true now, and the facts of the problem it says are no longer true (the old "
+    "place or state of what moved or changed goes by itself). Answer with JSON only, following the given schema.")
+BLANK = "___"
+CHOOSE_QUESTION = ("Objects: {}\nWhich facts does the observation say are true now (true), and which facts of the "
+                   "problem are no longer true (false)?")
+
+
+@dataclass(frozen=True)
+class Shot:
+    """A worked example of the edit reading: the problem, action and observation, the names, the objects the
+    choice may use, the choice."""
+
+    shown: CurrentProblem
+    action: str | None
+    observation: str
+    blanks: str  # the names question
+    names: str  # the reply naming the places and things (JSON)
+    choose: str  # the choice question
+    choice: str  # the reply choosing the facts (JSON)
+
+
+def actions_pddl(domain: Domain) -> str:
+    """The domain's action schemas as its PDDL file writes them."""
+    text = domain.text or domain.compiled_pddl()
+    start = text.find("(:action")
+    return "Actions:\n" + text[start:].strip().removesuffix(")").rstrip() if start >= 0 else ""
+
+
+def _observed(shown: CurrentProblem, action: str | None, observation: str, note: str | None) -> str:
+    done = f"{ACTION}{action}" if action else "\n\nThis is the first observation of the game."
+    return f"{describe(shown)}{done}{OBSERVATION}{observation.strip()}" + (f"\n\n{note}" if note else "")
+
+
+def blanks_question(blanks: dict[str, str]) -> str:
+    """The names question: each field with its fact glossed, the open place a blank."""
+    return "\n\nFill the blanks:\n" + "\n".join(f"{k}: {g}" for k, g in blanks.items())
+
+
+def choose_question(scope: dict[str, str], candidates: dict[str, str], commands: Iterable[str]) -> str:
+    """The choice question: the commands the game admits now, the objects, and the facts that may become true
+    (fact -> gloss) where shown."""
+    shown = "".join(f"\n{a}: {g}" for a, g in candidates.items())
+    objects = ", ".join(f"{n} - {t}" for n, t in sorted(scope.items()))
+    return f"Commands the game admits now: {', '.join(commands)}\n" + CHOOSE_QUESTION.format(
+        objects + (f"\nFacts that may become true:{shown}" if shown else ""))
+
+
+def read_messages(domain: Domain, shots: Iterable[Shot], shown: CurrentProblem, action: str | None,
+                  observation: str, blanks: str, note: str | None = None) -> EditPrompt:
+    """The names question of the edit reading (the choice follows it): instructions, the domain's types,
+    predicates and action schemas, then the worked examples as turns, which all observations share (a llama.cpp
+    server computes them once); the current problem, action and observation last."""
+    system = f"{READ_SYSTEM}\n\n{describe_types(domain)}\n{describe_domain(domain)}\n\n{actions_pddl(domain)}"
+    turns = [m for s in shots for m in (
+        {"role": "user", "content": _observed(s.shown, s.action, s.observation, None) + s.blanks},
+        {"role": "assistant", "content": s.names},
+        {"role": "user", "content": s.choose}, {"role": "assistant", "content": s.choice})]
+    return EditPrompt([{"role": "system", "content": system}, *turns,
+                       {"role": "user", "content": _observed(shown, action, observation, note) + blanks}],
+                      shown)
+
+
 # ---- propose, then choose (language.propose) ----------------------------------------------------------
 PROPOSE_SYSTEM = (
     "You keep the world model of a home up to date from sentences. Given a sentence alone, copy, word for word, "

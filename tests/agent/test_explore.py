@@ -188,7 +188,8 @@ def play(tmp_path, replies, env=None):
     from kgplan.language.llm import ScriptedLLM
 
     llm, lines = ScriptedLLM(replies), []
-    ep = explore(env or TwoRooms(), "coin", 0, store=f"sqlite:{tmp_path / 'w.db'}", llm=llm, show=lines.append)
+    ep = explore(env or TwoRooms(), "coin", 0, store=f"sqlite:{tmp_path / 'w.db'}", llm=llm, show=lines.append,
+                 free_edits=True)
     return ep, llm, lines, Agent(f"sqlite:{tmp_path / 'w.db'}")
 
 
@@ -272,7 +273,7 @@ def test_the_sensor_oracle_answers_from_the_problem_the_prompt_shows(tmp_path):
     oracle = SensorOracleLLM(CoinSensor)
     ends = {}
     for mode, llm, env in [("llm", oracle, oracle.watch(TwoRooms())), ("sensor", None, TwoRooms())]:
-        ep = explore(env, "coin", 0, store=f"sqlite:{tmp_path / mode}.db", llm=llm)
+        ep = explore(env, "coin", 0, store=f"sqlite:{tmp_path / mode}.db", llm=llm, free_edits=True)
         assert ep.success and ep.steps == 2 and ep.refused_edits == 0
         with Agent(f"sqlite:{tmp_path / mode}.db") as agent:
             ends[mode] = set(agent.facts()), {e.name for e in agent.entities()}, agent.unknowns()
@@ -314,3 +315,72 @@ def test_the_edit_schema_shows_a_constrained_decoder_the_shapes_the_edits_are_re
             read(text)
         for text in bad:
             assert not shape.search(text), (kind, text)
+
+
+# ---- LLM mode by propose, then choose (pddl_edit.read): the model fills blanks and chooses among candidates ----
+
+def names(**fill) -> str:
+    return json.dumps(fill)
+
+
+def chosen(true=(), false=()) -> str:
+    return json.dumps({"true": list(true), **({"false": list(false)} if false else {})})
+
+
+READ = [names(here="kitchen", east="doorway"), chosen(),  # the start: the blanks fill the map
+        names(here="pantry", west="kitchen"), chosen(["(coin_in coin pantry)"]),  # entered: the placeholder merged
+        names(here="pantry"), chosen(["(carrying coin)"])]
+
+
+def choose(tmp_path, replies, env=None):
+    from kgplan.agent.explore import explore
+    from kgplan.language.llm import ScriptedLLM
+
+    llm, lines = ScriptedLLM(replies), []
+    ep = explore(env or TwoRooms(), "coin", 0, store=f"sqlite:{tmp_path / 'w.db'}", llm=llm, show=lines.append)
+    return ep, llm, lines, Agent(f"sqlite:{tmp_path / 'w.db'}")
+
+
+def test_read_prompts_show_schemas_example_problem_and_candidates(tmp_path):
+    ep, llm, _, agent = choose(tmp_path, READ)
+    with agent:
+        assert ep.success and ep.steps == 2 and ep.llm_calls == 6 and ep.refused_edits == 0
+        names_ = {e.name for e in agent.entities()}
+        assert "pantry" in names_ and "doorway" not in names_  # the placeholder the move entered is the pantry
+        facts = set(agent.facts())
+        assert {Fact.parse("(connected kitchen east pantry)"), Fact.parse("(visited pantry)"),
+                Fact.parse("(carrying coin)")} <= facts
+        assert not any(f.predicate == "unknown" for f in facts) and agent.check() == []
+    first = llm.prompts[0]
+    system = first[0]["content"]
+    assert "(:action move" in system and "(:action take" in system  # the action schemas
+    assert "going ?d from room ?from leads to room ?to" in system  # the predicates, glossed
+    assert any("You are in the study" in m["content"] for m in first[1:-1])  # the worked example, as turns
+    assert "north - direction" in first[-1]["content"]  # the initial problem: what is known beforehand
+    assert "east: going east from room here leads to room ___" in first[-1]["content"]  # a blank per exit
+    assert "west:" not in first[-1]["content"]  # only the directions the commands name
+    entered = llm.prompts[3][-1]["content"]  # the choice after entering: the candidates about here, glossed
+    assert "(coin_in coin pantry): item coin is in room pantry" in entered
+    assert "(coin_in coin kitchen)" not in entered  # a candidate is about the room the player is in
+    assert "Commands the game admits now: move west, take coin, look around" in entered
+
+
+def test_read_is_repeated_when_the_problem_has_no_plan(tmp_path):
+    """As in PDDLEGO, an observation whose reading leaves no plan for the goal or a sub-goal is read again."""
+    from kgplan.language.pddl_edit import NO_PLAN
+
+    ep, llm, lines, agent = choose(tmp_path, [names(here="kitchen"), chosen(), *READ])  # the exit left out
+    agent.close()
+    assert ep.success and ep.rereads == 1 and "no plan: the observation is read again" in lines
+    assert NO_PLAN in llm.prompts[2][-1]["content"] and NO_PLAN not in llm.prompts[0][-1]["content"]
+
+
+def test_read_of_a_type_wrong_fact_is_impossible(tmp_path):
+    """The choice is an enum of type-correct candidates: a reply naming a type-wrong fact fails the schema (asked
+    again, at most three replies), and the graph is unchanged."""
+    wrong = chosen(["(coin_in kitchen coin)"])
+    ep, llm, _, agent = choose(tmp_path, [READ[0], wrong, wrong, wrong], TwoRooms(budget=1))
+    with agent:
+        assert ep.unread >= 1 and ep.refused_edits >= 3 and ep.steps == 0
+        assert len(agent.history()) == 1 and agent.facts() == []  # nothing applied
+    assert "That reply is invalid" in llm.prompts[2][-1]["content"]

@@ -1,0 +1,74 @@
+"""PDDL-edit by propose, then choose (language.pddl_edit.read's parts): the objects the commands name, the
+type-correct candidates and their schema, the upkeep rules, and the delta a reading makes."""
+
+from __future__ import annotations
+
+import pytest
+
+from kgplan.domains.formula import GroundAtom
+from kgplan.domains.model import resolve_domain
+from kgplan.errors import LLMError
+from kgplan.language.llm import ScriptedLLM
+from kgplan.language.pddl_edit import Reading, build, choice_schema, command_objects, propose, rules, slots, upkeep
+
+
+def atom(text: str) -> GroundAtom:
+    p, *args = text.strip("()").split()
+    return GroundAtom(p, tuple(args))
+
+
+@pytest.fixture(scope="module")
+def coin():
+    return resolve_domain("coin_collector")
+
+
+def test_the_commands_name_objects_through_the_domains_templates(coin):
+    cooking = resolve_domain("cooking")
+    commands = ["open door to south", "move south", "open fridge", "take purple potato", "cook purple potato in stove",
+                "look around"]
+    assert command_objects(cooking, cooking.meta["explore"]["actions"], commands) == {
+        "south": "direction", "fridge": "container", "purple_potato": "item", "stove": "device"}
+    assert command_objects(coin, coin.meta["explore"]["actions"], ["take coin", "move west"]) == {
+        "coin": "item", "west": "direction"}
+
+
+def test_every_fact_the_choice_admits_is_type_correct_and_about_here(coin):
+    objects = {"kitchen": "room", **coin.meta["explore"]["known"]}
+    state = {atom("(at kitchen)"), atom("(visited kitchen)")}
+    asked = slots(coin, {"west": "direction", "coin": "item"})
+    assert [s.field for s in asked] == ["here", "west"]
+    given, named, cands, true_now, question = propose(coin, objects, state, asked,
+                                                      {"here": "kitchen", "west": "the corridor"}, ["take coin"])
+    assert given == [atom("(at kitchen)"), atom("(connected kitchen west the_corridor)")]
+    assert named == {"the_corridor": "room", "coin": "item"}
+    assert atom("(coin_in coin kitchen)") in cands and atom("(coin_in coin the_corridor)") not in cands
+    for a in cands:
+        params = coin.predicates[a.predicate].params
+        assert all(coin.accepts(p.types, {**objects, **named}[x]) for p, x in zip(params, a.args, strict=True))
+    schema = choice_schema(cands, true_now)
+    enum = schema.model_json_schema()["properties"]["true"]["items"]["enum"]
+    assert sorted(enum) == sorted(map(str, cands))
+    assert "(coin_in coin kitchen): item coin is in room kitchen" in question
+    wrong = ScriptedLLM(['{"true": ["(coin_in kitchen coin)"]}'])
+    with pytest.raises(LLMError):
+        wrong.complete([{"role": "user", "content": "?"}], schema)
+
+
+def test_upkeep_rules_mark_rooms_seen_and_entered(coin):
+    state = upkeep(rules(coin), {atom("(at hall)"), atom("(connected hall north study)"), atom("(unknown hall)")})
+    assert state == {atom("(at hall)"), atom("(visited hall)"), atom("(connected hall north study)"),
+                     atom("(unknown study)")}
+
+
+def test_a_reading_merges_the_placeholder_an_action_entered_and_moves_the_player(coin):
+    objects = {"hall": "room", "oak_door": "room", "west": "direction", "east": "direction"}
+    state = {atom("(at hall)"), atom("(visited hall)"), atom("(connected hall west oak_door)"),
+             atom("(door_closed hall oak_door)"), atom("(unknown oak_door)")}
+    reading = Reading({"cellar": "room"}, [atom("(at cellar)"), atom("(connected cellar east hall)")],
+                      [atom("(door_closed hall oak_door)")])
+    delta = build(coin, objects, state, reading, [atom("(at oak_door)")], "move west: You are in the cellar.")
+    assert delta.removed_entities == ["oak_door"] and [e.name for e in delta.new_entities] == ["cellar"]
+    # the placeholder's facts follow it into the cellar, but the door the reading says is open now
+    assert {f.atom for f in delta.add} == set(map(atom, [
+        "(at cellar)", "(visited cellar)", "(connected cellar east hall)", "(connected hall west cellar)"]))
+    assert [f.atom for f in delta.remove] == [atom("(at hall)")]  # the old room goes by the invariant
