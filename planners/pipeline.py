@@ -263,6 +263,9 @@ def _race(report: PlanReport, state: State, objects: dict[str, str], goal: Formu
                     pruning = False
                 if pruned_task is None:
                     spent = True
+                elif len(pruned_task[1].facts) == len(facts) and pruned_task[1].objects == objects:
+                    spent = True  # it kept everything: the full state's attempt is the one (no twin on the other core)
+                    notes.append(f"{pruned_task[0]} state: the full state")
                 else:
                     progress(f"{planner} on the {pruned_task[0]} state")
                     current = (*pruned_task, start(pruned_task[1], planner, budget.left(), budget.memory_mb))
