@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from kgplan.games.scene import Scene, SceneCounts
     from kgplan.language.llm import LLM, LLMConfig
     from kgplan.language.pddl_edit import EditOutcome
-    from kgplan.language.update import Outcome, Retrieval
+    from kgplan.language.update import Clarification, Outcome, Retrieval
     from kgplan.planners.execute import Execution
     from kgplan.planners.mcts.search import Decision
     from kgplan.planners.pipeline import PlanReport
@@ -383,10 +383,21 @@ class Agent:
 
         return observe(self.llm, self.graph, action, text, rounds, self.writes)
 
-    def goal_for(self, task: str, progress: Progress = quiet) -> str:
-        """The PDDL goal the LLM writes for a task in English (checked against the domain and the graph)."""
+    def goal_for(self, task: str, progress: Progress = quiet, *, propose: bool = False,
+                 answers: dict[str, str] | None = None) -> str | Clarification:
+        """The PDDL goal the LLM writes for a task in English (checked against the domain and the graph); with
+        `propose`, the goal the LLM chooses among the literals the domain admits (language.goals), or the question
+        it asks where the task is ambiguous (answered by `answers={word: option}`)."""
         from kgplan.language.update import write_goal
 
+        if propose:
+            from kgplan.language.goals import choose
+
+            progress("asking the LLM what the task names, then which of the goals it admits it asks for")
+            o = choose(self.llm, self.graph, task, answers=answers)
+            if o.clarification or o.goal:
+                return o.clarification or o.goal
+            raise LLMError(o.error or "no goal")
         progress("retrieving the entities the task is about")
         retrieval = self._retrieve(task)
         progress("asking the LLM for the goal")
@@ -403,14 +414,18 @@ class Agent:
 
     # ---- planning -----------------------------------------------------------------------------
     def plan(self, task: str | None = None, goal: str | None = None, *, planner: str = "fd",
-             timeout: float = 60.0, prune: bool = True, memory_mb: int = 4096,
-             progress: Progress = quiet) -> PlanReport:
-        """Plan for a task in English (the LLM writes the goal) or a PDDL goal; the plan is kept for `run`."""
+             timeout: float = 60.0, prune: bool = True, memory_mb: int = 4096, propose: bool = False,
+             answers: dict[str, str] | None = None, progress: Progress = quiet) -> PlanReport | Clarification:
+        """Plan for a task in English (the LLM writes the goal; with `propose` it chooses it, see `goal_for`, and a
+        task it finds ambiguous returns the question instead of a plan) or a PDDL goal; the plan is kept for `run`."""
         from kgplan.planners.pipeline import plan
 
         if (task is None) == (goal is None):
             raise InputError("give either a task in English or a PDDL goal")
-        goal = goal if task is None else self.goal_for(task, progress)
+        if task is not None:
+            goal = self.goal_for(task, progress, propose=propose, answers=answers)
+            if not isinstance(goal, str):
+                return goal
         progress(f"planning for {goal} with {planner}")
         return plan(self.graph, goal, planner=planner, timeout=timeout, prune=prune, memory_mb=memory_mb,
                     progress=progress)
