@@ -138,6 +138,20 @@ def parts(facts: Iterable[GroundAtom], named: Collection[str]) -> set[str]:
     return {y for p, (x, y) in pairs if x in named and shared[p, y] > 1}
 
 
+def places(domain: Domain, named: dict[str, str], owns: dict[str, set[str]], everything: dict[str, str]) -> set[str]:
+    """Where a named thing that no named place takes may be put: the fixtures of the named entities (a room's table,
+    for "the table in the living room" matched to the room) in the second place of a predicate an action changes,
+    where the thing fits the first."""
+    binary = [domain.predicates[p].params for p in set(domain.predicates) - domain.static_predicates()
+              if domain.predicates[p].arity == 2]
+
+    def takes(x: str, y: str) -> bool:
+        return any(domain.accepts(a.types, everything[x]) and domain.accepts(b.types, everything[y]) for a, b in binary)
+
+    placeless = [x for x in named if not any(takes(x, y) for y in named if y != x)]
+    return {f for x in placeless for o in named for f in owns.get(o, ()) if takes(x, f)}
+
+
 def natural(name: str) -> tuple:
     """A sort key that puts shelf_level_2 before shelf_level_10."""
     return tuple(int(x) if x.isdigit() else x for x in re.split(r"(\d+)", name))
@@ -185,15 +199,16 @@ def choose(llm: LLM, graph: WorldGraph, task: str, *, answers: dict[str, str] | 
             said, record = llm.complete(choose_goal_messages(domain, shown, task), words_schema(domain))
             out.calls.append(record)
         with _Stage(out, "ground"):
-            named = ground(llm, graph, task, list(dict.fromkeys(said.mentions)), owned(domain, statics(graph)),
-                           answers, out)
+            owns = owned(domain, statics(graph))
+            named = ground(llm, graph, task, list(dict.fromkeys(said.mentions)), owns, answers, out)
         if out.clarification:
             return out
         with _Stage(out, "candidates"):
             everything = {e.name: e.type for e in graph.entities()}
             scope = set(named.values())
             if said.scope == NAMED:
-                scope |= parts(statics(graph), scope)
+                scope |= parts(statics(graph), scope) | places(domain, {e: everything[e] for e in scope}, owns,
+                                                               everything)
             entities = {e: everything[e] for e in sorted(scope, key=natural)}
             present, alone = kinds_present(domain, set(everything.values())), sole(everything)
             cands = (literals(domain, entities, said.scope, said.kinds, present, alone)

@@ -139,3 +139,16 @@ def test_the_bundled_l3mp_goal_examples_answer_with_their_candidates(tmp_path: P
                                goals.sole(meta["objects"]))
         assert {c.pddl for c in cands if c.id in picked} == set(meta["goal"]), ex.text
         assert all(f"- {i}" in ex.lines.split("\n") for i in picked)
+
+
+def test_a_thing_with_no_named_place_gets_the_named_rooms_fixtures(world: WorldGraph) -> None:
+    """"the table in the living room" matched to the room: the room's furniture the apple can be put on is proposed
+    (not its light or window: no change puts an item at them)."""
+    task = "Put the apple on the table in the living room."
+    llm = ScriptedLLM([json.dumps({"scope": "named", "mentions": ["the apple", "the living room"], "kinds": []}),
+                       json.dumps({"on": "item apple is on living room table"})])
+    out = goals.choose(llm, world, task)
+    assert out.goal == "(and (on apple living_room_table))", out.error
+    lines = llm.prompts[1][-1]["content"].split("\n")[2:]
+    assert lines == ["- item apple is on bookshelf", "- item apple is on living room sofa",
+                     "- item apple is on living room table"]  # the living room's furniture
