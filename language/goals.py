@@ -213,6 +213,10 @@ def choose(llm: LLM, graph: WorldGraph, task: str, *, answers: dict[str, str] | 
             present, alone = kinds_present(domain, set(everything.values())), sole(everything)
             cands = (literals(domain, entities, said.scope, said.kinds, present, alone)
                      or literals(domain, entities, said.scope, [], present, alone))  # kinds no place takes
+            if not cands and said.scope == NAMED:  # "Amy's bedroom" for its light: what the named entities own
+                scope |= {f for e in scope for f in owns.get(e, ())}
+                cands = literals(domain, {e: everything[e] for e in sorted(scope, key=natural)}, NAMED, [], present,
+                                 alone)
         if not cands:
             out.error = "the task could not be grounded: no goal of the domain is about " + (
                 ", ".join(map(words, sorted(scope))) if scope else "anything the graph holds")

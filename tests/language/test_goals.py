@@ -153,3 +153,12 @@ def test_a_thing_with_no_named_place_gets_the_named_rooms_fixtures(world: WorldG
     lines = llm.prompts[1][-1]["content"].split("\n")[2:]
     assert lines == ["- item apple is on bookshelf", "- item apple is on living room sofa",
                      "- item apple is on living room table"]  # the living room's furniture
+
+
+def test_a_room_alone_proposes_the_goals_over_its_fixtures(world: WorldGraph) -> None:
+    """"The light in the bedroom" copied as "the bedroom": nothing is proposed for a room, so for its fixtures."""
+    llm = ScriptedLLM([json.dumps({"scope": "named", "mentions": ["the bedroom"], "kinds": []}),
+                       json.dumps({"switched_on": "not: bedroom light is switched on"})])
+    out = goals.choose(llm, world, "Make sure the light in the bedroom is off.")
+    assert out.goal == "(and (not (switched_on bedroom_light)))", out.error
+    assert "- bedroom light is switched on" in llm.prompts[1][-1]["content"].split("\n")
