@@ -429,14 +429,24 @@ class Agent:
 
         return observe(self.llm, self.graph, action, text, rounds, self.writes)
 
-    def goal_for(self, task: str, answers: dict[str, str] | None = None, *, retriever: Retriever = Retriever.select,
-                 depth: int = DEPTH, progress: Progress = quiet) -> str:
-        """The PDDL goal the LLM writes for a task in English (checked against the domain and the graph); Unclear
-        where the task does not tell which of some options it means, answered by asking again with `answers`
-        (only a goal built by proposing and choosing asks; L3M+P's written goal never does). The LLM is shown what
-        the `retriever` finds, facts within `depth` hops."""
+    def goal_for(self, task: str, answers: dict[str, str] | None = None, *, propose: bool = False,
+                 retriever: Retriever = Retriever.select, depth: int = DEPTH, progress: Progress = quiet) -> str:
+        """The PDDL goal the LLM writes for a task in English (checked against the domain and the graph), or with
+        `propose` the one it chooses among the literals the domain admits (language.goals); Unclear where the task
+        does not tell which of some options it means, answered by asking again with `answers`. The LLM writing a
+        goal is shown what the `retriever` finds, facts within `depth` hops."""
         from kgplan.language.update import write_goal
 
+        if propose:
+            from kgplan.language.goals import choose
+
+            progress("asking the LLM what the task names, then which of the goals it admits it asks for")
+            o = choose(self.llm, self.graph, task, answers=answers)
+            if o.clarification:
+                raise Unclear(o.clarification)
+            if o.goal is None:
+                raise LLMError(o.error or "no goal")
+            return o.goal
         progress("retrieving the entities the task is about")
         retrieval = self._retrieve(task, retriever, depth)
         progress("asking the LLM for the goal")
@@ -455,16 +465,17 @@ class Agent:
 
     # ---- planning -----------------------------------------------------------------------------
     def plan(self, task: str | None = None, goal: str | None = None, *, planner: str = "fd",
-             timeout: float = 60.0, prune: bool = True, memory_mb: int = 4096, answers: dict[str, str] | None = None,
-             retriever: Retriever = Retriever.select, depth: int = DEPTH, progress: Progress = quiet) -> PlanReport:
-        """Plan for a task in English (the LLM writes the goal; Unclear, `answers`, `retriever` and `depth` as for
-        `goal_for`) or a PDDL goal; the plan is kept for `run`."""
+             timeout: float = 60.0, prune: bool = True, memory_mb: int = 4096, propose: bool = False,
+             answers: dict[str, str] | None = None, retriever: Retriever = Retriever.select, depth: int = DEPTH,
+             progress: Progress = quiet) -> PlanReport:
+        """Plan for a task in English (the LLM writes or, with `propose`, chooses the goal; Unclear, `answers`,
+        `retriever` and `depth` as for `goal_for`) or a PDDL goal; the plan is kept for `run`."""
         from kgplan.planners.pipeline import plan
 
         if (task is None) == (goal is None):
             raise InputError("give either a task in English or a PDDL goal")
-        goal = goal if task is None else self.goal_for(task, answers, retriever=retriever, depth=depth,
-                                                       progress=progress)
+        goal = goal if task is None else self.goal_for(task, answers, propose=propose, retriever=retriever,
+                                                       depth=depth, progress=progress)
         progress(f"planning for {goal} with {planner}")
         return plan(self.graph, goal, planner=planner, timeout=timeout, prune=prune, memory_mb=memory_mb,
                     progress=progress)

@@ -18,7 +18,9 @@ Variants: R- shows the LLM the whole graph, R+ the neighbourhood of the entities
 the entity list, RS the neighbourhood of its query graph grounded by embeddings and search
 (language/retrieval.py); a trailing V verifies each change and re-prompts with the issues. PC
 proposes and chooses (language/propose.py: the model names the entities and chooses among the
-changes the domain admits for them; a clarification it asks for counts as a failure; goals as RSV).
+changes the domain admits for them; a clarification it asks for counts as a failure; goals likewise by
+language/goals.py: named things or all things of a kind, then a choice among the goal literals the domain admits).
+`--changes oracle` gives the state changes the true change, to measure the goals alone.
 A run without a domain.toml whose domain has every predicate that kgplan's metadata for the
 simulator's domain glosses (domains/l3mp/domain.toml) gets that metadata: glosses, the invariant
 over where people are, worked examples.
@@ -47,13 +49,14 @@ from rich.table import Table
 from kgplan.benchmarks import console as bench_console
 from kgplan.benchmarks import write_json
 from kgplan.benchmarks.planning import needed_facts
-from kgplan.domains.formula import atoms, to_pddl
+from kgplan.domains.formula import And, Formula, atoms, to_pddl
 from kgplan.domains.model import Domain, Problem
 from kgplan.domains.verify import ChangeRefused
+from kgplan.errors import InputError
 from kgplan.graph.backends import open_graph
 from kgplan.graph.model import Delta, Fact
 from kgplan.graph.world import WorldGraph
-from kgplan.language import propose
+from kgplan.language import goals, propose
 from kgplan.language.llm import (
     LLM,
     CallRecord,
@@ -66,9 +69,9 @@ from kgplan.language.llm import (
 )
 from kgplan.language.update import Outcome, Retrieval, full_graph, select_entities, update, write_goal
 from kgplan.planners.execute import execute
-from kgplan.planners.pipeline import PlanReport, plan
+from kgplan.planners.pipeline import PlanReport, parse_goal, plan
 from kgplan.planners.problem import Task
-from kgplan.planners.solve import solve
+from kgplan.planners.solve import expand_quantifiers, solve
 from kgplan.planners.state import State, simulate
 
 # variant -> (retriever, verify): "full" shows the whole graph, "select" the entities the LLM picks from the
@@ -253,10 +256,11 @@ def evaluate(run: Path, variant: str, llm: Counting, oracle: Oracle | None, cons
              max_rounds: int = 3, depth: int = 1, reference: Reference | None = None,
              limit: int | None = None, rows: list[dict] | None = None,
              on_step: Callable[[], object] | None = None, mine_invariants: bool = False,
-             goal_oracle: Oracle | None = None) -> list[dict]:
+             goal_oracle: Oracle | None = None, change_oracle: Oracle | None = None) -> list[dict]:
     """Run one variant over one run; a row per step, appended to `rows` (with retrieval recall on goals if
     `reference` is given); `on_step` is called after each. `goal_oracle` answers the goals (the true goal),
-    to measure the state changes alone. `mine_invariants`: accept every invariant
+    to measure the state changes alone; `change_oracle` the state changes (the true change, verified), to measure
+    the goals alone. `mine_invariants`: accept every invariant
     `kgplan invariants --suggest` proposes once the initial problem is loaded."""
     retriever, verify = VARIANTS[variant]
     rows = [] if rows is None else rows
@@ -276,19 +280,27 @@ def evaluate(run: Path, variant: str, llm: Counting, oracle: Oracle | None, cons
             calls_before, t0 = len(llm.counted), time.perf_counter()
             out = Outcome(text)
             expected = _truth(true_init, prev, truth, is_goal)
-            for o in (oracle, goal_oracle):
+            for o in (oracle, goal_oracle, change_oracle):
                 if o:
                     o.new_step(expected)
             before = _atoms(g)
-            # PC: a state change retrieves for itself, a goal as RS; the goal oracle needs nothing retrieved
-            retrieval = (Retrieval({}, []) if (retriever == "propose" and not is_goal) or (is_goal and goal_oracle)
-                         else _retrieve("search" if retriever == "propose" else retriever, llm, g, text, depth, out))
+            if change_oracle and not is_goal:
+                retrieval = full_graph(g)  # the true change may name any entity
+            elif retriever == "propose" or (goal_oracle and is_goal):
+                retrieval = Retrieval({}, [])  # PC retrieves for itself; the goal oracle needs nothing
+            else:
+                retrieval = _retrieve(retriever, llm, g, text, depth, out)
             row = {"step": step.name, "kind": "goal" if is_goal else "state_change", "text": text}
             if is_goal:
-                _, out = write_goal(goal_oracle or llm, g, text, retrieval, max_rounds=max_rounds, out=out)
+                if retriever == "propose" and not goal_oracle:
+                    goals.choose(llm, g, text, out=out)
+                else:
+                    write_goal(goal_oracle or llm, g, text, retrieval, max_rounds=max_rounds, out=out)
                 scored, report = _score_plan(g, out, domain, truth, true_init)
-                row |= scored
-                if reference is not None:
+                row |= scored | {"goal": out.goal, "goal_exact": _exact(out.goal, g, domain, truth, true_init),
+                                 "clarification": out.clarification.question if out.clarification else None,
+                                 "stages": out.stages}
+                if reference is not None and retrieval.facts:
                     shown = {f.atom for f in retrieval.facts}
                     init = report.task.facts if report and report.task else None
                     row |= reference.recall(step, domain, truth, true_init, shown, init)
@@ -296,7 +308,9 @@ def evaluate(run: Path, variant: str, llm: Counting, oracle: Oracle | None, cons
                     after, prev = after_goal(g, report, truth, true_init, _state(everything[i + 1] / "problem.pddl")[1])
                     row |= after
             else:
-                if retriever == "propose":
+                if change_oracle:
+                    update(change_oracle, g, text, retrieval, out=out)
+                elif retriever == "propose":
                     propose.tell(llm, g, text, out=out)
                 else:
                     update(llm, g, text, retrieval, verify=verify, max_rounds=max_rounds, out=out)
@@ -408,6 +422,23 @@ def _among(state: Atoms, entities: list[str]) -> Atoms:
     return {(p, args) for p, args in state if len(args) == 2 and set(args) <= names}
 
 
+def _exact(goal: str | None, g: WorldGraph, domain: Domain, truth: Problem, true_init: Atoms) -> bool:
+    """Whether a goal says what the true goal says: the same literals, quantifiers expanded over the true objects."""
+    if goal is None:
+        return False
+    state = State(domain, truth.objects, true_init)
+
+    def literals(f: Formula) -> set[str]:
+        f = expand_quantifiers(f, state)
+        return set().union(*map(literals, f.args)) if isinstance(f, And) else {to_pddl(f)}
+
+    assert truth.goal is not None
+    try:
+        return literals(parse_goal(goal, g, truth.objects)) == literals(truth.goal)
+    except InputError:
+        return False
+
+
 def _score_plan(g: WorldGraph, out: Outcome, domain: Domain, truth: Problem,
                 true_init: Atoms) -> tuple[dict, PlanReport | None]:
     """The plan's score from the true state, and the planner's report (None when no planner ran)."""
@@ -439,18 +470,23 @@ def summarise(rows: list[dict]) -> dict:
             caught, recovered = sum(r["caught"] for r in xs), sum(r["recovered"] for r in xs)
             recovery[k] = {"n": len(xs), "caught": caught, "recovered": recovered,
                            "caught_rate": caught / len(xs), "recovered_rate": recovered / len(xs)}
-    stages: dict[str, dict[str, float]] = {}
-    for r in changes:
-        for name, st in r.get("stages", {}).items():
-            for k, v in st.items():
-                stages.setdefault(name, {}).setdefault(k, 0.0)
-                stages[name][k] += v / len(changes)
+    def stages(xs: list[dict]) -> dict[str, dict[str, float]]:
+        out: dict[str, dict[str, float]] = {}
+        for r in xs:
+            for name, st in (r.get("stages") or {}).items():
+                for k, v in st.items():
+                    out.setdefault(name, {}).setdefault(k, 0.0)
+                    out[name][k] += v / len(xs)
+        return out
+
     right, changed, wanted = (sum(r.get(k, 0) for r in changes)
                               for k in ("facts_right", "facts_changed", "facts_wanted"))
     facts = {"state_exact_rate": rate(changes, "exact"), "fact_precision": right / changed if changed else 0.0,
              "fact_recall": right / wanted if wanted else 0.0,
              "clarification_rate": rate(changes, "clarification"),
-             "seconds_per_change": mean(changes, "seconds"), "stages_per_change": stages}
+             "seconds_per_change": mean(changes, "seconds"), "stages_per_change": stages(changes),
+             "goal_exact_rate": rate(goals, "goal_exact"), "goal_clarification_rate": rate(goals, "clarification"),
+             "seconds_per_goal": mean(goals, "seconds"), "stages_per_goal": stages(goals)}
     recall = {}
     for key in ("recall_shown", "recall_init"):
         if xs := [r[key] for r in goals if r.get(key) is not None]:
@@ -514,6 +550,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--goals", choices=["llm", "oracle"], default="llm",
                     help="oracle: the goals get the true goal, to measure the state changes alone (a replay needs "
                          "the same choice)")
+    ap.add_argument("--changes", choices=["llm", "oracle"], default="llm",
+                    help="oracle: the state changes get the true change, to measure the goals alone (a replay needs "
+                         "the same choice)")
     ap.add_argument("--record", type=Path, nargs="?", const=True,
                     help="write every LLM reply (refusals and endpoint errors too) here, to replay the run exactly "
                          "(default: next to --json)")
@@ -529,7 +568,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     variants = list(VARIANTS) if args.variant == "all" else args.variant.split(",")
     if bad := [v for v in variants if v not in VARIANTS]:
         ap.error(f"unknown variant(s) {bad}: choose from {', '.join(VARIANTS)}")
-    if "PC" in variants and args.llm == "oracle" and not args.llm_replay:
+    if "PC" in variants and args.llm == "oracle" and not args.llm_replay and "llm" in (args.goals, args.changes):
         ap.error("the oracle writes changes; it cannot choose among PC's candidates: use another variant")
     runs = [d for root in args.datasets for d in ([root] if (root / "domain.pddl").is_file() else
                                                  sorted(p for p in root.iterdir() if (p / "domain.pddl").is_file()))]
@@ -547,7 +586,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             rows = results[v][run.name] = []
             evaluate(run, v, llm, oracle, console, args.max_rounds, reference=reference, limit=args.limit, rows=rows,
                      on_step=lambda: write(args.json, results, llm.replies, record),
-                     mine_invariants=args.mine_invariants, goal_oracle=Oracle() if args.goals == "oracle" else None)
+                     mine_invariants=args.mine_invariants, goal_oracle=Oracle() if args.goals == "oracle" else None,
+                     change_oracle=Oracle() if args.changes == "oracle" else None)
     summary = write(args.json, results, llm.replies, record)
     t = Table("variant", "state success strict (no new discrepancy)", "plan success", "plan = dataset transition",
               "sensor facts/goal (total)", "prompt tok/change (+schema)", "prompt tok/plan (+schema)",

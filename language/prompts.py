@@ -12,6 +12,7 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from kgplan.domains.formula import TRUE, Effect, to_pddl
 from kgplan.domains.model import TOTAL_COST, Domain, Problem
 from kgplan.graph.model import Fact, Unknown
 from kgplan.graph.world import WorldGraph
@@ -250,13 +251,53 @@ def propose_messages(examples: Iterable[tuple[str, list[str], str, dict[str, str
     which candidate changes (`candidate_lines`) it says happened. Both share one prefix, the instructions and the
     worked examples (sentence, its words, its candidates, the choice per predicate), so that a llama.cpp server
     computes it once; the sentence comes last."""
-    def ask(sentence: str, lines: str | None) -> dict:
-        return {"role": "user", "content": _sentence(sentence) + (f"\nCandidates:\n{lines}" if lines else "")}
+    shots = [(ex, {"mentions": words}, lines, ids) for ex, words, lines, ids in examples]
+    return _two_questions(PROPOSE_SYSTEM, "Sentence", shots, text, candidates)
 
-    shots = [m for ex, words, lines, ids in examples for m in (
-        ask(ex, None), {"role": "assistant", "content": json.dumps({"mentions": words})},
+
+def _two_questions(system: str, label: str, examples: Iterable[tuple[str, dict, str, dict]], text: str,
+                   candidates: str | None) -> Messages:
+    """The first question (what the text names) or the second (which candidates it says), after one shared prefix:
+    the instructions, then each worked example (text, first answer, candidates, choice) as both questions."""
+    def ask(said: str, lines: str | None) -> dict:
+        return {"role": "user", "content": f"{label}: {said}" + (f"\nCandidates:\n{lines}" if lines else "")}
+
+    shots = [m for ex, first, lines, ids in examples for m in (
+        ask(ex, None), {"role": "assistant", "content": json.dumps(first)},
         ask(ex, lines), {"role": "assistant", "content": json.dumps(ids)})]
-    return [{"role": "system", "content": PROPOSE_SYSTEM}, *shots, ask(text, candidates)]
+    return [{"role": "system", "content": system}, *shots, ask(text, candidates)]
+
+
+GOAL_SYSTEM = (
+    "You turn the tasks people give a household robot into goals. Given a task alone, say whether it is about "
+    "named things or about all things of a kind (scope), copy, word for word, every phrase of it that names one "
+    "person, room or thing, each with the words that say whose or where it is (not the phrases naming all things "
+    "of a kind), and name the kinds of thing it is about. Given a task and candidate conditions, choose for each "
+    "kind of condition the candidate that must hold when the task is done, or none; choose nothing the task does "
+    "not ask for. Answer with JSON only, following the given schema.")
+
+
+def describe_actions(domain: Domain) -> str:
+    """The domain's actions, one line each, by what they make true and false (what a goal can ask for)."""
+    return "Actions (what each makes true or false):\n" + "\n".join(
+        f"{a.name}: {', '.join(_effect(e) for e in a.effects)}" for a in domain.actions.values())
+
+
+def _effect(e: Effect) -> str:
+    said = f"{'' if e.add else 'not '}{e.atom}"
+    if e.params:
+        where = "" if e.condition == TRUE else f" where {to_pddl(e.condition)}"
+        params = " ".join(f"{p.name} - {'/'.join(p.types)}" for p in e.params)
+        said = f"for every {params}{where}: {said}"
+    return said
+
+
+def choose_goal_messages(domain: Domain, examples: Iterable[tuple[str, dict, str, dict]], task: str,
+                         candidates: str | None = None) -> Messages:
+    """Goals by propose-then-choose: the scope, words and kinds of a task (without `candidates`), or which candidate
+    goal conditions it asks for; one shared prefix (instructions, predicates, actions, worked examples)."""
+    system = f"{GOAL_SYSTEM}\n\n{describe_domain(domain)}\n\n{describe_actions(domain)}"
+    return _two_questions(system, "Task", examples, task, candidates)
 
 
 def which_messages(text: str, question: str, options: str) -> Messages:

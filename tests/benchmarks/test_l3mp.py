@@ -22,7 +22,8 @@ from tests.conftest import HOUSEHOLD
 Atoms = set[tuple[str, tuple[str, ...]]]
 START = Problem.parse((HOUSEHOLD / "world.pddl").read_text())
 INIT: Atoms = set(START.init)
-TIMINGS = {"seconds", "llm_latency_s", "planner_s", "llm_latency_s_mean", "planner_s_mean", "seconds_per_change"}
+TIMINGS = {"seconds", "llm_latency_s", "planner_s", "llm_latency_s_mean", "planner_s_mean", "seconds_per_change",
+           "seconds_per_goal"}
 
 
 def change(state: Atoms, add: list[str] = (), remove: list[str] = ()) -> Atoms:
@@ -245,3 +246,18 @@ def test_propose_and_choose_scored_with_facts_clarifications_and_stages(tmp_path
         (r["strict"], r["clarification"], r["facts_changed"]) for r in rows]
     with pytest.raises(SystemExit):
         l3mp.main([str(run), "--variant", "PC", "--llm", "oracle"])
+
+
+def test_pc_goals_are_chosen_and_scored_with_the_changes_from_the_oracle(tmp_path: Path) -> None:
+    """`--variant PC --changes oracle`: the state changes get the true change, the goals are chosen among the literals
+    the domain admits (language.goals); scored by plan, exact goal and seconds."""
+    run = light_run(tmp_path / "run", robot_returns=False)
+    llm = ScriptedLLM([json.dumps({"scope": "named", "mentions": ["the kitchen light"], "kinds": []}),
+                       json.dumps({"switched_on": "not: switched on kitchen light"})])  # no glosses
+    rows = evaluate(run, "PC", Counting(llm), None, Console(quiet=True), change_oracle=Oracle())
+    assert [r["strict"] for r in rows if r["kind"] == "state_change"] == [True] * 3
+    goal = rows[1]
+    assert goal["goal"] == f"(and {GOAL})" and goal["goal_exact"] and goal["success"]
+    assert set(goal["stages"]) == {"words", "ground", "candidates", "choose"}
+    s = summarise(rows)
+    assert s["plan_success_rate"] == s["goal_exact_rate"] == 1.0 and s["goal_clarification_rate"] == 0.0

@@ -1,0 +1,268 @@
+"""Goals by propose-then-choose (issue 23): the model names and chooses, the symbolic side proposes the goal literals.
+
+A task in English becomes a PDDL goal in four stages, each accounted (seconds, tokens) in `Outcome.stages`:
+
+1. `words`: the model says whether the task is about named things or all things of a kind (`scope`), copies the
+   phrases naming one person, room or thing, and names the kinds (domain types) it is about (enums);
+2. `ground`: the phrases are matched to entities as `tell` matches them (language.propose.ground): a phrase that
+   several entities fit is a question to the model, then a `Clarification`, not a guess;
+3. `candidates`: the goal literals the domain admits over them: for named things every type-correct atom of a
+   predicate some action changes, and its negation where no exactly-one invariant gives the predicate one value
+   (a light may be off; a thing is always somewhere); for all things of a kind the same literals with one place
+   quantified over a type that has objects (``(forall (?x - phone) (not (phone_ringing ?x)))``), the other places
+   filled by named entities; the kinds named narrow a place's types where they fit it;
+4. `choose`: the model picks, for each predicate with candidates, one literal or "none" (enums in the schema); two
+   chosen facts that an invariant excludes are a question to the model, then a `Clarification`. The goal is their
+   conjunction, checked against the domain and the graph's objects (domains.verify.check_goal).
+
+The worked examples come from domain.toml's `[[goal_examples]]` (invented tasks over invented mini-situations); their
+candidates and answers are computed by the same code. The prompt shows the glossed predicates and the actions.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from collections import Counter
+from collections.abc import Collection, Iterable
+from dataclasses import dataclass
+from typing import Annotated
+
+from pydantic import BaseModel, Field, StringConstraints
+
+from kgplan.domains.formula import GroundAtom
+from kgplan.domains.model import Domain
+from kgplan.errors import InputError
+from kgplan.graph.world import WorldGraph
+from kgplan.language.llm import LLM, LLMError, choice, enum_model
+from kgplan.language.prompts import choose_goal_messages
+from kgplan.language.propose import (
+    MAX_MENTIONS,
+    NONE,
+    Candidate,
+    _Stage,
+    answer,
+    choice_schema,
+    conflict,
+    ground,
+    owned,
+    replaced,
+    statics,
+    which,
+    words,
+)
+from kgplan.language.update import Clarification, Outcome
+
+NAMED, ALL = "named", "all"  # the scopes of a task
+VAR = "?x"
+MAX_KINDS = 4
+
+
+@dataclass(frozen=True)
+class Literal(Candidate):
+    """A goal literal: `atom` holds (`value`) or does not; with `over`, for every object of that type in the place
+    of `atom` that holds `VAR`. Its id is its gloss."""
+
+    over: str | None = None
+
+    @property
+    def pddl(self) -> str:
+        lit = str(self.atom) if self.value else f"(not {self.atom})"
+        return f"(forall ({VAR} - {self.over}) {lit})" if self.over else lit
+
+
+def gloss(domain: Domain, atom: GroundAtom, value: bool, over: str | None) -> str:
+    """A goal literal in English: "the porch lamp is on", "not: the porch lamp is on", "no phone is ringing"."""
+    quantifier = "every" if value else "no"
+    args = [f"{quantifier} {words(over)}" if a == VAR and over else words(a) for a in atom.args]
+    glossed = domain.meta.get("predicates", {}).get(atom.predicate, {}).get("gloss")
+    said = domain.gloss(atom.predicate, args) if glossed else " ".join([words(atom.predicate), *args])  # unique
+    return said if value or over else f"not: {said}"
+
+
+def words_schema(domain: Domain) -> type[BaseModel]:
+    """The first reply: the scope, the phrases naming one thing each, the kinds (domain types)."""
+    phrase = Annotated[str, StringConstraints(min_length=1, max_length=48)]
+    kinds = [t for t in domain.types if t != "object"]
+    return enum_model("GoalWords", scope=[NAMED, ALL], mentions=(list[phrase], Field(max_length=MAX_MENTIONS)),
+                      kinds=(list[choice(kinds)], Field(max_length=MAX_KINDS)))
+
+
+def kinds_present(domain: Domain, types: Collection[str]) -> set[str]:
+    """The types some object of these types belongs to (its own and its ancestors), but `object`."""
+    return {a for t in types for a in domain.ancestors(t)} - {"object"}
+
+
+def sole(entities: dict[str, str]) -> dict[str, str]:
+    """The entities (name -> type) that are the only ones of their type (the laundry basket of a house)."""
+    count = Counter(entities.values())
+    return {e: t for e, t in entities.items() if count[t] == 1}
+
+
+def literals(domain: Domain, named: dict[str, str], scope: str, kinds: Collection[str], present: Collection[str],
+             alone: dict[str, str] | None = None) -> list[Literal]:
+    """The goal literals over the named entities (name -> type); for scope `all`, with one place quantified over a
+    type of `present`: within the `kinds` named (the most general of theirs that fit the place; where kinds are
+    named, only places that one fits), the other places filled by the named entities, else by those `alone` of
+    their type (the laundry basket)."""
+    negatable = set(domain.predicates) - replaced(domain)
+    out: list[tuple[GroundAtom, bool, str | None]] = []
+    for p in sorted(set(domain.predicates) - domain.static_predicates()):
+        params = domain.predicates[p].params
+        fits = [[e for e, t in named.items() if domain.accepts(a.types, t)] for a in params]
+        if scope == NAMED:
+            spots = [(fits, None)]
+        else:
+            spots = []
+            extra = [f or [e for e, t in (alone or {}).items() if domain.accepts(a.types, t)]
+                     for f, a in zip(fits, params, strict=True)]
+            for i, a in enumerate(params):
+                types = {t for t in present if domain.accepts(a.types, t)}
+                if kinds:
+                    types = {t for t in types if any(domain.is_subtype(t, k) for k in kinds)}
+                types = {t for t in types if not any(o != t and domain.is_subtype(t, o) for o in types)}
+                spots += [([*extra[:i], [VAR], *extra[i + 1:]], t) for t in sorted(types)]
+        for places, over in spots:
+            for args in itertools.product(*places):
+                if len(set(args)) == len(args):
+                    out += [(GroundAtom(p, args), v, over) for v in (True, False) if v or p in negatable]
+    # each is chosen by its gloss (a small model copies a gloss that fits the task better than it picks a letter)
+    return [Literal(gloss(domain, atom, value, over), atom, value, over) for atom, value, over in out]
+
+
+def parts(facts: Iterable[GroundAtom], named: Collection[str]) -> set[str]:
+    """What the named entities have through a static fact (`statics`) that other entities have too (a shelf's
+    levels, which every shelf has; not a room's own fixtures): "the 10th level" of a named shelf."""
+    pairs = [a for a in facts if len(a.args) == 2]
+    shared = Counter((p, y) for p, (_, y) in pairs)
+    return {y for p, (x, y) in pairs if x in named and shared[p, y] > 1}
+
+
+def places(domain: Domain, named: dict[str, str], owns: dict[str, set[str]], everything: dict[str, str]) -> set[str]:
+    """Where a named thing that no named place takes may be put: the fixtures of the named entities (a room's table,
+    for "the table in the living room" matched to the room) in the second place of a predicate an action changes,
+    where the thing fits the first."""
+    binary = [domain.predicates[p].params for p in set(domain.predicates) - domain.static_predicates()
+              if domain.predicates[p].arity == 2]
+
+    def takes(x: str, y: str) -> bool:
+        return any(domain.accepts(a.types, everything[x]) and domain.accepts(b.types, everything[y]) for a, b in binary)
+
+    placeless = [x for x in named if not any(takes(x, y) for y in named if y != x)]
+    return {f for x in placeless for o in named for f in owns.get(o, ()) if takes(x, f)}
+
+
+def natural(name: str) -> tuple:
+    """A sort key that puts shelf_level_2 before shelf_level_10."""
+    return tuple(int(x) if x.isdigit() else x for x in re.split(r"(\d+)", name))
+
+
+def lines(cands: list[Literal]) -> str:
+    return "\n".join(f"- {c.id}" for c in cands)
+
+
+@dataclass(frozen=True)
+class Example:
+    text: str
+    first: dict  # the first reply: scope, mentions, kinds
+    lines: str  # the candidates as shown
+    answer: dict[str, str]  # the second reply: predicate -> the gloss chosen, or "none"
+
+
+def examples(domain: Domain) -> list[Example]:
+    """domain.toml's worked goal examples whose types and predicates the domain has, with their candidates."""
+    out = []
+    for ex in domain.meta.get("goal_examples", []):
+        objects: dict[str, str] = ex["objects"]
+        kinds = ex.get("kinds", [])
+        if any(t not in domain.types for t in [*objects.values(), *kinds]):
+            continue
+        cands = literals(domain, {n: objects[n] for n in ex["named"]}, ex["scope"], kinds,
+                         kinds_present(domain, objects.values()), sole(objects))
+        if not (goal := set(ex["goal"])) <= {c.pddl for c in cands}:
+            continue  # a literal this domain cannot say (another domain's predicate)
+        out.append(Example(ex["text"], {"scope": ex["scope"], "mentions": ex["mentions"], "kinds": kinds},
+                           lines(cands), answer(cands, {c.id for c in cands if c.pddl in goal})))
+    return out
+
+
+def choose(llm: LLM, graph: WorldGraph, task: str, *, answers: dict[str, str] | None = None,
+           out: Outcome | None = None) -> Outcome:
+    """A task in English as a PDDL goal (`out.goal`), proposed and chosen as above; or `out.clarification` (call
+    again with `answers={word: option}`), or `out.error`."""
+    out = out or Outcome(task)
+    answers = dict(answers or {})
+    domain = graph.domain
+    shown = [(e.text, e.first, e.lines, e.answer) for e in examples(domain)]
+    try:
+        with _Stage(out, "words"):
+            said, record = llm.complete(choose_goal_messages(domain, shown, task), words_schema(domain))
+            out.calls.append(record)
+        with _Stage(out, "ground"):
+            owns = owned(domain, statics(graph))
+            named = ground(llm, graph, task, list(dict.fromkeys(said.mentions)), owns, answers, out)
+        if out.clarification:
+            return out
+        with _Stage(out, "candidates"):
+            everything = {e.name: e.type for e in graph.entities()}
+            scope = set(named.values())
+            if said.scope == NAMED:
+                scope |= parts(statics(graph), scope) | places(domain, {e: everything[e] for e in scope}, owns,
+                                                               everything)
+            entities = {e: everything[e] for e in sorted(scope, key=natural)}
+            present, alone = kinds_present(domain, set(everything.values())), sole(everything)
+            cands = (literals(domain, entities, said.scope, said.kinds, present, alone)
+                     or literals(domain, entities, said.scope, [], present, alone))  # kinds no place takes
+            if not cands and said.scope == NAMED:  # "Amy's bedroom" for its light: what the named entities own
+                scope |= {f for e in scope for f in owns.get(e, ())}
+                cands = literals(domain, {e: everything[e] for e in sorted(scope, key=natural)}, NAMED, [], present,
+                                 alone)
+        if not cands:
+            out.error = "the task could not be grounded: no goal of the domain is about " + (
+                ", ".join(map(words, sorted(scope))) if scope else "anything the graph holds")
+            return out
+        with _Stage(out, "choose"):
+            reply, record = llm.complete(choose_goal_messages(domain, shown, task, lines(cands)),
+                                         choice_schema(cands))
+            out.calls.append(record)
+        by_id = {c.id: c for c in cands}
+        chosen = [by_id[i] for i in reply.model_dump().values() if i != NONE]
+        chosen = _one_of_each_conflict(llm, domain, chosen, answers, out)
+    except LLMError as e:
+        out.error = str(e)
+        return out
+    if out.clarification:
+        return out
+    if not chosen:
+        out.error = "the model chose no goal condition for the task"
+        return out
+    out.goal = f"(and {' '.join(c.pddl for c in chosen)})"
+    from kgplan.planners.pipeline import parse_goal
+
+    try:
+        parse_goal(out.goal, graph, everything)
+    except InputError as e:  # candidates are type-correct by construction: a goal refused here is a bug
+        out.error = f"the chosen goal was refused: {e}"
+    return out
+
+
+def _one_of_each_conflict(llm: LLM, domain: Domain, chosen: list[Literal], answers: dict[str, str],
+                          out: Outcome) -> list[Literal]:
+    """The chosen literals where two of them cannot both hold (an invariant; a quantified one stands for any object
+    of its kind) keep the one the user (`answers`) or the model, asked, says; `out.clarification` is set where the
+    task does not tell."""
+    def instance(c: Literal) -> GroundAtom:
+        return GroundAtom(c.atom.predicate, tuple(f"?{c.over}" if a == VAR else a for a in c.atom.args))
+
+    while (both := conflict(domain, [instance(c) for c in chosen if c.value])) is not None:
+        pair = [c for c in chosen if c.value and instance(c) in both]
+        key = " or ".join(c.pddl for c in pair)
+        glosses = {c.pddl: c.id for c in pair}
+        if (picked := answers.get(key)) not in glosses and (
+                picked := which(llm, out.text, "Which one must hold when the task is done?", glosses, out)) is None:
+            out.clarification = Clarification(
+                key, f"Which one must hold when the task is done: {' or '.join(glosses.values())}?", list(glosses))
+            return chosen
+        chosen = [c for c in chosen if c not in pair or c.pddl == picked]
+    return chosen
+

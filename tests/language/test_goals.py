@@ -1,0 +1,168 @@
+"""Goals by propose-then-choose (issue 23) with scripted replies over a fake OpenAI endpoint and the real embedding
+model: the prompts and schemas the model gets, quantified goals for "all" tasks, clarification, the agent's plan."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from kgplan.domains.model import BUNDLED, Domain
+from kgplan.graph.world import WorldGraph
+from kgplan.language import goals
+from kgplan.language.llm import ScriptedLLM
+from kgplan.language.update import Clarification
+from tests.support.fake_llm import FakeServer, ok
+
+EXAMPLES = [  # invented tasks over the household domain's predicates
+    {"text": "Please leave Ines's scarf on the hall table.", "scope": "named",
+     "mentions": ["Ines's scarf", "the hall table"], "named": ["ines_scarf", "hall_table"],
+     "objects": {"ines_scarf": "cloth", "hall_table": "table", "the_hall": "room"},
+     "goal": ["(on ines_scarf hall_table)"]},
+    {"text": "Nobody is home: switch every lamp and screen off.", "scope": "all", "mentions": [],
+     "kinds": ["device"], "named": [], "objects": {"hall_lamp": "light", "den_tv": "tv"},
+     "goal": ["(forall (?x - device) (not (switched_on ?x)))"]}]
+TURN_OFF = "Make sure the living room light is off."
+
+
+def schema_of(request: dict) -> dict:
+    return request["response_format"]["json_schema"]["schema"]
+
+
+def test_words_then_typed_goal_literals_then_the_choice(server: FakeServer, world: WorldGraph) -> None:
+    world.domain.meta["goal_examples"] = EXAMPLES
+    server.script = [ok({"scope": "named", "mentions": ["the living room light"], "kinds": []}),
+                     ok({"switched_on": "not: living room light is switched on"})]
+    out = goals.choose(server.client(), world, TURN_OFF)
+    assert out.error is None and out.clarification is None
+    assert out.goal == "(and (not (switched_on living_room_light)))"
+    words, choose = server.requests
+    # 1: the scope, the phrases and the kinds, as enums where they are choices
+    props = schema_of(words)["properties"]
+    assert props["scope"]["enum"] == ["named", "all"]
+    assert set(props["kinds"]["items"]["enum"]) == set(world.domain.types) - {"object"}
+    system, *shots, last = words["messages"]
+    assert "Predicates:" in system["content"] and "(switched_on ?d - device)" in system["content"]
+    assert "Actions (what each makes true or false):" in system["content"]
+    assert "\nswitch_off: not (switched_on ?d)" in system["content"]
+    # the worked examples (their candidates and answers computed from the domain) before the task
+    assert shots[0]["content"] == f"Task: {EXAMPLES[0]['text']}"
+    assert json.loads(shots[1]["content"]) == {"scope": "named", "mentions": EXAMPLES[0]["mentions"], "kinds": []}
+    assert "- ines scarf is clean\n- not: ines scarf is clean" in shots[2]["content"]
+    assert json.loads(shots[3]["content"])["on"] == "item ines scarf is on hall table"
+    assert json.loads(shots[7]["content"]) == {"switched_on": "no device is switched on"}
+    assert last["content"] == f"Task: {TURN_OFF}"
+    # 3: the literals over the named light, with its negation; one choice per predicate among its own, or none
+    assert choose["messages"][-1]["content"] == (
+        f"Task: {TURN_OFF}\nCandidates:\n- living room light is switched on\n- not: living room light is switched on")
+    assert {p: v["enum"] for p, v in schema_of(choose)["properties"].items()} == {
+        "switched_on": ["living room light is switched on", "not: living room light is switched on", "none"]}
+    # one prefix (instructions, predicates, actions, examples) for both questions: a server computes it once
+    assert choose["messages"][:-1] == words["messages"][:-1]
+    assert set(out.stages) == {"words", "ground", "candidates", "choose"}
+
+
+def test_an_all_task_is_a_quantified_literal_over_the_kind_and_planned(world: WorldGraph) -> None:
+    from kgplan.agent.agent import Agent
+
+    task = "Silence every phone in the house."
+    llm = ScriptedLLM([json.dumps({"scope": "all", "mentions": [], "kinds": ["phone"]}),
+                       json.dumps({"phone_ringing": "phone no phone is ringing"})])
+    report = Agent(world, llm=llm).plan(task, propose=True)
+    assert report.goal == "(and (forall (?x - phone) (not (phone_ringing ?x))))" and report.solved
+    lines = llm.prompts[1][-1]["content"].split("\n")
+    # quantified over the kind named, the thing alone of its type filling the other place (the robot)
+    assert "- phone no phone is ringing" in lines and "- phone every phone is ringing" in lines
+    assert "- the robot robot holds item every phone" in lines
+    assert not any("cloth" in x or "dish" in x for x in lines)
+
+
+def test_kinds_narrow_the_quantified_places_to_type_correct_literals(world: WorldGraph) -> None:
+    domain = world.domain
+    every = {e.name: e.type for e in world.entities()}
+    present, alone = goals.kinds_present(domain, set(every.values())), goals.sole(every)
+    cands = goals.literals(domain, {}, goals.ALL, ["cloth"], present, alone)
+    said = {c.pddl for c in cands}
+    assert "(forall (?x - cloth) (inside ?x laundry_basket))" in said  # the one laundry basket
+    assert "(forall (?x - cloth) (dry ?x))" in said and "(forall (?x - cloth) (not (dry ?x)))" in said
+    assert not any("(inside ?x kitchen_sink)" in p for p in said)  # two sinks: neither is implied
+    for c in cands:
+        params = domain.predicates[c.atom.predicate].params
+        assert c.over == "cloth" and all(
+            domain.accepts(p.types, c.over if a == goals.VAR else every[a]) for p, a in zip(params, c.atom.args,
+                                                                                             strict=True))
+    # no kind named: every kind that a place takes, the most general of each
+    wide = {c.over for c in goals.literals(domain, {}, goals.ALL, [], present, alone)}
+    assert {"device", "phone", "window", "item"} <= wide and "light" not in wide
+
+
+def test_a_phrase_several_entities_fit_is_a_clarification_then_answered(world: WorldGraph) -> None:
+    from kgplan.agent.agent import Agent, Unclear
+
+    task = "Hand Sandra the mug."
+    words = json.dumps({"scope": "named", "mentions": ["Sandra", "the mug"], "kinds": []})
+    llm = ScriptedLLM([words, json.dumps({"answer": "unclear"})])
+    agent = Agent(world, llm=llm)
+    with pytest.raises(Unclear) as unclear:
+        agent.plan(task, propose=True)
+    asked = unclear.value.clarification
+    assert isinstance(asked, Clarification) and asked.word == "the mug"
+    assert set(asked.options) == {"red_mug", "blue_mug"}
+    llm.replies.extend([words, lambda m: json.dumps({"held_by": "item red mug is held by person sandra"})])
+    report = agent.plan(task, propose=True, answers={"the mug": "red_mug"})
+    assert report.goal == "(and (held_by red_mug sandra))" and report.solved
+
+
+SIMULATION = """(define (domain simulation) (:requirements :typing :negative-preconditions)
+  (:types room person light window cloth shelf shelf_level kitchenware pen sink - object kitchensink - sink)
+  (:predicates (person_in_room ?a - person ?b - room) (light_on ?a - light) (window_open ?a - window)
+    (cloth_is_clean ?a - cloth) (cloth_is_dry ?a - cloth) (dish_is_clean ?a - kitchenware)
+    (placed_at_shelf ?a - (either cloth kitchenware) ?b - shelf) (shelf_has_level ?a - shelf ?b - shelf_level)
+    (on_shelf_level ?a - (either cloth kitchenware) ?b - shelf_level)
+    (placed_at_kitchensink ?a - kitchenware ?b - kitchensink) (in_person_hand ?a - (either pen cloth) ?b - person))
+  (:action act :parameters (?c - cloth ?s - shelf ?v - shelf_level ?l - light ?w - window ?k - kitchenware
+                            ?n - kitchensink ?p - pen ?h - person)
+    :effect (and (placed_at_shelf ?c ?s) (on_shelf_level ?c ?v) (not (light_on ?l)) (window_open ?w)
+                 (cloth_is_clean ?c) (cloth_is_dry ?c) (dish_is_clean ?k) (placed_at_kitchensink ?k ?n)
+                 (in_person_hand ?p ?h) (light_on ?l))))"""
+
+
+def test_the_bundled_l3mp_goal_examples_answer_with_their_candidates(tmp_path: Path) -> None:
+    """Each worked goal example of domains/l3mp/domain.toml: its goal literals are candidates, and its answer chooses
+    exactly them."""
+    (tmp_path / "domain.pddl").write_text(SIMULATION)
+    shutil.copy(BUNDLED / "l3mp" / "domain.toml", tmp_path / "domain.toml")
+    domain = Domain.load(tmp_path / "domain.pddl")
+    shown = goals.examples(domain)
+    assert len(shown) == len(domain.meta["goal_examples"]) == 6
+    for ex, meta in zip(shown, domain.meta["goal_examples"], strict=True):
+        picked = {i for i in ex.answer.values() if i != goals.NONE}
+        cands = goals.literals(domain, {n: meta["objects"][n] for n in meta["named"]}, meta["scope"],
+                               meta.get("kinds", []), goals.kinds_present(domain, meta["objects"].values()),
+                               goals.sole(meta["objects"]))
+        assert {c.pddl for c in cands if c.id in picked} == set(meta["goal"]), ex.text
+        assert all(f"- {i}" in ex.lines.split("\n") for i in picked)
+
+
+def test_a_thing_with_no_named_place_gets_the_named_rooms_fixtures(world: WorldGraph) -> None:
+    """"the table in the living room" matched to the room: the room's furniture the apple can be put on is proposed
+    (not its light or window: no change puts an item at them)."""
+    task = "Put the apple on the table in the living room."
+    llm = ScriptedLLM([json.dumps({"scope": "named", "mentions": ["the apple", "the living room"], "kinds": []}),
+                       json.dumps({"on": "item apple is on living room table"})])
+    out = goals.choose(llm, world, task)
+    assert out.goal == "(and (on apple living_room_table))", out.error
+    lines = llm.prompts[1][-1]["content"].split("\n")[2:]
+    assert lines == ["- item apple is on bookshelf", "- item apple is on living room sofa",
+                     "- item apple is on living room table"]  # the living room's furniture
+
+
+def test_a_room_alone_proposes_the_goals_over_its_fixtures(world: WorldGraph) -> None:
+    """"The light in the bedroom" copied as "the bedroom": nothing is proposed for a room, so for its fixtures."""
+    llm = ScriptedLLM([json.dumps({"scope": "named", "mentions": ["the bedroom"], "kinds": []}),
+                       json.dumps({"switched_on": "not: bedroom light is switched on"})])
+    out = goals.choose(llm, world, "Make sure the light in the bedroom is off.")
+    assert out.goal == "(and (not (switched_on bedroom_light)))", out.error
+    assert "- bedroom light is switched on" in llm.prompts[1][-1]["content"].split("\n")
