@@ -38,6 +38,7 @@ from kgplan.language.prompts import (
     read_messages,
     retry,
 )
+from kgplan.language.propose import replacements
 
 NAME = NAME_RE.pattern.strip("^$")
 ATOM = rf"\({NAME}( {NAME})*\)"
@@ -339,19 +340,7 @@ def displaced(domain: Domain, add: Iterable[GroundAtom], state: set[GroundAtom])
     """The true facts the domain's invariants exclude once `add` holds: the old value of an exactly-one group, a
     conflicting state of an at-most-one group per object (keyless at-most-one groups are artefacts of an empty
     start, not laws)."""
-    out: set[GroundAtom] = set()
-    add = list(add)
-    for g in domain.invariants:
-        if not g.exactly_one and not g.arity:
-            continue
-        parts = {part.predicate: part for part in g.parts}
-        for atom in add:
-            if (part := parts.get(atom.predicate)) is None:
-                continue
-            key = part.key(atom.args)
-            out |= {s for s in state if s != atom and s not in add and (q := parts.get(s.predicate))
-                    and q.key(s.args) == key}
-    return out
+    return set(replacements(domain, add, lambda _: state, lambda g: g.exactly_one or g.arity > 0))
 
 
 HERE, OPEN = "here", "?"

@@ -144,14 +144,14 @@ def gloss(domain: Domain, c: Candidate) -> str:
     return domain.gloss(c.atom.predicate, [words(a) for a in c.atom.args])
 
 
-def replacements(domain: Domain, add: Iterable[GroundAtom],
-                 facts_about: Callable[[list[str]], Iterable[GroundAtom]]) -> dict[GroundAtom, MutexGroup]:
-    """The true facts that the exactly-one invariants remove when `add` becomes true, with the group of each."""
+def replacements(domain: Domain, add: Iterable[GroundAtom], facts_about: Callable[[list[str]], Iterable[GroundAtom]],
+                 groups: Callable[[MutexGroup], bool] = lambda g: g.exactly_one and g.arity > 0
+                 ) -> dict[GroundAtom, MutexGroup]:
+    """The true facts that the invariants (the exactly-one groups with a key, unless `groups` says which) remove when
+    `add` becomes true, with the group of each."""
     out: dict[GroundAtom, MutexGroup] = {}
     add = list(add)
-    for g in domain.invariants:
-        if not g.exactly_one or not g.arity:
-            continue
+    for g in filter(groups, domain.invariants):
         parts = {part.predicate: part for part in g.parts}
         for atom in add:
             if (part := parts.get(atom.predicate)) is None:
