@@ -45,6 +45,13 @@ def quiet(_: str) -> None:
     """The default progress callback: say nothing."""
 
 
+class GoalMode(StrEnum):
+    """How a task in English becomes a goal."""
+
+    write = "write"  # the model writes the goal from what retrieval shows it (L3M+P)
+    propose = "propose"  # the model names what the task is about and chooses among the goal literals the domain admits
+
+
 class TellMode(StrEnum):
     """How `tell` turns a sentence into a change."""
 

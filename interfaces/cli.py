@@ -20,7 +20,7 @@ from rich.markup import escape
 from rich.table import Table
 from rich.tree import Tree
 
-from kgplan.agent.agent import DEPTH, Agent, Retriever, TellMode, Unclear, load_observations, problem_file
+from kgplan.agent.agent import DEPTH, Agent, GoalMode, Retriever, TellMode, Unclear, load_observations, problem_file
 from kgplan.agent.search import SEARCH_METHODS
 from kgplan.domains.model import resolve_domain
 from kgplan.domains.verify import ChangeRefused
@@ -753,6 +753,10 @@ def plan(
              "observe, then decide again); `kgplan list searches` says what each method is.")] = None,
     simulations: Annotated[int, typer.Option(min=1, help="Simulations per decision (with --search).")] = 100,
     answer: Answer = None,
+    goal_mode: Annotated[GoalMode, typer.Option(help="write: the LLM writes the task's goal from what --retriever "
+                                                     "shows it (L3M+P); propose: it names what the task is about and "
+                                                     "chooses among the goal literals the domain admits.")
+                         ] = GoalMode.write,
     retriever: RetrieverOption = Retriever.select,
     depth: Depth = DEPTH,
 ) -> None:
@@ -763,7 +767,8 @@ def plan(
             raise InputError("give a task in English or a PDDL goal with --goal")
         with agent() as a:
             text = goal if task is None else answered(
-                lambda answers: a.goal_for(task, answers, retriever=retriever, depth=depth), answer or ())
+                lambda answers: a.goal_for(task, answers, propose=goal_mode == GoalMode.propose,
+                                           retriever=retriever, depth=depth), answer or ())
             if task is not None and not as_json:
                 out.print(f"goal: {text}", highlight=False)
             if search:

@@ -26,7 +26,7 @@ from mcp.server.subscriptions import InMemorySubscriptionBus, ResourceUpdated
 from mcp.types import EmptyResult, SubscribeRequestParams, ToolAnnotations, UnsubscribeRequestParams
 from pydantic import BaseModel, Field
 
-from kgplan.agent.agent import Agent, Retriever, TellMode, quiet
+from kgplan.agent.agent import Agent, GoalMode, Retriever, TellMode, quiet
 from kgplan.agent.search import SEARCH_METHODS
 from kgplan.domains.formula import Param
 from kgplan.domains.model import Domain
@@ -204,14 +204,16 @@ def create_server(agent: Agent) -> MCPServer:
     @server.tool(annotations=PLANS)
     @said
     def plan(task: str | None = None, goal: str | None = None, planner: PLANNERS.field = "fd",
-             timeout: float = 60.0, answers: Answers = None,
+             timeout: float = 60.0, answers: Answers = None, goal_mode: GoalMode = GoalMode.write,
              retriever: Retriever = Retriever.select) -> views.PlanOut | views.ClarificationOut:
         """Plan for a task in English or a PDDL goal such as "(not (switched_on kitchen_light))"; give one.
         The plan, with each step's effects, is kept for `run`. A task that does not tell which of some options it
-        means is a `needs_clarification` result, answered as for `tell`; the LLM writing its goal is shown what
-        the `retriever` finds (select, search: RS, whole)."""
+        means is a `needs_clarification` result, answered as for `tell`. `goal_mode` write: the LLM writes its
+        goal from what the `retriever` finds (select, search: RS, whole); propose: it chooses among the goal
+        literals the domain admits."""
         return views.do_plan(agent, views.PlanIn(task=task, goal=goal, planner=planner, timeout=timeout,
-                                                 answers=answers or {}, retriever=retriever), quiet)
+                                                 answers=answers or {}, goal_mode=goal_mode, retriever=retriever),
+                             quiet)
 
     @server.tool(annotations=PLANS)
     @said

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, Field, ValidationError
 
-from kgplan.agent.agent import DEPTH, Agent, Progress, Retriever, TellMode, Unclear
+from kgplan.agent.agent import DEPTH, Agent, GoalMode, Progress, Retriever, TellMode, Unclear
 from kgplan.agent.search import SEARCH_METHODS
 from kgplan.errors import InputError, KgplanError
 from kgplan.games import GAMES
@@ -58,8 +58,11 @@ class PlanIn(BaseModel):
     timeout: float = Field(60.0, gt=0, le=600)
     prune: bool = True
     answers: dict[str, str] = Field(default_factory=dict, description=ANSWERS)
-    retriever: Retriever = Field(Retriever.select, description="task: " + RETRIEVER)
-    depth: int = Field(DEPTH, ge=0, le=5, description="task: " + HOPS)
+    goal_mode: GoalMode = Field(GoalMode.write, description="task: write: the LLM writes the goal from what the "
+                                "retriever shows it (L3M+P); propose: it names what the task is about and chooses "
+                                "among the goal literals the domain admits")
+    retriever: Retriever = Field(Retriever.select, description="task, write: " + RETRIEVER)
+    depth: int = Field(DEPTH, ge=0, le=5, description="task, write: " + HOPS)
 
 
 class DecideIn(BaseModel):
@@ -308,7 +311,8 @@ def do_plan(agent: Agent, body: PlanIn, progress: Progress) -> PlanOut | Clarifi
         raise InputError('give either "goal" (PDDL) or "task" (English)')
     try:
         r = agent.plan(body.task, body.goal if body.task is None else None, planner=body.planner,
-                       timeout=body.timeout, prune=body.prune, answers=body.answers, retriever=body.retriever,
+                       timeout=body.timeout, prune=body.prune, answers=body.answers,
+                       propose=body.goal_mode == GoalMode.propose, retriever=body.retriever,
                        depth=body.depth, progress=progress)
     except Unclear as e:
         return clarification_out(e.clarification, body.answers)

@@ -403,3 +403,15 @@ def test_tell_asks_which_one_and_an_answer_completes_it(store: Path, server: Fak
 def test_list_shows_the_searches_over_a_game_engine() -> None:
     r = CliRunner().invoke(app, ["list", "game-searches"])
     assert r.exit_code == 0 and all(name in r.output for name in ("mcdml", "mcdml_no_cross", "uct_game")), r.output
+
+
+def test_plan_chooses_a_tasks_goal_with_goal_mode_propose(store: Path, server: FakeServer,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    for name, value in {"KGPLAN_LLM_BASE_URL": server.url, "OPENAI_API_KEY": "sk-test",
+                        "KGPLAN_LLM_MODEL": "fake"}.items():
+        monkeypatch.setenv(name, value)
+    server.script += [ok({"scope": "all", "mentions": [], "kinds": ["phone"]}),
+                      ok({"phone_ringing": "phone no phone is ringing"})]
+    code, out = cli("plan", "Silence every phone in the house.", "--goal-mode", "propose")
+    assert code == 0 and "goal: (and (forall (?x - phone) (not (phone_ringing ?x))))" in out, out
+    assert "Candidates:" in server.requests[1]["messages"][-1]["content"]
