@@ -7,8 +7,10 @@ A state change in English becomes a verified delta in four stages, each accounte
    short strings; worked examples first);
 2. `ground`: MiniLM embeddings match each to an entity. The entities a matched entity owns through a
    static fact (a room's fixtures; not a shelf level that every shelf has) are tried first for the other
-   words. Where several entities of a type fit a word about as well, the model chooses among them or says
-   the sentence does not tell which: then the outcome is a `Clarification` with those entities, not a guess;
+   words. Of the entities of the best one's type, those whose whole name the sentence spells out come first
+   (the model often copies "the bedroom" from "Amy's bedroom"). Where several entities of a type fit a word
+   about as well, the model chooses among them or says the sentence does not tell which: then the outcome is
+   a `Clarification` with those entities, not a guess;
 3. `candidates`: the single-fact changes the domain admits for the named entities: every type-correct atom of
    a changing predicate over them that is false now (it may become true), and every true one that no
    exactly-one invariant replaces (it may stop being true); shown as glosses with ids;
@@ -25,6 +27,7 @@ candidate lists and answers are computed by the same code, so they show exactly 
 from __future__ import annotations
 
 import itertools
+import re
 import string
 import time
 from collections import Counter, defaultdict
@@ -67,6 +70,12 @@ class Candidate:
 def words(name: str) -> str:
     """An entity's name as words, as the model reads it."""
     return name.replace("_", " ")
+
+
+def tokens(text: str) -> list[str]:
+    """The lower-case letter and digit runs of a text or an entity's name (a name's words, where a sentence says
+    them: "Amy's bedroom" spells out amy_bedroom)."""
+    return re.findall(r"[a-z0-9]+", text.lower())
 
 
 def ids() -> Iterable[str]:
@@ -239,16 +248,19 @@ def ground(llm: LLM, graph: WorldGraph, text: str, mentions: list[str], owns: di
     types = {e.name: e.type for e in graph.entities()}
     sims = embed(asked) @ index.vectors.T
     best = {m: names[int(row.argmax())] for m, row in zip(asked, sims, strict=True) if row.max() >= MIN_SIMILARITY}
+    said = set(tokens(text))
     for m, row in zip(asked, sims, strict=True):
         if m not in best:
             continue
-        anchors = {e for w, e in [*best.items(), *named.items()] if w != m}
+        anchors = {named.get(w, e) for w, e in best.items() if w != m} | set(named.values())
         pool = [j for j, n in enumerate(names) if any(n in owns.get(a, ()) for a in anchors)]
         if not pool or row[pool].max() < OWNED_FIRST * row.max():
             pool = list(range(len(names)))
         top = max(pool, key=lambda j: row[j])
-        tied = sorted((j for j in pool if types.get(names[j]) == types.get(names[top]) and row[j] >= TIE * row[top]),
-                      key=lambda j: -row[j])[:MAX_OPTIONS]
+        kind = [j for j in pool if types.get(names[j]) == types.get(names[top]) and row[j] >= MIN_SIMILARITY]
+        if spelled := [j for j in kind if set(tokens(names[j])) <= said]:  # the sentence spells out its whole name
+            kind, top = spelled, max(spelled, key=lambda j: row[j])
+        tied = sorted((j for j in kind if row[j] >= TIE * row[top]), key=lambda j: -row[j])[:MAX_OPTIONS]
         options = [names[j] for j in tied]
         if len(options) > 1 and (pick := which(llm, text, f"Which one does '{m}' name?",
                                                {o: words(o) for o in options}, out)) is None:

@@ -117,6 +117,19 @@ def test_a_word_that_several_entities_fit_is_a_clarification_then_answered(world
     assert "red_mug" in fact.args and "the user said 'the mug' means red_mug" in out.change.delta.how[str(fact)]
 
 
+def test_a_name_the_sentence_spells_out_is_grounded_without_a_question(world: WorldGraph) -> None:
+    """The model copied "the mug" and "the sink" without the words that say which (two of each fit); the sentence
+    names the red mug and the bathroom sink in full, so no question is asked and no clarification returned."""
+    text = "Sandra put the red mug in the bathroom sink."
+    llm = ScriptedLLM([json.dumps({"mentions": ["Sandra", "the mug", "the sink"]}),
+                       lambda m: json.dumps(chosen(m, inside="now: item red mug is inside bathroom sink"))])
+    out = propose.tell(llm, world, text)
+    assert out.clarification is None and out.change is not None, out.error
+    assert len(llm.prompts) == 2  # the words, then the choice: no "which one" question
+    assert F("(inside red_mug bathroom_sink)") in out.change.delta.add
+    assert F("(on red_mug living_room_table)") in out.change.delta.remove
+
+
 def test_two_chosen_places_for_one_thing_are_a_question_between_them(world: WorldGraph) -> None:
     """First to the model (a targeted question), then, where the sentence does not tell, to the user."""
     text = "Lena took the dune book to the bed."
