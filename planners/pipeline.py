@@ -230,6 +230,7 @@ def _race(report: PlanReport, state: State, objects: dict[str, str], goal: Formu
     spent = False  # no pruned task is left
     early: tuple[Attempt, PlanResult] | None = None  # the full state's end, seen while pruning ran
     pruning = False  # whether pruning runs (poll stops only that: ticks come from checking plans too)
+    whole = False  # the pruned task in flight kept every fact and object
 
     def hedge() -> None:
         nonlocal full
@@ -263,10 +264,12 @@ def _race(report: PlanReport, state: State, objects: dict[str, str], goal: Formu
                     pruning = False
                 if pruned_task is None:
                     spent = True
-                elif len(pruned_task[1].facts) == len(facts) and pruned_task[1].objects == objects:
-                    spent = True  # it kept everything: the full state's attempt is the one (no twin on the other core)
-                    notes.append(f"{pruned_task[0]} state: the full state")
+                elif (whole := len(pruned_task[1].facts) == len(facts) and pruned_task[1].objects == objects) \
+                        and full is not None:
+                    spent = True  # it kept everything and the full state already plans: no twin on the other core
                 else:
+                    if whole:  # it is the full task: planned once (no twin raced beside it), its answer final
+                        hedge_at, budget.alarm = math.inf, None
                     progress(f"{planner} on the {pruned_task[0]} state")
                     current = (*pruned_task, start(pruned_task[1], planner, budget.left(), budget.memory_mb))
             if current is None and full is None:  # the pruned tasks are spent
@@ -297,7 +300,8 @@ def _race(report: PlanReport, state: State, objects: dict[str, str], goal: Formu
             else:
                 assert current is not None
                 (name, task, _), current = current, None
-                if _answer(report, state, name, task, result, notes, progress) or result.status == Status.TIMEOUT:
+                if _answer(report, state, name, task, result, notes, progress) or result.status == Status.TIMEOUT \
+                        or whole:
                     return
                 report.widenings += 1
                 spent |= result.status == Status.MEMOUT  # a wider pruned task would not be smaller
