@@ -199,7 +199,8 @@ def choose(llm: LLM, graph: WorldGraph, task: str, *, answers: dict[str, str] | 
             said, record = llm.complete(choose_goal_messages(domain, shown, task), words_schema(domain))
             out.calls.append(record)
         with _Stage(out, "ground"):
-            owns = owned(domain, statics(graph))
+            static = statics(graph)
+            owns = owned(domain, static)
             named = ground(llm, graph, task, list(dict.fromkeys(said.mentions)), owns, answers, out)
         if out.clarification:
             return out
@@ -207,7 +208,7 @@ def choose(llm: LLM, graph: WorldGraph, task: str, *, answers: dict[str, str] | 
             everything = {e.name: e.type for e in graph.entities()}
             scope = set(named.values())
             if said.scope == NAMED:
-                scope |= parts(statics(graph), scope) | places(domain, {e: everything[e] for e in scope}, owns,
+                scope |= parts(static, scope) | places(domain, {e: everything[e] for e in scope}, owns,
                                                                everything)
             entities = {e: everything[e] for e in sorted(scope, key=natural)}
             present, alone = kinds_present(domain, set(everything.values())), sole(everything)
