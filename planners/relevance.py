@@ -59,6 +59,7 @@ LEVELS = ("relaxed plan", "neighbours", "relaxed reachable")
 # relaxed plans extracted at most while a plan is built from them (`Relevance._executed`): each costs about an
 # exploration of the state, so 64 on small states, fewer on larger ones (ROUNDS_WORK / facts), never below 16
 ROUNDS, ROUNDS_WORK, MIN_ROUNDS = 64, 10_000, 16
+JUDGED_ROUNDS = 2  # a run out of rounds is judged stuck only if it had this many per goal literal false at first
 
 
 @dataclass
@@ -206,6 +207,7 @@ class Relevance:
             return sum(now.lit_level(lit) == 0 for lit in goal_lits)
 
         start = best = held()  # the goal literals held at first, and at most so far
+        too_long = JUDGED_ROUNDS * (len(goal_lits) - start) > rounds  # too few rounds per false goal literal to judge
         postponed: set[Key] = set()
         here: set[formula.GroundAtom] = set()  # how the state differs from the one given
         away: set[formula.GroundAtom] = set()
@@ -266,8 +268,9 @@ class Relevance:
                 protected = self._needed(state, [], goal)
                 for lits in (false, *([lit] for lit in false)):
                     if not rounds:  # a long goal still coming about (as many goal literals as ever, more than at
-                        # first) keeps the objects named; a run that lost ground or made none is stuck, as at a dead end
-                        return named | used, start < best == held()
+                        # first) keeps the objects named, and so does one too long for the rounds to judge; a run
+                        # that lost ground or made none is stuck, as at a dead end
+                        return named | used, start < best == held() or too_long
                     rounds -= 1
                     if not visit(lits):  # in circles: the greedy run cannot get there, as at a dead end
                         return named | used, False
@@ -444,6 +447,7 @@ class _Explorer:
         self.achiever: dict[Lit, tuple[str, Binding, Effect]] = {}
         self.fired: dict[Key, Binding] = {}
         self.horizon = math.inf  # while exploring, the layer being built: later literals are not seen
+        self.counts: dict[tuple[str, Pattern], int] | None = None  # `_count`'s while no fact is reached (joins)
         self._types: dict[tuple[str, ...], list[str]] = {}
         self._by_type: dict[str, list[str]] = defaultdict(list)
         self._fits: dict[tuple[tuple[str, ...], str], bool] = {}
@@ -565,8 +569,13 @@ class _Explorer:
 
     def _count(self, atom: Atom, b: Binding) -> int:
         """At most how many reached facts match `atom` under `b`."""
-        pat = _pattern(atom, b)
-        return self.state.count(atom.predicate, pat) + self.new.count(atom.predicate, pat)
+        key = atom.predicate, _pattern(atom, b)
+        if self.counts is not None and (n := self.counts.get(key)) is not None:
+            return n
+        n = self.state.count(*key) + self.new.count(*key)
+        if self.counts is not None:
+            self.counts[key] = n
+        return n
 
     def _cost(self, atoms: list[Atom], b: Binding) -> int:
         """The facts the most selective atom would read."""
@@ -615,14 +624,18 @@ class _Explorer:
         while not changed or self.support(goal, {}) is None:
             self.horizon = layer
             found: dict[Key, tuple[Action, Binding]] = {}
-            for act, types, atoms, start in self.actions:
-                allowed, names = self.allowed[act.name], self.names[act.name]
-                for nb in self._triggered(atoms, start, types, fresh, allowed):
-                    for full in self._bindings(act.params, nb):
-                        if not allowed or all(full[p] in vs for p, vs in allowed.items()):
-                            key = (act.name, tuple([full[n] for n in names]))
-                            if key not in self.fired:
-                                found[key] = act, full
+            self.counts = {}  # the facts stay as they are while the layer's actions are joined
+            try:
+                for act, types, atoms, start in self.actions:
+                    allowed, names = self.allowed[act.name], self.names[act.name]
+                    for nb in self._triggered(atoms, start, types, fresh, allowed):
+                        for full in self._bindings(act.params, nb):
+                            if not allowed or all(full[p] in vs for p, vs in allowed.items()):
+                                key = (act.name, tuple([full[n] for n in names]))
+                                if key not in self.fired:
+                                    found[key] = act, full
+            finally:
+                self.counts = None
             for key in blocked - found.keys():
                 act = self.domain.actions[key[0]]
                 found[key] = act, dict(zip((p.name for p in act.params), key[1], strict=True))

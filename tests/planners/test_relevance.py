@@ -414,3 +414,24 @@ def test_pruning_whose_rounds_run_out_on_a_long_goal_still_coming_about_keeps_th
     assert first.level == "relaxed plan" and first.objects.keys() == {"a", "b", *balls}, first.objects
     r = solve(Task(domain, first.objects, first.facts, goal), timeout=30)
     assert r.solved and simulate(state.copy(), r.plan, goal) is None
+
+
+def test_pruning_whose_rounds_run_out_before_a_long_goal_could_come_about_keeps_the_relaxed_plans(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The six balls again, with one round: the plan built from relaxed plans spends it on freeing the hand for
+    the second ball, and no ball has arrived when the rounds run out. Too few rounds for six goal literals to say
+    the run is stuck (a long household goal: every fruit to the fridge), so the relaxed plans' objects are kept
+    rather than the widest (room c)."""
+    monkeypatch.setattr(relevance, "ROUNDS", 1)
+    monkeypatch.setattr(relevance, "MIN_ROUNDS", 1)
+    balls = [f"b{i}" for i in range(6)]
+    domain = Domain.parse(CARRY, "domain")
+    init = [("at-robby", ("a",)), ("free", ())] + [("door", (x, y)) for x, y in ("ab", "ba", "ac", "ca")]
+    state = State(domain, dict.fromkeys("abc", "room") | dict.fromkeys(balls, "ball"),
+                  [GroundAtom(p, a) for p, a in init + [("at", (b, "a")) for b in balls]])
+    goal = Problem.parse(f"(define (problem p) (:domain carry) (:goal (and {' '.join(f'(at {b} b)' for b in balls)})))"
+                         ).goal
+    first = Relevance(domain).prune(state, goal)
+    assert first.level == "relaxed plan" and first.objects.keys() == {"a", "b", *balls}, first.objects
+    r = solve(Task(domain, first.objects, first.facts, goal), timeout=30)
+    assert r.solved and simulate(state.copy(), r.plan, goal) is None
