@@ -40,14 +40,12 @@ from kgplan.language.propose import (
     MAX_MENTIONS,
     NONE,
     Candidate,
+    _named,
     _Stage,
     answer,
     choice_schema,
     conflict,
-    ground,
-    owned,
     replaced,
-    statics,
     which,
     words,
 )
@@ -195,13 +193,8 @@ def choose(llm: LLM, graph: WorldGraph, task: str, *, answers: dict[str, str] | 
     domain = graph.domain
     shown = [(e.text, e.first, e.lines, e.answer) for e in examples(domain)]
     try:
-        with _Stage(out, "words"):
-            said, record = llm.complete(choose_goal_messages(domain, shown, task), words_schema(domain))
-            out.calls.append(record)
-        with _Stage(out, "ground"):
-            static = statics(graph)
-            owns = owned(domain, static)
-            named = ground(llm, graph, task, list(dict.fromkeys(said.mentions)), owns, answers, out)
+        said, named, static, owns = _named(llm, graph, task, "words", choose_goal_messages(domain, shown, task),
+                                          words_schema(domain), answers, out)
         if out.clarification:
             return out
         with _Stage(out, "candidates"):

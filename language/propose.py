@@ -34,7 +34,7 @@ from collections import Counter, defaultdict
 from collections.abc import Callable, Collection, Iterable
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
-from typing import Annotated
+from typing import Annotated, NamedTuple
 
 from pydantic import BaseModel, Field, StringConstraints
 
@@ -45,7 +45,7 @@ from kgplan.domains.verify import ChangeRefused
 from kgplan.graph.model import Delta, Fact
 from kgplan.graph.world import WorldGraph
 from kgplan.language.llm import LLM, LLMError, choice, enum_model
-from kgplan.language.prompts import UNCLEAR, candidate_lines, propose_messages, which_messages
+from kgplan.language.prompts import UNCLEAR, Messages, candidate_lines, propose_messages, which_messages
 from kgplan.language.update import Clarification, Outcome
 
 MIN_SIMILARITY = 0.4  # a word fitting no entity this well names none
@@ -271,6 +271,31 @@ def ground(llm: LLM, graph: WorldGraph, text: str, mentions: list[str], owns: di
     return named
 
 
+class Named(NamedTuple):
+    """The first reply (the words naming things), what they name (word -> entity), and the graph's static facts and
+    what each entity owns (`statics`, `owned`), which later stages read too."""
+
+    reply: BaseModel
+    entities: dict[str, str]
+    static: list[GroundAtom]
+    owns: dict[str, set[str]]
+
+
+def _named(llm: LLM, graph: WorldGraph, text: str, stage: str, messages: Messages, schema: type[BaseModel],
+           answers: dict[str, str], out: Outcome) -> Named:
+    """The first two stages of `tell` and `goals.choose`: the model's words naming things (stage `stage`, the reply
+    to `messages` in `schema`, with its `mentions`), then the entities they name (stage `ground`;
+    `out.clarification` may be set)."""
+    with _Stage(out, stage):
+        reply, record = llm.complete(messages, schema)
+        out.calls.append(record)
+    with _Stage(out, "ground"):
+        static = statics(graph)
+        owns = owned(graph.domain, static)
+        entities = ground(llm, graph, text, list(dict.fromkeys(reply.mentions)), owns, answers, out)
+    return Named(reply, entities, static, owns)
+
+
 def which(llm: LLM, text: str, question: str, options: dict[str, str], out: Outcome) -> str | None:
     """The option (of value -> how it is shown) the model answers a question about the sentence with, or None
     where it says the sentence does not tell."""
@@ -291,13 +316,8 @@ def tell(llm: LLM, graph: WorldGraph, text: str, *, answers: dict[str, str] | No
     domain = graph.domain
     shots = examples(domain)
     try:
-        with _Stage(out, "mentions"):
-            shown = [(e.text, e.mentions, e.lines, e.answer) for e in shots]
-            reply, record = llm.complete(propose_messages(shown, text), Mentions)
-            out.calls.append(record)
-        with _Stage(out, "ground"):
-            owns = owned(domain, statics(graph))
-            named = ground(llm, graph, text, list(dict.fromkeys(reply.mentions)), owns, answers, out)
+        shown = [(e.text, e.mentions, e.lines, e.answer) for e in shots]
+        named = _named(llm, graph, text, "mentions", propose_messages(shown, text), Mentions, answers, out).entities
         if out.clarification:
             return out
         with _Stage(out, "candidates"):
