@@ -4,17 +4,16 @@ the prompts and schemas the model gets, the change applied with its provenance, 
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import pytest
 
-from kgplan.domains.model import BUNDLED, Domain
 from kgplan.graph.model import Fact
 from kgplan.graph.world import WorldGraph
 from kgplan.language import propose
 from kgplan.language.llm import ScriptedLLM
 from tests.support.fake_llm import FakeServer, ok
+from tests.support.simulation import simulation
 
 F = Fact.parse
 EXAMPLE = {  # an invented mini-situation over the household domain's predicates
@@ -183,27 +182,10 @@ def test_the_agent_tells_by_proposing_and_a_clarification_is_answered(world: Wor
     assert F("(inside blue_mug kitchen_cabinet)") in out.change.delta.remove  # by the invariant
 
 
-SIMULATION = """(define (domain simulation) (:requirements :typing)
-  (:types room person light window cloth table shelf phone kitchenware liquid)
-  (:predicates (person_in_room ?a - person ?b - room) (room_has ?a - room ?b - (either light window table shelf))
-    (light_on ?a - light) (window_open ?a - window) (phone_ringing ?a - phone) (cloth_is_clean ?a - cloth)
-    (cloth_is_dry ?a - cloth) (dish_is_clean ?a - kitchenware)
-    (in_person_hand ?a - (either cloth phone kitchenware) ?b - person)
-    (placed_at_table ?a - (either cloth phone kitchenware) ?b - table)
-    (placed_at_shelf ?a - (either cloth phone kitchenware) ?b - shelf))
-  (:action pick :parameters (?a - cloth ?b - person ?t - table ?s - shelf ?l - light ?w - window ?p - phone
-                             ?k - kitchenware)
-    :effect (and (in_person_hand ?a ?b) (not (placed_at_table ?a ?t)) (not (placed_at_shelf ?a ?s)) (light_on ?l)
-                 (window_open ?w) (phone_ringing ?p) (not (cloth_is_clean ?a)) (not (cloth_is_dry ?a))
-                 (dish_is_clean ?k))))"""
-
-
 def test_the_bundled_l3mp_examples_answer_with_their_candidates(tmp_path: Path) -> None:
     """Each worked example of domains/l3mp/domain.toml: what it says becomes true or false is a candidate, and the
     answer chooses exactly that."""
-    (tmp_path / "domain.pddl").write_text(SIMULATION)
-    shutil.copy(BUNDLED / "l3mp" / "domain.toml", tmp_path / "domain.toml")
-    domain = Domain.load(tmp_path / "domain.pddl")
+    domain = simulation(tmp_path)
     shown = propose.examples(domain)
     assert len(shown) == len(domain.meta["examples"]) == 5
     for ex, meta in zip(shown, domain.meta["examples"], strict=True):
