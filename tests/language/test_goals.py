@@ -109,6 +109,9 @@ def test_a_phrase_several_entities_fit_is_a_clarification_then_answered(world: W
     asked = unclear.value.clarification
     assert isinstance(asked, Clarification) and asked.word == "the mug"
     assert set(asked.options) == {"red_mug", "blue_mug"}
+    first, which = llm.prompts  # the question after the prefix of the words question, which a server computed
+    assert which[:-1] == first[:-1] and which[-1]["content"].startswith(
+        f"Task: {task}\nQuestion: Which one does 'the mug' name?\nOptions:\n")
     llm.replies.extend([words, lambda m: json.dumps({"held_by": "item red mug is held by person sandra"})])
     report = agent.plan(task, propose=True, answers={"the mug": "red_mug"})
     assert report.goal == "(and (held_by red_mug sandra))" and report.solved

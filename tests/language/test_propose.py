@@ -105,7 +105,8 @@ def test_a_word_that_several_entities_fit_is_a_clarification_then_answered(world
     assert out.change is None and out.clarification is not None
     assert out.clarification.word == "the mug" and set(out.clarification.options) == {"red_mug", "blue_mug"}
     which = llm.prompts[1][-1]["content"]
-    assert "Question: Which one does 'the mug' name?" in which and "red mug" in which and "blue mug" in which
+    assert which.startswith(f"Sentence: {text}\nQuestion: Which one does 'the mug' name?\nOptions:\n")
+    assert "red mug" in which and "blue mug" in which and llm.prompts[1][:-1] == propose_prefix(world)
     before = world.facts()
     assert world.facts() == before
     llm = ScriptedLLM([json.dumps({"mentions": ["Sandra", "the mug"]}), json.dumps({"clean": "a"})])
@@ -139,7 +140,10 @@ def test_two_chosen_places_for_one_thing_are_a_question_between_them(world: Worl
     assert out.change is None and out.clarification is not None
     assert llm.prompts[-1][-1]["content"] == (
         f"Sentence: {text}\nQuestion: Which one is true now?\nOptions:\n"
-        "a) item dune book is held by person lena\nb) item dune book is on bedroom bed")
+        "a) item dune book is held by person lena\nb) item dune book is on bedroom bed\n"
+        'Answer with one of the options, or "unclear" if it does not tell.')
+    # the prefix the words and the choice share (instructions, worked examples): a server computes it once
+    assert llm.prompts[-1][:-1] == llm.prompts[0][:-1] == propose_prefix(world)
     options = set(out.clarification.options)
     assert options == {"(held_by dune_book lena)", "(on dune_book bedroom_bed)"}
     out = propose.tell(ScriptedLLM(replies), world, text,
