@@ -529,13 +529,13 @@ class Agent:
         how = configured(method)  # NAME[+SWITCH...]
         given = self._llm if isinstance(self._llm, LLM | LLMConfig) else LLMConfig.from_env()
         ask = how.needs_llm or (how.uses_llm and (isinstance(given, LLM) or given.configured))
-        with self.writes:
-            f = parse_goal(goal, self.graph, {e.name: e.type for e in self.graph.entities()})
-            d = how.searcher(self.graph, f, self.llm if ask else None).decide(
-                self.graph, Budget(simulations, seconds))
-            if d.step is not None:
+        f = parse_goal(goal, self.graph, {e.name: e.type for e in self.graph.entities()})
+        d = how.searcher(self.graph, f, self.llm if ask else None).decide(
+            self.graph, Budget(simulations, seconds), lock=self.writes)  # held while the belief is stored
+        if d.step is not None:
+            with self.writes:
                 remember(self.graph, goal, [d.step])
-            return d
+        return d
 
     def effects(self, plan: Iterable[Step]) -> list[tuple[list[Fact], list[Fact]]]:
         """What each step of a plan adds and removes, simulated from the graph's current state."""

@@ -8,6 +8,7 @@ import dataclasses
 import os
 import random
 from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -100,9 +101,11 @@ class Searcher:
     search: Search
     belief: BeliefPrior | None
 
-    def decide(self, graph: WorldGraph, budget: Budget, history: tuple[str, ...] = ()) -> Decision:
-        """One decision on the graph's current state and stored belief (see graph_io.decide)."""
-        return decide(graph, self.search, budget, self.belief, history)
+    def decide(self, graph: WorldGraph, budget: Budget, history: tuple[str, ...] = (),
+               lock: AbstractContextManager = nullcontext()) -> Decision:
+        """One decision on the graph's current state and stored belief (see graph_io.decide; `lock` is held while
+        the belief is stored)."""
+        return decide(graph, self.search, budget, self.belief, history, lock)
 
 
 @dataclass(frozen=True)

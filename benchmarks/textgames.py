@@ -2,14 +2,15 @@
 with a uniform prior, random play, and the PDDLEGO loop (agent/explore.py, sensor mode: the true
 observations, an oracle of what the player perceives), on the same games that tw-make makes offline per seed.
 
-Games (kgplan.games.textworld.TW_GAMES): coin-easy (Coin Collector level 102), coin (level 204), cooking-easy
-(the kitchen, 1 ingredient to take, cut and cook), cooking (6 rooms with doors, 2 ingredients). Reports per
+Games (kgplan.games.textworld.TW_GAMES): textworld-coin-easy (Coin Collector level 102), textworld-coin (level 204),
+textworld-cooking-easy (the kitchen, 1 ingredient to take, cut and cook), textworld-cooking (6 rooms with doors, 2
+ingredients). Reports per
 game and method: success (won) with a 95% Wilson interval, the mean final score, losses, moves, simulations,
 LLM calls and seconds per decision; with an LLM prior also how informative it is at the roots: its entropy
 against the uniform's (log of the number of commands) and the rank of the walkthrough's next command under it.
 Without an LLM, MC-DML's prior is uniform and it writes no reflections (mcdml_no_dynamic is then uct_game).
 
-    kgplan bench textgames --games coin-easy,cooking-easy --seeds 0-2 --simulations 20 --steps 20
+    kgplan bench textgames --games textworld-coin-easy,textworld-cooking-easy --seeds 0-2 --simulations 20 --steps 20
     kgplan bench textgames --llm openai --methods mcdml,uct_game --seeds 0-2   # KGPLAN_LLM_* (needs logprobs)
 """
 
@@ -60,7 +61,7 @@ class Recording:
 def pddlego(game: TextWorld, name: str, seed: int) -> Played:
     """The PDDLEGO loop on the seed (the coin or cooking domain of kgplan.games.GAMES)."""
     recording, start = Recording(game), time.perf_counter()
-    ep = explore(recording, "textworld-coin" if name.startswith("coin") else "textworld-cooking", seed)
+    ep = explore(recording, "textworld-coin" if name.startswith("textworld-coin") else "textworld-cooking", seed)
     last = recording.last
     return Played(seed, last.score, last.won, game.lost, ep.steps, seconds=time.perf_counter() - start)
 
@@ -120,7 +121,8 @@ def main(argv: list[str] | None = None) -> int:
     methods = [*GAME_SEARCHES.names(), PDDLEGO]
     ap = argparse.ArgumentParser(prog="kgplan bench textgames", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--games", default="coin-easy,cooking-easy", help=f"comma-separated, of {', '.join(TW_GAMES)}")
+    ap.add_argument("--games", default="textworld-coin-easy,textworld-cooking-easy",
+                    help=f"comma-separated, of {', '.join(TW_GAMES)}")
     ap.add_argument("--methods", default=",".join(methods), help=f"comma-separated, of {', '.join(methods)}")
     ap.add_argument("--seeds", type=seed_range, default=seed_range("0-2"))
     ap.add_argument("--steps", type=int, default=20, help="moves per episode at most (every method)")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 
 from kgplan.games.base import Environment, Sensor
 from kgplan.games.textworld import TextWorld, TextWorldCoinSensor, TextWorldCookingSensor
@@ -31,13 +32,14 @@ class Game:
 
 
 GAMES: Registry[Game] = Registry("game")
+# each game's name is its name in TWX_GAMES or TW_GAMES (which share none)
 GAMES.add(Game("coin", "TextWorld-Express Coin Collector: find the coin in 11 rooms with doors", "coin_collector",
-               lambda: TextWorldExpress("coin"), CoinSensor, "twx"))
+               partial(TextWorldExpress, "coin"), CoinSensor, "twx"))
 GAMES.add(Game("cooking-easy", "TextWorld-Express Cooking World: 2 rooms, 2 ingredients", "cooking",
-               lambda: TextWorldExpress("cooking-easy"), CookingSensor, "twx"))
+               partial(TextWorldExpress, "cooking-easy"), CookingSensor, "twx"))
 GAMES.add(Game("cooking-hard", "TextWorld-Express Cooking World: 5 rooms with doors, 5 ingredients", "cooking",
-               lambda: TextWorldExpress("cooking-hard"), CookingSensor, "twx"))
+               partial(TextWorldExpress, "cooking-hard"), CookingSensor, "twx"))
 GAMES.add(Game("textworld-coin", "TextWorld Coin Collector (tw-make, made offline per seed): 12 rooms",
-               "coin_collector", lambda: TextWorld("coin"), TextWorldCoinSensor, "textworld"))
+               "coin_collector", partial(TextWorld, "textworld-coin"), TextWorldCoinSensor, "textworld"))
 GAMES.add(Game("textworld-cooking", "TextWorld cooking (tw-make, made offline per seed): 6 rooms, a recipe of 2",
-               "textworld_cooking", lambda: TextWorld("cooking"), TextWorldCookingSensor, "textworld"))
+               "textworld_cooking", partial(TextWorld, "textworld-cooking"), TextWorldCookingSensor, "textworld"))

@@ -17,17 +17,18 @@ from typing import ClassVar
 from kgplan.games.base import DIRECTIONS, GameUnavailable, Observation
 from kgplan.graph.model import Delta, Entity, Fact, Unknown
 
-# TextWorld: name -> (tw-make challenge, its settings, step budget). Coin Collector level 204: a quest of
+# TextWorld: name -> (tw-make challenge, its settings, step budget); every name starts with "textworld-", so none
+# names a TextWorld-Express game too (games.twx.TWX_GAMES). Coin Collector level 204: a quest of
 # 4 (3 moves and the coin) in 12 rooms, distractor rooms placed at random (the TWX coin game has 11); level
 # 102: a quest of 2 with distractor rooms. Cooking: 6 rooms with closed doors, a recipe of 2 ingredients to
 # take, cut and cook, containers to open; easy: the kitchen alone, 1 ingredient to take, cut and cook.
 COOKING = {"recipe": 2, "take": 2, "go": 6, "open": True, "cook": True, "cut": True, "drop": False, "recipe_seed": 0,
            "split": None}
 TW_GAMES: dict[str, tuple[str, dict, int]] = {
-    "coin": ("tw-coin_collector", {"level": 204}, 50),
-    "coin-easy": ("tw-coin_collector", {"level": 102}, 30),
-    "cooking": ("tw-cooking", COOKING, 80),
-    "cooking-easy": ("tw-cooking", {**COOKING, "recipe": 1, "take": 1, "go": 1, "open": False}, 40)}
+    "textworld-coin": ("tw-coin_collector", {"level": 204}, 50),
+    "textworld-coin-easy": ("tw-coin_collector", {"level": 102}, 30),
+    "textworld-cooking": ("tw-cooking", COOKING, 80),
+    "textworld-cooking-easy": ("tw-cooking", {**COOKING, "recipe": 1, "take": 1, "go": 1, "open": False}, 40)}
 TW_DIRECTIONS = {"north_of": "north", "south_of": "south", "east_of": "east", "west_of": "west"}  # X is D of Y
 Lineage = tuple[str, ...]  # a TextWorld type and its ancestors: ("oven", "c", "t")
 

@@ -166,6 +166,9 @@ class PlanOut(BaseModel):
     steps: list[StepOut]
     seconds: float
     used_full_state: bool
+    raced: bool = Field(description="Whether the full state was planned on beside a pruned state (pruning took long)")
+    winner: str = Field(description='What answered: "pruned (LEVEL)", "full", or "relaxation" (the goal is not '
+                        "reachable even relaxed)")
     message: str
     report: dict[str, Any] = Field(description="Every measurement of the planning run")
     why: list[CauseOut] = Field(default_factory=list, description="Why the goal cannot be reached, when it cannot")
@@ -319,9 +322,8 @@ def do_plan(agent: Agent, body: PlanIn, progress: Progress) -> PlanOut | Clarifi
     steps = [StepOut(action=str(s), add=[fact_out(f) for f in a], remove=[fact_out(f) for f in d])
              for s, (a, d) in zip(r.plan, agent.effects(r.plan), strict=True)]
     return PlanOut(goal=r.goal, status=r.status, planner=r.planner, plan=[str(s) for s in r.plan], steps=steps,
-                   seconds=r.seconds,
-                   used_full_state=r.used_full_state, message=r.message, report=r.to_json(), why=causes_out(r.why),
-                   alternative=r.alternative)
+                   seconds=r.seconds, used_full_state=r.used_full_state, raced=r.raced, winner=r.winner,
+                   message=r.message, report=r.to_json(), why=causes_out(r.why), alternative=r.alternative)
 
 
 def do_decide(agent: Agent, body: DecideIn, progress: Progress) -> DecisionOut:

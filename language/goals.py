@@ -35,19 +35,17 @@ from kgplan.domains.model import Domain
 from kgplan.errors import InputError
 from kgplan.graph.world import WorldGraph
 from kgplan.language.llm import LLM, LLMError, choice, enum_model
-from kgplan.language.prompts import choose_goal_messages
+from kgplan.language.prompts import Messages, choose_goal_messages
 from kgplan.language.propose import (
     MAX_MENTIONS,
     NONE,
     Candidate,
+    _named,
     _Stage,
     answer,
     choice_schema,
     conflict,
-    ground,
-    owned,
     replaced,
-    statics,
     which,
     words,
 )
@@ -195,13 +193,8 @@ def choose(llm: LLM, graph: WorldGraph, task: str, *, answers: dict[str, str] | 
     domain = graph.domain
     shown = [(e.text, e.first, e.lines, e.answer) for e in examples(domain)]
     try:
-        with _Stage(out, "words"):
-            said, record = llm.complete(choose_goal_messages(domain, shown, task), words_schema(domain))
-            out.calls.append(record)
-        with _Stage(out, "ground"):
-            static = statics(graph)
-            owns = owned(domain, static)
-            named = ground(llm, graph, task, list(dict.fromkeys(said.mentions)), owns, answers, out)
+        first = choose_goal_messages(domain, shown, task)
+        said, named, static, owns = _named(llm, graph, task, "words", first, words_schema(domain), answers, out)
         if out.clarification:
             return out
         with _Stage(out, "candidates"):
@@ -228,7 +221,7 @@ def choose(llm: LLM, graph: WorldGraph, task: str, *, answers: dict[str, str] | 
             out.calls.append(record)
         by_id = {c.id: c for c in cands}
         chosen = [by_id[i] for i in reply.model_dump().values() if i != NONE]
-        chosen = _one_of_each_conflict(llm, domain, chosen, answers, out)
+        chosen = _one_of_each_conflict(llm, domain, first, chosen, answers, out)
     except LLMError as e:
         out.error = str(e)
         return out
@@ -247,8 +240,8 @@ def choose(llm: LLM, graph: WorldGraph, task: str, *, answers: dict[str, str] | 
     return out
 
 
-def _one_of_each_conflict(llm: LLM, domain: Domain, chosen: list[Literal], answers: dict[str, str],
-                          out: Outcome) -> list[Literal]:
+def _one_of_each_conflict(llm: LLM, domain: Domain, first: Messages, chosen: list[Literal],
+                          answers: dict[str, str], out: Outcome) -> list[Literal]:
     """The chosen literals where two of them cannot both hold (an invariant; a quantified one stands for any object
     of its kind) keep the one the user (`answers`) or the model, asked, says; `out.clarification` is set where the
     task does not tell."""
@@ -260,7 +253,7 @@ def _one_of_each_conflict(llm: LLM, domain: Domain, chosen: list[Literal], answe
         key = " or ".join(c.pddl for c in pair)
         glosses = {c.pddl: c.id for c in pair}
         if (picked := answers.get(key)) not in glosses and (
-                picked := which(llm, out.text, "Which one must hold when the task is done?", glosses, out)) is None:
+                picked := which(llm, first, "Which one must hold when the task is done?", glosses, out)) is None:
             out.clarification = Clarification(
                 key, f"Which one must hold when the task is done: {' or '.join(glosses.values())}?", list(glosses))
             return chosen

@@ -237,12 +237,6 @@ PROPOSE_SYSTEM = (
     "does not say (old places and states are removed by themselves). Answer with JSON only, following the given "
     "schema.")
 UNCLEAR = "unclear"
-WHICH_SYSTEM = (f"Answer the question about the sentence with one of the options, or \"{UNCLEAR}\" if the sentence "
-                "does not tell. Answer with JSON only, following the given schema.")
-
-
-def _sentence(text: str) -> str:
-    return f"Sentence: {text}"
 
 
 def propose_messages(examples: Iterable[tuple[str, list[str], str, dict[str, str]]], text: str,
@@ -300,11 +294,14 @@ def choose_goal_messages(domain: Domain, examples: Iterable[tuple[str, dict, str
     return _two_questions(system, "Task", examples, task, candidates)
 
 
-def which_messages(text: str, question: str, options: str) -> Messages:
-    """A targeted question about a sentence (which entity a phrase names, which of two facts holds now), with its
-    `options` one per line with their ids."""
-    return [{"role": "system", "content": WHICH_SYSTEM},
-            {"role": "user", "content": f"{_sentence(text)}\nQuestion: {question}\nOptions:\n{options}"}]
+def which_messages(first: Messages, question: str, options: str) -> Messages:
+    """A targeted question about a sentence or task (which entity a phrase names, which of two facts holds), with its
+    `options` one per line with their ids, asked after the prefix of `first` (the messages of the first question of
+    `propose_messages` or `choose_goal_messages`): every question about a text shares one prefix, which a llama.cpp
+    server computes once."""
+    *prefix, text = first
+    return [*prefix, {"role": "user", "content": f"{text['content']}\nQuestion: {question}\nOptions:\n{options}\n"
+                      f"Answer with one of the options, or \"{UNCLEAR}\" if it does not tell."}]
 
 
 def candidate_lines(candidates: Iterable[tuple[str, bool, str]]) -> str:

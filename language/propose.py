@@ -34,7 +34,7 @@ from collections import Counter, defaultdict
 from collections.abc import Callable, Collection, Iterable
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
-from typing import Annotated
+from typing import Annotated, NamedTuple
 
 from pydantic import BaseModel, Field, StringConstraints
 
@@ -45,7 +45,7 @@ from kgplan.domains.verify import ChangeRefused
 from kgplan.graph.model import Delta, Fact
 from kgplan.graph.world import WorldGraph
 from kgplan.language.llm import LLM, LLMError, choice, enum_model
-from kgplan.language.prompts import UNCLEAR, candidate_lines, propose_messages, which_messages
+from kgplan.language.prompts import UNCLEAR, Messages, candidate_lines, propose_messages, which_messages
 from kgplan.language.update import Clarification, Outcome
 
 MIN_SIMILARITY = 0.4  # a word fitting no entity this well names none
@@ -231,12 +231,13 @@ def statics(graph: WorldGraph) -> list[GroundAtom]:
             for f in graph.facts(predicate=p)]
 
 
-def ground(llm: LLM, graph: WorldGraph, text: str, mentions: list[str], owns: dict[str, set[str]],
+def ground(llm: LLM, graph: WorldGraph, first: Messages, text: str, mentions: list[str], owns: dict[str, set[str]],
            answers: dict[str, str], out: Outcome) -> dict[str, str]:
     """word -> the entity it names (words naming none are left out); `out.clarification` is set instead where
     several entities fit a word and the model, shown them, says the sentence does not tell which.
 
-    `owns` is `owned` of the graph; `answers` (word -> entity) are the user's."""
+    `first` are the messages that asked for the words (`which`); `owns` is `owned` of the graph; `answers`
+    (word -> entity) are the user's."""
     from kgplan.language.retrieval import embed, entity_index
 
     index = entity_index(graph)
@@ -262,7 +263,7 @@ def ground(llm: LLM, graph: WorldGraph, text: str, mentions: list[str], owns: di
             kind, top = spelled, max(spelled, key=lambda j: row[j])
         tied = sorted((j for j in kind if row[j] >= TIE * row[top]), key=lambda j: -row[j])[:MAX_OPTIONS]
         options = [names[j] for j in tied]
-        if len(options) > 1 and (pick := which(llm, text, f"Which one does '{m}' name?",
+        if len(options) > 1 and (pick := which(llm, first, f"Which one does '{m}' name?",
                                                {o: words(o) for o in options}, out)) is None:
             out.clarification = Clarification(
                 m, f"Which one does '{m}' mean: {', '.join(map(words, options))}?", options, [*map(words, options)])
@@ -271,12 +272,37 @@ def ground(llm: LLM, graph: WorldGraph, text: str, mentions: list[str], owns: di
     return named
 
 
-def which(llm: LLM, text: str, question: str, options: dict[str, str], out: Outcome) -> str | None:
-    """The option (of value -> how it is shown) the model answers a question about the sentence with, or None
-    where it says the sentence does not tell."""
+class Named(NamedTuple):
+    """The first reply (the words naming things), what they name (word -> entity), and the graph's static facts and
+    what each entity owns (`statics`, `owned`), which later stages read too."""
+
+    reply: BaseModel
+    entities: dict[str, str]
+    static: list[GroundAtom]
+    owns: dict[str, set[str]]
+
+
+def _named(llm: LLM, graph: WorldGraph, text: str, stage: str, messages: Messages, schema: type[BaseModel],
+           answers: dict[str, str], out: Outcome) -> Named:
+    """The first two stages of `tell` and `goals.choose`: the model's words naming things (stage `stage`, the reply
+    to `messages` in `schema`, with its `mentions`), then the entities they name (stage `ground`;
+    `out.clarification` may be set)."""
+    with _Stage(out, stage):
+        reply, record = llm.complete(messages, schema)
+        out.calls.append(record)
+    with _Stage(out, "ground"):
+        static = statics(graph)
+        owns = owned(graph.domain, static)
+        entities = ground(llm, graph, messages, text, list(dict.fromkeys(reply.mentions)), owns, answers, out)
+    return Named(reply, entities, static, owns)
+
+
+def which(llm: LLM, first: Messages, question: str, options: dict[str, str], out: Outcome) -> str | None:
+    """The option (of value -> how it is shown) the model answers a question about the text of `first` (the
+    messages of the first question about it) with, or None where it says the text does not tell."""
     letters = dict(zip(ids(), options, strict=False))  # ids() is endless
     schema = enum_model("Which", answer=[*letters, UNCLEAR])
-    reply, record = llm.complete(which_messages(text, question, "\n".join(
+    reply, record = llm.complete(which_messages(first, question, "\n".join(
         f"{i}) {options[o]}" for i, o in letters.items())), schema)
     out.calls.append(record)
     return letters.get(reply.answer)
@@ -291,13 +317,9 @@ def tell(llm: LLM, graph: WorldGraph, text: str, *, answers: dict[str, str] | No
     domain = graph.domain
     shots = examples(domain)
     try:
-        with _Stage(out, "mentions"):
-            shown = [(e.text, e.mentions, e.lines, e.answer) for e in shots]
-            reply, record = llm.complete(propose_messages(shown, text), Mentions)
-            out.calls.append(record)
-        with _Stage(out, "ground"):
-            owns = owned(domain, statics(graph))
-            named = ground(llm, graph, text, list(dict.fromkeys(reply.mentions)), owns, answers, out)
+        shown = [(e.text, e.mentions, e.lines, e.answer) for e in shots]
+        first = propose_messages(shown, text)
+        named = _named(llm, graph, text, "mentions", first, Mentions, answers, out).entities
         if out.clarification:
             return out
         with _Stage(out, "candidates"):
@@ -319,13 +341,15 @@ def tell(llm: LLM, graph: WorldGraph, text: str, *, answers: dict[str, str] | No
         return out
     by_id = {c.id: c for c in cands}
     chosen = [by_id[i] for i in chosen_reply.model_dump().values() if i != NONE]
-    return _apply(llm, graph, out, chosen, len(cands), named, answers, record.model, dry_run, lock)
+    return _apply(llm, graph, first, out, chosen, len(cands), named, answers, record.model, dry_run, lock)
 
 
-def _apply(llm: LLM, graph: WorldGraph, out: Outcome, chosen: list[Candidate], shown: int, named: dict[str, str],
-           answers: dict[str, str], model: str, dry_run: bool, lock: AbstractContextManager) -> Outcome:
+def _apply(llm: LLM, graph: WorldGraph, first: Messages, out: Outcome, chosen: list[Candidate], shown: int,
+           named: dict[str, str], answers: dict[str, str], model: str, dry_run: bool,
+           lock: AbstractContextManager) -> Outcome:
     """The chosen facts with the old values the invariants remove, as one verified change. Two chosen facts that
-    cannot both hold are a targeted question to the model, then (if the sentence does not tell) to the user."""
+    cannot both hold are a targeted question to the model (after `first`, the words question's messages), then (if
+    the sentence does not tell) to the user."""
     domain = graph.domain
     add = [c.atom for c in chosen if c.value]
     picked, by_model = None, set()
@@ -333,7 +357,7 @@ def _apply(llm: LLM, graph: WorldGraph, out: Outcome, chosen: list[Candidate], s
         key = f"{both[0]} or {both[1]}"
         glosses = {str(a): domain.gloss(a.predicate, [words(x) for x in a.args]) for a in both}
         if (picked := answers.get(key)) not in glosses:
-            if (picked := which(llm, out.text, "Which one is true now?", glosses, out)) is None:
+            if (picked := which(llm, first, "Which one is true now?", glosses, out)) is None:
                 out.clarification = Clarification(key, f"Which one is true now: {' or '.join(glosses.values())}?",
                                                   list(glosses), list(glosses.values()))
                 return out

@@ -9,6 +9,7 @@ import json
 import random
 from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
+from contextlib import AbstractContextManager, nullcontext
 
 from kgplan.domains.formula import Formula, GroundAtom, atoms
 from kgplan.domains.model import Domain
@@ -110,17 +111,19 @@ def searcher(graph: WorldGraph, goal: Formula, prior: Prior, rollout_prior: Prio
 
 
 def decide(graph: WorldGraph, search: Search, budget: Budget, prior: bl.BeliefPrior | None = None,
-           history: tuple[str, ...] = ()) -> Decision:
+           history: tuple[str, ...] = (), lock: AbstractContextManager = nullcontext()) -> Decision:
     """One decision on the graph's current state and belief (initialised with the commonsense `prior`,
     or uniform, for unknown items that have none yet; updated with what the graph knows, averaged with
     uniform if the search's settings say `averaging`; stored). A lifelong
-    prior is given the graph's sightings."""
+    prior is given the graph's sightings. `lock` is held while the belief is read, updated and stored, not
+    while the search runs (it reads the state read then)."""
     spec = bl.BeliefSpec.of(graph.domain)
     fresh = isinstance(prior, bl.Lifelong)
     if fresh:
         prior = dataclasses.replace(prior, seen=sightings(graph, spec))
-    objects, facts, _ = graph.snapshot()
-    unknown = [i for i in unknown_items(graph, spec, objects, set(facts)) if i in search.observe.items]
-    beliefs = beliefs_for(graph, spec, unknown, prior, set(facts), objects, fresh, search.settings.averaging)
+    with lock:
+        objects, facts, _ = graph.snapshot()
+        unknown = [i for i in unknown_items(graph, spec, objects, set(facts)) if i in search.observe.items]
+        beliefs = beliefs_for(graph, spec, unknown, prior, set(facts), objects, fresh, search.settings.averaging)
     known = frozenset(a for a in facts if all(x in search.task.objects for x in a[1]))
     return search.decide(known, beliefs, budget, history)

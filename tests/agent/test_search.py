@@ -3,7 +3,9 @@
 
 from __future__ import annotations
 
+import json
 import random
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -13,13 +15,14 @@ from kgplan.agent.agent import Agent
 from kgplan.agent.search import BELIEFS, PAPER, PRIORS, SEARCH_METHODS, SearchMethod, configured
 from kgplan.errors import InputError
 from kgplan.graph.backends import open_graph
+from kgplan.graph.model import Fact
 from kgplan.language.llm import ScriptedLLM
 from kgplan.language.mcts import ActionScores, LLMPrior, PlaceChoice
 from kgplan.language.retrieval import similarity
 from kgplan.planners.mcts import graph_io
 from kgplan.planners.mcts.belief import embedding_prior
 from kgplan.planners.mcts.priors import BeliefMassPrior, UniformPrior
-from kgplan.planners.mcts.search import Budget, Settings
+from kgplan.planners.mcts.search import Budget, Decision, Settings
 from tests.support.kitchen import DOMAIN, PROBLEM, goal
 
 
@@ -145,6 +148,40 @@ def test_agent_search_takes_switches_and_asks_the_llm_only_where_one_is_given(tm
         b.graph.init(DOMAIN, problem=PROBLEM)
         d = b.search("(in milk fridge)", method="llm_mcts+ff", simulations=10)  # no LLM: uniform
         assert d.llm_calls == 0 and b.belief("milk") == pytest.approx({"fridge": 0.5, "counter": 0.5})
+
+
+def test_a_tell_during_a_search_is_applied_while_the_search_goes_on(tmp_path: Path) -> None:
+    """The search holds the writers' lock only to store the belief and its step: a sentence told while it searches
+    (here: while its policy waits on the LLM) is applied then, not after the search."""
+    searching, told = threading.Event(), threading.Event()
+    waited: list[bool] = []
+
+    def policy(messages: list[dict]) -> PlaceChoice | ActionScores:
+        if "most likely to be" in messages[0]["content"]:
+            return PlaceChoice(place="counter")
+        if not searching.is_set():
+            searching.set()
+            waited.append(told.wait(120))  # False (after 120 s, not a hang) if the tell waits for the search
+        return ActionScores(scores=[])
+
+    def choose_in(messages: list[dict]) -> dict[str, str]:
+        line = next(x for x in messages[-1]["content"].split("\n") if "now: item milk is in or on place counter" in x)
+        return {"in": line.split(")")[0]}
+
+    llm = ScriptedLLM([policy] * 200)
+    with Agent(f"sqlite:{tmp_path / 'a.db'}", llm=llm) as a:
+        a.graph.init(DOMAIN, problem=PROBLEM)
+        decided: list[Decision] = []
+        search = threading.Thread(target=lambda: decided.append(
+            a.search("(in milk fridge)", method="llm_mcts", simulations=10)))
+        search.start()
+        assert searching.wait(120)
+        llm.replies.extendleft([lambda m: json.dumps(choose_in(m)), json.dumps({"mentions": ["milk", "counter"]})])
+        out = a.tell("The milk is on the counter.")
+        told.set()
+        search.join()
+        assert out.change is not None and Fact.parse("(in milk counter)") in out.change.delta.add, out.error
+        assert waited == [True] and decided and decided[0].step is not None
 
 
 @pytest.fixture

@@ -131,7 +131,7 @@ def test_without_an_llm_mcdml_plays_with_a_uniform_prior_and_random_plays_admiss
 def test_a_textworld_game_restored_is_in_the_state_it_was_saved_in():
     from kgplan.games.textworld import TextWorld
 
-    game = TextWorld("coin-easy")
+    game = TextWorld("textworld-coin-easy")
     try:
         start = game.reset(0)
         snapshot, facts, look = game.save(), game.truth, game.look()

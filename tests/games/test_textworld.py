@@ -80,7 +80,7 @@ def test_sensor_merges_placeholders_and_forgets_what_changed(tmp_path):
 
 
 @needs_textworld
-@pytest.mark.parametrize(("game", "seed"), [("coin", 3), ("cooking", 1)])
+@pytest.mark.parametrize(("game", "seed"), [("textworld-coin", 3), ("textworld-cooking", 1)])
 def test_generated_game_end_to_end(tmp_path, game, seed):
     """One game made by tw-make's generator, played by the loop: won, no invalid action, and the graph
     holds exactly the perceived truth at every step (but not the whole truth: the map is not given)."""
@@ -91,10 +91,10 @@ def test_generated_game_end_to_end(tmp_path, game, seed):
 
     env = TextWorld(game)
     store = f"sqlite:{tmp_path / 'w.db'}"
-    sensor = GAMES[f"textworld-{game}"].sensor()
+    sensor = GAMES[game].sensor()
     scoring = Scoring(env, sensor, store)
     try:
-        ep = explore(scoring, f"textworld-{game}", seed, store=store)
+        ep = explore(scoring, game, seed, store=store)
         scoring.score()
         graph, _ = scoring.compare()
         whole = set(sensor.translate(env.truth, env.types))
@@ -155,7 +155,7 @@ def test_games_made_and_played_at_once_in_one_process_do_not_break_each_other():
     errors: list[str] = []
 
     def play(seed: int) -> None:
-        env = TextWorld("coin")
+        env = TextWorld("textworld-coin")
         try:
             env.step(env.reset(seed).admissible[0])
         except Exception as e:

@@ -199,6 +199,23 @@ def test_plan_and_run(client: TestClient, agent: Agent) -> None:
     assert r.status_code == 200 and r.json()["goal"] == "(switched_on kitchen_light)" and r.json()["plan"]
 
 
+def test_a_plan_says_whether_the_pruned_and_full_states_raced_and_which_answered(
+        client: TestClient, monkeypatch: pytest.MonkeyPatch) -> None:
+    from kgplan.planners import pipeline
+
+    goal = {"goal": "(not (switched_on kitchen_light))"}
+    p = client.post("/api/plan", json=goal | {"prune": False}).json()
+    assert (p["raced"], p["winner"]) == (False, "full")  # the full state alone
+    monkeypatch.setattr(pipeline, "HEDGE_S", 0.0)  # the full state joins the pruned one at once
+    monkeypatch.setattr(pipeline, "HEDGE_S_PER_FACT", 0.0)
+    p = client.post("/api/plan", json=goal).json()
+    assert p["status"] == "solved" and p["raced"] is True and p["used_full_state"] == (p["winner"] == "full")
+    assert p["winner"] == "full" or p["winner"].startswith("pruned (")
+    assert (p["raced"], p["winner"]) == (p["report"]["raced"], p["report"]["winner"])
+    schema = client.get("/openapi.json").json()["components"]["schemas"]["PlanOut"]
+    assert {"raced", "winner"} <= set(schema["required"])
+
+
 @pytest.mark.parametrize("body, status", [
     ({"goal": "(switched_on kitchen_light"}, 400),     # syntax
     ({"goal": "(flying apple)"}, 400),                 # unknown predicate

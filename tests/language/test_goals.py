@@ -4,17 +4,16 @@ model: the prompts and schemas the model gets, quantified goals for "all" tasks,
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import pytest
 
-from kgplan.domains.model import BUNDLED, Domain
 from kgplan.graph.world import WorldGraph
 from kgplan.language import goals
 from kgplan.language.llm import ScriptedLLM
 from kgplan.language.update import Clarification
 from tests.support.fake_llm import FakeServer, ok
+from tests.support.simulation import simulation
 
 EXAMPLES = [  # invented tasks over the household domain's predicates
     {"text": "Please leave Ines's scarf on the hall table.", "scope": "named",
@@ -110,31 +109,18 @@ def test_a_phrase_several_entities_fit_is_a_clarification_then_answered(world: W
     asked = unclear.value.clarification
     assert isinstance(asked, Clarification) and asked.word == "the mug"
     assert set(asked.options) == {"red_mug", "blue_mug"}
+    first, which = llm.prompts  # the question after the prefix of the words question, which a server computed
+    assert which[:-1] == first[:-1] and which[-1]["content"].startswith(
+        f"Task: {task}\nQuestion: Which one does 'the mug' name?\nOptions:\n")
     llm.replies.extend([words, lambda m: json.dumps({"held_by": "item red mug is held by person sandra"})])
     report = agent.plan(task, propose=True, answers={"the mug": "red_mug"})
     assert report.goal == "(and (held_by red_mug sandra))" and report.solved
 
 
-SIMULATION = """(define (domain simulation) (:requirements :typing :negative-preconditions)
-  (:types room person light window cloth shelf shelf_level kitchenware pen sink - object kitchensink - sink)
-  (:predicates (person_in_room ?a - person ?b - room) (light_on ?a - light) (window_open ?a - window)
-    (cloth_is_clean ?a - cloth) (cloth_is_dry ?a - cloth) (dish_is_clean ?a - kitchenware)
-    (placed_at_shelf ?a - (either cloth kitchenware) ?b - shelf) (shelf_has_level ?a - shelf ?b - shelf_level)
-    (on_shelf_level ?a - (either cloth kitchenware) ?b - shelf_level)
-    (placed_at_kitchensink ?a - kitchenware ?b - kitchensink) (in_person_hand ?a - (either pen cloth) ?b - person))
-  (:action act :parameters (?c - cloth ?s - shelf ?v - shelf_level ?l - light ?w - window ?k - kitchenware
-                            ?n - kitchensink ?p - pen ?h - person)
-    :effect (and (placed_at_shelf ?c ?s) (on_shelf_level ?c ?v) (not (light_on ?l)) (window_open ?w)
-                 (cloth_is_clean ?c) (cloth_is_dry ?c) (dish_is_clean ?k) (placed_at_kitchensink ?k ?n)
-                 (in_person_hand ?p ?h) (light_on ?l))))"""
-
-
 def test_the_bundled_l3mp_goal_examples_answer_with_their_candidates(tmp_path: Path) -> None:
     """Each worked goal example of domains/l3mp/domain.toml: its goal literals are candidates, and its answer chooses
     exactly them."""
-    (tmp_path / "domain.pddl").write_text(SIMULATION)
-    shutil.copy(BUNDLED / "l3mp" / "domain.toml", tmp_path / "domain.toml")
-    domain = Domain.load(tmp_path / "domain.pddl")
+    domain = simulation(tmp_path)
     shown = goals.examples(domain)
     assert len(shown) == len(domain.meta["goal_examples"]) == 6
     for ex, meta in zip(shown, domain.meta["goal_examples"], strict=True):

@@ -4,17 +4,16 @@ the prompts and schemas the model gets, the change applied with its provenance, 
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import pytest
 
-from kgplan.domains.model import BUNDLED, Domain
 from kgplan.graph.model import Fact
 from kgplan.graph.world import WorldGraph
 from kgplan.language import propose
 from kgplan.language.llm import ScriptedLLM
 from tests.support.fake_llm import FakeServer, ok
+from tests.support.simulation import simulation
 
 F = Fact.parse
 EXAMPLE = {  # an invented mini-situation over the household domain's predicates
@@ -106,7 +105,8 @@ def test_a_word_that_several_entities_fit_is_a_clarification_then_answered(world
     assert out.change is None and out.clarification is not None
     assert out.clarification.word == "the mug" and set(out.clarification.options) == {"red_mug", "blue_mug"}
     which = llm.prompts[1][-1]["content"]
-    assert "Question: Which one does 'the mug' name?" in which and "red mug" in which and "blue mug" in which
+    assert which.startswith(f"Sentence: {text}\nQuestion: Which one does 'the mug' name?\nOptions:\n")
+    assert "red mug" in which and "blue mug" in which and llm.prompts[1][:-1] == propose_prefix(world)
     before = world.facts()
     assert world.facts() == before
     llm = ScriptedLLM([json.dumps({"mentions": ["Sandra", "the mug"]}), json.dumps({"clean": "a"})])
@@ -140,7 +140,10 @@ def test_two_chosen_places_for_one_thing_are_a_question_between_them(world: Worl
     assert out.change is None and out.clarification is not None
     assert llm.prompts[-1][-1]["content"] == (
         f"Sentence: {text}\nQuestion: Which one is true now?\nOptions:\n"
-        "a) item dune book is held by person lena\nb) item dune book is on bedroom bed")
+        "a) item dune book is held by person lena\nb) item dune book is on bedroom bed\n"
+        'Answer with one of the options, or "unclear" if it does not tell.')
+    # the prefix the words and the choice share (instructions, worked examples): a server computes it once
+    assert llm.prompts[-1][:-1] == llm.prompts[0][:-1] == propose_prefix(world)
     options = set(out.clarification.options)
     assert options == {"(held_by dune_book lena)", "(on dune_book bedroom_bed)"}
     out = propose.tell(ScriptedLLM(replies), world, text,
@@ -183,27 +186,10 @@ def test_the_agent_tells_by_proposing_and_a_clarification_is_answered(world: Wor
     assert F("(inside blue_mug kitchen_cabinet)") in out.change.delta.remove  # by the invariant
 
 
-SIMULATION = """(define (domain simulation) (:requirements :typing)
-  (:types room person light window cloth table shelf phone kitchenware liquid)
-  (:predicates (person_in_room ?a - person ?b - room) (room_has ?a - room ?b - (either light window table shelf))
-    (light_on ?a - light) (window_open ?a - window) (phone_ringing ?a - phone) (cloth_is_clean ?a - cloth)
-    (cloth_is_dry ?a - cloth) (dish_is_clean ?a - kitchenware)
-    (in_person_hand ?a - (either cloth phone kitchenware) ?b - person)
-    (placed_at_table ?a - (either cloth phone kitchenware) ?b - table)
-    (placed_at_shelf ?a - (either cloth phone kitchenware) ?b - shelf))
-  (:action pick :parameters (?a - cloth ?b - person ?t - table ?s - shelf ?l - light ?w - window ?p - phone
-                             ?k - kitchenware)
-    :effect (and (in_person_hand ?a ?b) (not (placed_at_table ?a ?t)) (not (placed_at_shelf ?a ?s)) (light_on ?l)
-                 (window_open ?w) (phone_ringing ?p) (not (cloth_is_clean ?a)) (not (cloth_is_dry ?a))
-                 (dish_is_clean ?k))))"""
-
-
 def test_the_bundled_l3mp_examples_answer_with_their_candidates(tmp_path: Path) -> None:
     """Each worked example of domains/l3mp/domain.toml: what it says becomes true or false is a candidate, and the
     answer chooses exactly that."""
-    (tmp_path / "domain.pddl").write_text(SIMULATION)
-    shutil.copy(BUNDLED / "l3mp" / "domain.toml", tmp_path / "domain.toml")
-    domain = Domain.load(tmp_path / "domain.pddl")
+    domain = simulation(tmp_path)
     shown = propose.examples(domain)
     assert len(shown) == len(domain.meta["examples"]) == 5
     for ex, meta in zip(shown, domain.meta["examples"], strict=True):

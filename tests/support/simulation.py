@@ -1,0 +1,38 @@
+"""A stand-in of the L3M+P simulator domain (domain `simulation`; generated per run, so not bundled) with the types
+and predicates that domains/l3mp/domain.toml's worked examples use, and that domain.toml beside it."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from kgplan.domains.model import BUNDLED, Domain
+
+SIMULATION = """(define (domain simulation) (:requirements :typing :negative-preconditions)
+  (:types room person light window cloth table shelf shelf_level phone kitchenware liquid pen sink - object
+    kitchensink - sink)
+  (:predicates (person_in_room ?a - person ?b - room) (room_has ?a - room ?b - (either light window table shelf))
+    (light_on ?a - light) (window_open ?a - window) (phone_ringing ?a - phone) (cloth_is_clean ?a - cloth)
+    (cloth_is_dry ?a - cloth) (dish_is_clean ?a - kitchenware)
+    (in_person_hand ?a - (either pen cloth phone kitchenware) ?b - person)
+    (placed_at_table ?a - (either cloth phone kitchenware) ?b - table)
+    (placed_at_shelf ?a - (either cloth phone kitchenware) ?b - shelf) (shelf_has_level ?a - shelf ?b - shelf_level)
+    (on_shelf_level ?a - (either cloth kitchenware) ?b - shelf_level)
+    (placed_at_kitchensink ?a - kitchenware ?b - kitchensink))
+  (:action pick :parameters (?a - cloth ?b - person ?t - table ?s - shelf ?l - light ?w - window ?p - phone
+                             ?k - kitchenware)
+    :effect (and (in_person_hand ?a ?b) (not (placed_at_table ?a ?t)) (not (placed_at_shelf ?a ?s)) (light_on ?l)
+                 (window_open ?w) (phone_ringing ?p) (not (cloth_is_clean ?a)) (not (cloth_is_dry ?a))
+                 (dish_is_clean ?k)))
+  (:action act :parameters (?c - cloth ?s - shelf ?v - shelf_level ?l - light ?w - window ?k - kitchenware
+                            ?n - kitchensink ?p - pen ?h - person)
+    :effect (and (placed_at_shelf ?c ?s) (on_shelf_level ?c ?v) (not (light_on ?l)) (window_open ?w)
+                 (cloth_is_clean ?c) (cloth_is_dry ?c) (dish_is_clean ?k) (placed_at_kitchensink ?k ?n)
+                 (in_person_hand ?p ?h) (light_on ?l))))"""
+
+
+def simulation(folder: Path) -> Domain:
+    """The stand-in with the bundled l3mp domain.toml, written into `folder` and loaded."""
+    (folder / "domain.pddl").write_text(SIMULATION)
+    shutil.copy(BUNDLED / "l3mp" / "domain.toml", folder / "domain.toml")
+    return Domain.load(folder / "domain.pddl")
