@@ -59,7 +59,7 @@ LEVELS = ("relaxed plan", "neighbours", "relaxed reachable")
 # relaxed plans extracted at most while a plan is built from them (`Relevance._executed`): each costs about an
 # exploration of the state, so 64 on small states, fewer on larger ones (ROUNDS_WORK / facts), never below 16
 ROUNDS, ROUNDS_WORK, MIN_ROUNDS = 64, 10_000, 16
-JUDGED_ROUNDS = 2  # a run out of rounds is judged stuck only if it had this many per goal literal false at first
+JUDGED_ROUNDS = 4  # a run out of rounds is judged stuck only if it had this many per goal literal false at first
 
 
 @dataclass
@@ -191,23 +191,18 @@ class Relevance:
         literal: the greedy run used up what another step needed, a gluten-free portion for a plain
         sandwich, a stone pushed into a corner) shows that the choice of objects matters: False; so does
         a goal repair asked for again in the same state (the run goes round in circles; a step's repair
-        asked for again is skipped), and so do rounds run out with the run stuck (no more goal literals
-        held than at first, or fewer than at some point). Rounds run out while goal literals still come
-        about (a long goal: laundry for thirty clothes) keep the objects named as they are. `state` is
-        restored before this returns."""
+        asked for again is skipped), and so do rounds run out before the goal holds (a snake wandering round
+        the apple, freecell cards moved back and forth), unless they were too few to judge the run (fewer
+        than `JUDGED_ROUNDS` per goal literal false at first: laundry for thirty clothes, every fruit to
+        the fridge): those keep the objects named as they are. `state` is restored before this returns."""
         now = _Explorer(self.domain, state, {}, {})  # judges formulas on `state` as it changes
         named: set[str] = set()
         used: set[str] = set()
         undo: list[tuple[set[formula.GroundAtom], set[formula.GroundAtom]]] = []
         agenda = self._steps(full, goal, named)
         rounds = max(MIN_ROUNDS, min(ROUNDS, ROUNDS_WORK // max(len(state.facts), 1)))
-        goal_lits = [(ground(a, {}), pos) for a, pos in _required(goal)]
-
-        def held() -> int:
-            return sum(now.lit_level(lit) == 0 for lit in goal_lits)
-
-        start = best = held()  # the goal literals held at first, and at most so far
-        too_long = JUDGED_ROUNDS * (len(goal_lits) - start) > rounds  # too few rounds per false goal literal to judge
+        false_at_first = sum(now.lit_level((ground(a, {}), pos)) != 0 for a, pos in _required(goal))
+        too_long = JUDGED_ROUNDS * false_at_first > rounds  # too few rounds to judge the run
         postponed: set[Key] = set()
         here: set[formula.GroundAtom] = set()  # how the state differs from the one given
         away: set[formula.GroundAtom] = set()
@@ -241,7 +236,6 @@ class Relevance:
                             (here.discard if a in here else away.add)(a)
                         if now.support(goal, {}) == 0:
                             break
-                        best = max(best, held())
                         continue
                     wanted = [lit for lit in purpose if now.lit_level(lit) is None]
                     if not wanted or not rounds:
@@ -249,13 +243,12 @@ class Relevance:
                     rounds -= 1
                     if not visit(wanted):  # asked before in this very state: the run goes round in circles
                         continue
-                    fix = self._repair(state, _conjunction(wanted), patterns, bindings, named,
-                                       self._needed(state, agenda, goal))
+                    fix = self._repair(state, _conjunction(wanted), named, self._needed(state, agenda, goal))
                     if fix is None:  # the purpose is out of reach: restore the step's preconditions
                         b = self._binding(key)
                         false = [(ground(a, b), pos) for a, pos in _required(precondition)
                                  if now.lit_level((ground(a, b), pos)) is None]
-                        fix = self._repair(state, _conjunction(false), patterns, bindings, named) if false else None
+                        fix = self._repair(state, _conjunction(false), named) if false else None
                         if fix is not None:
                             agenda.append((key, purpose))
                     agenda.extend(fix or ())
@@ -267,15 +260,14 @@ class Relevance:
                          if now.lit_level(lit) is None]
                 protected = self._needed(state, [], goal)
                 for lits in (false, *([lit] for lit in false)):
-                    if not rounds:  # a long goal still coming about (as many goal literals as ever, more than at
-                        # first) keeps the objects named, and so does one too long for the rounds to judge; a run
-                        # that lost ground or made none is stuck, as at a dead end
-                        return named | used, start < best == held() or too_long
+                    if not rounds:  # stuck, as at a dead end, unless the goal is too long for the rounds to judge
+                        return named | used, too_long
                     rounds -= 1
                     if not visit(lits):  # in circles: the greedy run cannot get there, as at a dead end
                         return named | used, False
                     target = goal if lits is false else _conjunction(lits)
-                    if agenda := self._repair(state, target, patterns, bindings, named, protected) or []:
+                    relevant = (patterns, bindings) if target is goal else None
+                    if agenda := self._repair(state, target, named, protected, relevant) or []:
                         break
                 else:  # a dead end: greedy choices used up what the goal needs, so objects must be spared
                     return named | used, False
@@ -307,11 +299,14 @@ class Relevance:
         needed |= {(ground(a, {}), pos) for a, pos in _required(goal)}
         return {(a, pos) for a, pos in needed if (a in state.facts) == pos}
 
-    def _repair(self, state: State, target: Formula, patterns: dict[tuple[str, bool], list[Pattern]],
-                bindings: dict[str, list[Binding]], named: set[str],
-                protected: set[Lit] = frozenset()) -> list[tuple[Key, list[Lit]]] | None:
+    def _repair(self, state: State, target: Formula, named: set[str], protected: set[Lit] = frozenset(),
+                relevant: tuple[dict[tuple[str, bool], list[Pattern]], dict[str, list[Binding]]] | None = None,
+                ) -> list[tuple[Key, list[Lit]]] | None:
         """The steps of a relaxed plan for `target` from `state` (see `_steps`), or None if out of reach:
-        by actions that falsify none of the `protected` literals if it can, else by any."""
+        by actions that falsify none of the `protected` literals if it can, else by any. The exploration runs
+        over the actions relevant to `target` (`relevant`, if given, are): a step's purpose needs far fewer
+        than the goal (one item to its shelf, not every item)."""
+        patterns, bindings = relevant or self._relevant(state, target)
         for guard in ((protected, set()) if protected else (set(),)):
             explorer = _Explorer(self.domain, state, patterns, bindings)
             explorer.protected = guard
@@ -445,6 +440,7 @@ class _Explorer:
         self.new = State(domain, {}, ())  # facts reached beyond the state
         self.level: dict[Lit, int] = {}  # literals reached beyond the state, with their layer
         self.achiever: dict[Lit, tuple[str, Binding, Effect]] = {}
+        self.peers: dict[Lit, list[tuple[str, Binding, Effect]]] = defaultdict(list)  # its other first-layer achievers
         self.fired: dict[Key, Binding] = {}
         self.horizon = math.inf  # while exploring, the layer being built: later literals are not seen
         self.counts: dict[tuple[str, Pattern], int] | None = None  # `_count`'s while no fact is reached (joins)
@@ -695,8 +691,10 @@ class _Explorer:
         lit = (atom, pos)
         if (atom in self.state.facts) == pos or lit in self.level:
             # at the same layer, prefer an achiever whose arguments differ (two hands, not one twice)
-            if self.level.get(lit) == layer + 1 and _repeats(self.achiever[lit][1]) and not _repeats(b):
-                self.achiever[lit] = act, b, e
+            if self.level.get(lit) == layer + 1:
+                self.peers[lit].append((act, b, e))
+                if _repeats(self.achiever[lit][1]) and not _repeats(b):
+                    self.achiever[lit] = act, b, e
             return
         self.level[lit] = layer + 1
         self.achiever[lit] = act, b, e
@@ -711,6 +709,8 @@ class _Explorer:
         assert self.support(goal, {}, True, stack) is not None, "extract after a successful run"
         seen = set()
         plan: dict[Key, list[Lit]] = {}
+        added: dict[Lit, Key] = {}  # what the plan's actions bring about, by the action
+        aims = {(ground(a, {}), pos) for a, pos in _required(goal)}
         while stack:
             lit = stack.pop()
             if lit in seen:
@@ -718,9 +718,23 @@ class _Explorer:
             seen.add(lit)
             if self.lit_level(lit) == 0:
                 continue
+            if lit in added:  # a first achiever of it is in the plan already, for another literal
+                plan[added[lit]].append(lit)
+                continue
             name, b, e = self.achiever[lit]
+            level = self.lit_level(lit)
+            if peers := self.peers.get(lit):  # the first achiever that brings about most other literals wanted
+                # (reached with it: it is their first achiever too) or of the goal (it may undo one that holds)
+                wanted = aims | {w for w in stack if w not in seen and self.lit_level(w) == level}
+                name, b, e = max([(name, b, e), *peers], key=lambda a: len(self._adds(a[0], a[1]) & wanted))
             act = self.domain.actions[name]
-            plan.setdefault((name, tuple(b[p.name] for p in act.params)), []).append(lit)
+            key = name, tuple(b[p.name] for p in act.params)
+            plan.setdefault(key, []).append(lit)
+            added.update((a, key) for a in self._adds(name, b) if self.lit_level(a) == level)
             for f in (act.precondition, e.condition):
                 assert self.support(f, b, True, stack) is not None
         return plan, seen
+
+    def _adds(self, name: str, b: Binding) -> set[Lit]:
+        """The literals an action's unconditional relevant effects bring about under `b`."""
+        return {(ground(e.atom, b), e.add) for e in self.plain[name]}

@@ -416,6 +416,27 @@ def test_pruning_whose_rounds_run_out_on_a_long_goal_still_coming_about_keeps_th
     assert r.solved and simulate(state.copy(), r.plan, goal) is None
 
 
+@pytest.mark.parametrize(("rounds", "level"), [(11, "relaxed plan"), (12, "relaxed reachable")])
+def test_a_run_out_of_rounds_is_judged_stuck_only_with_enough_rounds_per_goal_literal(
+        monkeypatch: pytest.MonkeyPatch, rounds: int, level: str) -> None:
+    """Three balls, and rounds run out before the third arrives. With 11 rounds, fewer than four per goal literal,
+    the run cannot be judged: the relaxed plans' objects are kept. With 12 it is stuck, as at a dead end (two of
+    four freecell cards home after 64 rounds, on objects that admit no plan): the first pruning is the widest
+    (room c too)."""
+    balls = 3
+    monkeypatch.setattr(relevance, "ROUNDS", rounds)
+    monkeypatch.setattr(relevance, "MIN_ROUNDS", rounds)
+    names = [f"b{i}" for i in range(balls)]
+    domain = Domain.parse(CARRY, "domain")
+    init = [("at-robby", ("a",)), ("free", ())] + [("door", (x, y)) for x, y in ("ab", "ba", "ac", "ca")]
+    state = State(domain, dict.fromkeys("abc", "room") | dict.fromkeys(names, "ball"),
+                  [GroundAtom(p, a) for p, a in init + [("at", (b, "a")) for b in names]])
+    goal = Problem.parse(f"(define (problem p) (:domain carry) (:goal (and {' '.join(f'(at {b} b)' for b in names)})))"
+                         ).goal
+    first = Relevance(domain).prune(state, goal)
+    assert first.level == level, (first.level, first.objects)
+
+
 def test_pruning_whose_rounds_run_out_before_a_long_goal_could_come_about_keeps_the_relaxed_plans(
         monkeypatch: pytest.MonkeyPatch) -> None:
     """The six balls again, with one round: the plan built from relaxed plans spends it on freeing the hand for
@@ -435,3 +456,27 @@ def test_pruning_whose_rounds_run_out_before_a_long_goal_could_come_about_keeps_
     assert first.level == "relaxed plan" and first.objects.keys() == {"a", "b", *balls}, first.objects
     r = solve(Task(domain, first.objects, first.facts, goal), timeout=30)
     assert r.solved and simulate(state.copy(), r.plan, goal) is None
+
+
+SHELF = """
+(define (domain shelf)
+  (:requirements :strips :typing)
+  (:types item level)
+  (:predicates (held ?i - item) (placed ?i - item) (on ?i - item ?l - level))
+  (:action place :parameters (?i - item ?l - level) :precondition (held ?i)
+    :effect (and (placed ?i) (on ?i ?l) (not (held ?i))))
+  (:action take :parameters (?i - item ?l - level) :precondition (on ?i ?l)
+    :effect (and (held ?i) (not (placed ?i)) (not (on ?i ?l)))))
+"""
+
+
+def test_a_relaxed_plan_brings_two_goal_literals_about_with_one_step_where_one_does_both() -> None:
+    """Put the book on the shelf, at level 4: `place book l4` brings about both goal literals, though `place book
+    l1` reaches `placed book` as early. Two placing steps would take the book off again and go round in circles
+    (the first pruning then the widest); one step keeps the pruning to the book and level 4."""
+    domain = Domain.parse(SHELF, "domain")
+    state = State(domain, {"book": "item", **{f"l{i}": "level" for i in range(1, 6)}},
+                  [GroundAtom("held", ("book",))])
+    goal = Problem.parse("(define (problem p) (:domain shelf) (:goal (and (placed book) (on book l4))))").goal
+    first = Relevance(domain).prune(state, goal)
+    assert first.level == "relaxed plan" and first.objects.keys() == {"book", "l4"}, (first.level, first.objects)
