@@ -136,6 +136,15 @@ def parts(facts: Iterable[GroundAtom], named: Collection[str]) -> set[str]:
     return {y for p, (x, y) in pairs if x in named and shared[p, y] > 1}
 
 
+def wholes(facts: Iterable[GroundAtom], named: Collection[str], owns: dict[str, set[str]]) -> set[str]:
+    """What a named part belongs to within a named place, where parts and wholes are many to many: the shelf of a
+    named room that has a named level, which every shelf has ("the 3rd level of the shelf in David's bedroom" copied without the shelf)."""
+    pairs = [a for a in facts if len(a.args) == 2]
+    shared, several = Counter((p, y) for p, (_, y) in pairs), Counter((p, x) for p, (x, _) in pairs)
+    theirs = {f for o in named for f in owns.get(o, ())}
+    return {x for p, (x, y) in pairs if y in named and shared[p, y] > 1 and several[p, x] > 1 and x in theirs}
+
+
 def places(domain: Domain, named: dict[str, str], owns: dict[str, set[str]], everything: dict[str, str]) -> set[str]:
     """Where a named thing that no named place takes may be put: the fixtures of the named entities (a room's table,
     for "the table in the living room" matched to the room) in the second place of a predicate an action changes,
@@ -201,8 +210,8 @@ def choose(llm: LLM, graph: WorldGraph, task: str, *, answers: dict[str, str] | 
             everything = {e.name: e.type for e in graph.entities()}
             scope = set(named.values())
             if said.scope == NAMED:
-                scope |= parts(static, scope) | places(domain, {e: everything[e] for e in scope}, owns,
-                                                               everything)
+                scope |= parts(static, scope) | wholes(static, scope, owns) | places(
+                    domain, {e: everything[e] for e in scope}, owns, everything)
             entities = {e: everything[e] for e in sorted(scope, key=natural)}
             present, alone = kinds_present(domain, set(everything.values())), sole(everything)
             cands = (literals(domain, entities, said.scope, said.kinds, present, alone)

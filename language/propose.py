@@ -78,6 +78,29 @@ def tokens(text: str) -> list[str]:
     return re.findall(r"[a-z0-9]+", text.lower())
 
 
+def spelled_out(mention: str, names: Iterable[str]) -> list[str]:
+    """The entities whose whole names a copied phrase spells out one after another ("Jennifer the magenta pen":
+    jennifer, magenta_pen; a possessive's "s" and words between names are skipped), the longest name first at each
+    word; [] where it spells fewer than two (the phrase then names one thing, matched by meaning)."""
+    words = [w for w in tokens(mention) if w != "s"]
+    by_first: dict[str, list[tuple[str, ...]]] = defaultdict(list)
+    full = {}
+    for n in names:
+        if t := tuple(tokens(n)):
+            by_first[t[0]].append(t)
+            full[t] = n
+    out, i = [], 0
+    while i < len(words):
+        fits = [t for t in by_first.get(words[i], ()) if tuple(words[i:i + len(t)]) == t]
+        if fits:
+            t = max(fits, key=len)
+            out.append(full[t])
+            i += len(t)
+        else:
+            i += 1
+    return list(dict.fromkeys(out)) if len(set(out)) > 1 else []
+
+
 def ids() -> Iterable[str]:
     """a, b, ..., z, aa, ab, ...: short ids a grammar writes in one or two tokens."""
     for n in itertools.count(1):
@@ -243,6 +266,10 @@ def ground(llm: LLM, graph: WorldGraph, first: Messages, text: str, mentions: li
     index = entity_index(graph)
     names = index.names
     named = {m: a for m, a in answers.items() if m in mentions and a in index.texts}
+    for m in [m for m in mentions if m not in named]:  # one phrase copied for two things: each by its whole name
+        if parts := spelled_out(m, names):
+            mentions = [x for x in mentions if x != m]
+            named |= {words(e): e for e in parts}
     asked = [m for m in mentions if m not in named]
     if not asked or not names:
         return named

@@ -152,3 +152,43 @@ def test_a_room_alone_proposes_the_goals_over_its_fixtures(world: WorldGraph) ->
     out = goals.choose(llm, world, "Make sure the light in the bedroom is off.")
     assert out.goal == "(and (not (switched_on bedroom_light)))", out.error
     assert "- bedroom light is switched on" in llm.prompts[1][-1]["content"].split("\n")
+
+
+def test_a_phrase_spelling_out_two_names_names_both(world: WorldGraph) -> None:
+    """"Sandra the dune book" copied as one phrase: it spells out the whole names of a person and a book, so both are
+    named (matched by meaning, the phrase named only one, and nothing could be proposed for handing it over)."""
+    llm = ScriptedLLM([json.dumps({"scope": "named", "mentions": ["Sandra the dune book"], "kinds": []}),
+                       json.dumps({"held_by": "item dune book is held by person sandra"})])
+    out = goals.choose(llm, world, "Hand Sandra the dune book.")
+    assert out.goal == "(and (held_by dune_book sandra))", out.error
+    assert len(llm.prompts) == 2  # no question which one the phrase names
+    assert "- item dune book is held by person sandra" in llm.prompts[1][-1]["content"].split("\n")
+
+
+SHELVES = """(define (problem shelves) (:domain simulation)
+  (:objects lisa - person lisa_scarf - cloth david_bedroom den - room david_bedroom_shelf den_shelf - shelf
+            shelf_level_3 shelf_level_4 - shelf_level)
+  (:init (person_in_room lisa den) (room_has david_bedroom david_bedroom_shelf) (room_has den den_shelf)
+         (shelf_has_level david_bedroom_shelf shelf_level_3) (shelf_has_level david_bedroom_shelf shelf_level_4)
+         (shelf_has_level den_shelf shelf_level_3) (shelf_has_level den_shelf shelf_level_4)
+         (placed_at_shelf lisa_scarf den_shelf) (on_shelf_level lisa_scarf shelf_level_4)))"""
+
+
+def test_a_named_level_in_a_named_room_proposes_that_rooms_shelf(tmp_path: Path) -> None:
+    """"level 3 of the shelf in David's bedroom" copied without the shelf: every shelf has a level 3, and the shelf of
+    the named room that has it is the one proposed (not the den's)."""
+    from kgplan.domains.model import Problem
+    from kgplan.graph.backends import open_graph
+
+    g = open_graph(f"sqlite:{tmp_path / 'g.db'}")
+    g.init(simulation(tmp_path))
+    g.load_problem(Problem.parse(SHELVES, "shelves"))
+    llm = ScriptedLLM([json.dumps({"scope": "named", "mentions": ["Lisa's scarf", "level 3", "David's bedroom"],
+                                   "kinds": []}),
+                       json.dumps({"on_shelf_level": "lisa scarf is on shelf level 3",
+                                   "placed_at_shelf": "lisa scarf is on david bedroom shelf"})])
+    out = goals.choose(llm, g, "Place Lisa's scarf on level 3 of the shelf in David's bedroom.")
+    assert out.goal == ("(and (on_shelf_level lisa_scarf shelf_level_3) "
+                        "(placed_at_shelf lisa_scarf david_bedroom_shelf))"), out.error
+    lines = llm.prompts[1][-1]["content"].split("\n")
+    assert "- lisa scarf is on david bedroom shelf" in lines and not any("den shelf" in x for x in lines)

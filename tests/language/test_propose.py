@@ -198,3 +198,15 @@ def test_the_bundled_l3mp_examples_answer_with_their_candidates(tmp_path: Path) 
         wanted = {f"{how}: {domain.gloss(a.predicate, [propose.words(x) for x in a.args])}"
                   for key, how in (("true", "now"), ("false", "no longer")) for a in (F(f).atom for f in meta[key])}
         assert picked == wanted, ex.text
+
+
+def test_a_phrase_spelling_out_two_names_names_both(world: WorldGraph) -> None:
+    """"Sandra the dune book" copied as one phrase names the person and the book (each by its whole name), so the
+    handing is proposed; matched by meaning, the phrase named only one of them."""
+    text = "Lena handed Sandra the dune book."
+    llm = ScriptedLLM([json.dumps({"mentions": ["Lena", "Sandra the dune book"]}),
+                       lambda m: json.dumps(chosen(m, held_by="now: item dune book is held by person sandra"))])
+    out = propose.tell(llm, world, text)
+    assert out.change is not None and len(llm.prompts) == 2, out.error
+    assert F("(held_by dune_book sandra)") in out.change.delta.add
+    assert F("(on dune_book bookshelf)") in out.change.delta.remove
