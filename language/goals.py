@@ -35,15 +35,13 @@ from kgplan.domains.model import Domain
 from kgplan.errors import InputError
 from kgplan.graph.world import WorldGraph
 from kgplan.language.llm import LLM, LLMError, choice, enum_model
-from kgplan.language.prompts import Messages, choose_goal_messages
+from kgplan.language.prompts import Messages, candidate_lines, choose_goal_messages
 from kgplan.language.propose import (
     MAX_MENTIONS,
     NONE,
     Candidate,
     _named,
     _Stage,
-    answer,
-    choice_schema,
     conflict,
     replaced,
     which,
@@ -138,7 +136,8 @@ def parts(facts: Iterable[GroundAtom], named: Collection[str]) -> set[str]:
 
 def wholes(facts: Iterable[GroundAtom], named: Collection[str], owns: dict[str, set[str]]) -> set[str]:
     """What a named part belongs to within a named place, where parts and wholes are many to many: the shelf of a
-    named room that has a named level, which every shelf has ("the 3rd level of the shelf in David's bedroom" copied without the shelf)."""
+    named room that has a named level, which every shelf has ("the 3rd level of the shelf in David's bedroom" copied
+    without the shelf)."""
     pairs = [a for a in facts if len(a.args) == 2]
     shared, several = Counter((p, y) for p, (_, y) in pairs), Counter((p, x) for p, (x, _) in pairs)
     theirs = {f for o in named for f in owns.get(o, ())}
@@ -164,8 +163,25 @@ def natural(name: str) -> tuple:
     return tuple(int(x) if x.isdigit() else x for x in re.split(r"(\d+)", name))
 
 
-def lines(cands: list[Literal]) -> str:
-    return "\n".join(f"- {c.id}" for c in cands)
+def shown(cands: list[Literal]) -> str:
+    return candidate_lines(c.id for c in cands)
+
+
+def choice_schema(cands: list[Candidate]) -> type[BaseModel]:
+    """One choice per predicate among its candidates' ids, or "none" (a small model weighs each in turn)."""
+    groups: dict[str, list[str]] = {}
+    for c in cands:
+        groups.setdefault(c.atom.predicate, []).append(c.id)
+    return enum_model("Choice", **{p: (choice([*ids, NONE]), NONE) for p, ids in groups.items()})
+
+
+def answer(cands: list[Candidate], chosen: Collection[str]) -> dict[str, str]:
+    """The reply to `choice_schema(cands)` that chooses the ids `chosen` (one per predicate)."""
+    out = {c.atom.predicate: NONE for c in cands}
+    for c in cands:
+        if c.id in chosen and out[c.atom.predicate] == NONE:
+            out[c.atom.predicate] = c.id
+    return out
 
 
 @dataclass(frozen=True)
@@ -189,7 +205,7 @@ def examples(domain: Domain) -> list[Example]:
         if not (goal := set(ex["goal"])) <= {c.pddl for c in cands}:
             continue  # a literal this domain cannot say (another domain's predicate)
         out.append(Example(ex["text"], {"scope": ex["scope"], "mentions": ex["mentions"], "kinds": kinds},
-                           lines(cands), answer(cands, {c.id for c in cands if c.pddl in goal})))
+                           shown(cands), answer(cands, {c.id for c in cands if c.pddl in goal})))
     return out
 
 
@@ -200,9 +216,9 @@ def choose(llm: LLM, graph: WorldGraph, task: str, *, answers: dict[str, str] | 
     out = out or Outcome(task)
     answers = dict(answers or {})
     domain = graph.domain
-    shown = [(e.text, e.first, e.lines, e.answer) for e in examples(domain)]
+    shots = [(e.text, e.first, e.lines, e.answer) for e in examples(domain)]
     try:
-        first = choose_goal_messages(domain, shown, task)
+        first = choose_goal_messages(domain, shots, task)
         said, named, static, owns = _named(llm, graph, task, "words", first, words_schema(domain), answers, out)
         if out.clarification:
             return out
@@ -225,8 +241,7 @@ def choose(llm: LLM, graph: WorldGraph, task: str, *, answers: dict[str, str] | 
                 ", ".join(map(words, sorted(scope))) if scope else "anything the graph holds")
             return out
         with _Stage(out, "choose"):
-            reply, record = llm.complete(choose_goal_messages(domain, shown, task, lines(cands)),
-                                         choice_schema(cands))
+            reply, record = llm.complete(choose_goal_messages(domain, shots, task, shown(cands)), choice_schema(cands))
             out.calls.append(record)
         by_id = {c.id: c for c in cands}
         chosen = [by_id[i] for i in reply.model_dump().values() if i != NONE]

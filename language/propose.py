@@ -60,7 +60,8 @@ Mentions = enum_model("Mentions", mentions=(
 
 @dataclass(frozen=True)
 class Candidate:
-    """A single-fact change: `atom` becomes true (`value`) or stops being true."""
+    """A single-fact change: `atom` becomes true (`value`) or stops being true; its id is how it is shown ("now:
+    wren holds ivo scarf")."""
 
     id: str
     atom: GroundAtom
@@ -139,7 +140,7 @@ def candidates(domain: Domain, entities: dict[str, str], state: Collection[Groun
     """The single-fact changes the domain admits over the entities the sentence named (name -> type): not over
     what they own (a room's light is proposed when the light is named, not for the room; an item picked up in
     a room gets no candidate place on the room's table): a small model chooses worse among more candidates."""
-    out, fresh, replaceable = [], ids(), replaced(domain)
+    out, replaceable = [], replaced(domain)
     for p in sorted(changing(domain)):
         params = domain.predicates[p].params
         objects = [[e for e, t in entities.items() if domain.accepts(a.types, t)] for a in params]
@@ -152,28 +153,17 @@ def candidates(domain: Domain, entities: dict[str, str], state: Collection[Groun
             elif p not in replaceable:
                 out.append((atom, False))
     out.sort(key=lambda c: not c[1])  # what may become true first
-    return [Candidate(next(fresh), atom, value) for atom, value in out]
+    shown = [f"{'now' if value else 'no longer'}: {domain.gloss(atom.predicate, [words(a) for a in atom.args])}"
+             for atom, value in out]
+    twice = {x for x, n in Counter(shown).items() if n > 1}
+    return [Candidate(f"{said} ({words(atom.predicate)})" if said in twice else said, atom, value)
+            for said, (atom, value) in zip(shown, out, strict=True)]
 
 
-def choice_schema(cands: list[Candidate]) -> type[BaseModel]:
-    """One choice per predicate among its candidates' ids, or "none" (a small model weighs each in turn)."""
-    groups: dict[str, list[str]] = {}
-    for c in cands:
-        groups.setdefault(c.atom.predicate, []).append(c.id)
-    return enum_model("Choice", **{p: (choice([*ids, NONE]), NONE) for p, ids in groups.items()})
-
-
-def answer(cands: list[Candidate], chosen: Collection[str]) -> dict[str, str]:
-    """The reply to `choice_schema(cands)` that chooses the ids `chosen` (one per predicate)."""
-    out = {c.atom.predicate: NONE for c in cands}
-    for c in cands:
-        if c.id in chosen and out[c.atom.predicate] == NONE:
-            out[c.atom.predicate] = c.id
-    return out
-
-
-def gloss(domain: Domain, c: Candidate) -> str:
-    return domain.gloss(c.atom.predicate, [words(a) for a in c.atom.args])
+def changes_schema(cands: list[Candidate]) -> type[BaseModel]:
+    """The changes that happened, each one of the candidates as shown: a list, not a choice per predicate, whose
+    answer a small model copies from the worked examples' answer for the same predicate."""
+    return enum_model("Changes", changes=(list[choice(c.id for c in cands)], Field(max_length=len(cands))))
 
 
 def replacements(domain: Domain, add: Iterable[GroundAtom], facts_about: Callable[[list[str]], Iterable[GroundAtom]],
@@ -207,7 +197,7 @@ class Example:
     text: str
     mentions: list[str]
     lines: str  # the candidates as shown
-    answer: dict[str, str]  # the reply: predicate -> the id chosen, or "none"
+    answer: dict[str, list[str]]  # the reply: the changes that happened
 
 
 def examples(domain: Domain) -> list[Example]:
@@ -222,9 +212,8 @@ def examples(domain: Domain) -> list[Example]:
                 a.predicate not in domain.predicates for a in [*init, *truth]):
             continue
         cands = candidates(domain, {n: objects[n] for n in ex["named"]}, set(init))
-        right = {c.id for c in cands if truth.get(c.atom) == c.value}
-        out.append(Example(ex["text"], list(ex["mentions"]),
-                           candidate_lines((c.id, c.value, gloss(domain, c)) for c in cands), answer(cands, right)))
+        out.append(Example(ex["text"], list(ex["mentions"]), candidate_lines(c.id for c in cands),
+                           {"changes": [c.id for c in cands if truth.get(c.atom) == c.value]}))
     return out
 
 
@@ -359,15 +348,14 @@ def tell(llm: LLM, graph: WorldGraph, text: str, *, answers: dict[str, str] | No
                 ", ".join(map(words, sorted(scope))) if scope else "anything the graph holds")
             return out
         with _Stage(out, "choose"):
-            schema = choice_schema(cands)
-            lines = candidate_lines((c.id, c.value, gloss(domain, c)) for c in cands)
-            chosen_reply, record = llm.complete(propose_messages(shown, text, lines), schema)
+            chosen_reply, record = llm.complete(propose_messages(shown, text, candidate_lines(c.id for c in cands)),
+                                                changes_schema(cands))
             out.calls.append(record)
     except LLMError as e:
         out.error, out.failed = str(e), e
         return out
     by_id = {c.id: c for c in cands}
-    chosen = [by_id[i] for i in chosen_reply.model_dump().values() if i != NONE]
+    chosen = [by_id[i] for i in dict.fromkeys(chosen_reply.changes)]
     return _apply(llm, graph, first, out, chosen, len(cands), named, answers, record.model, dry_run, lock)
 
 
