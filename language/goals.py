@@ -38,11 +38,11 @@ from kgplan.language.llm import LLM, LLMError, choice, enum_model
 from kgplan.language.prompts import Messages, candidate_lines, choose_goal_messages
 from kgplan.language.propose import (
     MAX_MENTIONS,
-    NONE,
     Candidate,
     _named,
     _Stage,
     conflict,
+    listed,
     replaced,
     which,
     words,
@@ -167,29 +167,12 @@ def shown(cands: list[Literal]) -> str:
     return candidate_lines(c.id for c in cands)
 
 
-def choice_schema(cands: list[Candidate]) -> type[BaseModel]:
-    """One choice per predicate among its candidates' ids, or "none" (a small model weighs each in turn)."""
-    groups: dict[str, list[str]] = {}
-    for c in cands:
-        groups.setdefault(c.atom.predicate, []).append(c.id)
-    return enum_model("Choice", **{p: (choice([*ids, NONE]), NONE) for p, ids in groups.items()})
-
-
-def answer(cands: list[Candidate], chosen: Collection[str]) -> dict[str, str]:
-    """The reply to `choice_schema(cands)` that chooses the ids `chosen` (one per predicate)."""
-    out = {c.atom.predicate: NONE for c in cands}
-    for c in cands:
-        if c.id in chosen and out[c.atom.predicate] == NONE:
-            out[c.atom.predicate] = c.id
-    return out
-
-
 @dataclass(frozen=True)
 class Example:
     text: str
     first: dict  # the first reply: scope, mentions, kinds
     lines: str  # the candidates as shown
-    answer: dict[str, str]  # the second reply: predicate -> the gloss chosen, or "none"
+    answer: dict[str, list[str]]  # the second reply: the goal's conditions as shown
 
 
 def examples(domain: Domain) -> list[Example]:
@@ -205,7 +188,7 @@ def examples(domain: Domain) -> list[Example]:
         if not (goal := set(ex["goal"])) <= {c.pddl for c in cands}:
             continue  # a literal this domain cannot say (another domain's predicate)
         out.append(Example(ex["text"], {"scope": ex["scope"], "mentions": ex["mentions"], "kinds": kinds},
-                           shown(cands), answer(cands, {c.id for c in cands if c.pddl in goal})))
+                           shown(cands), {"conditions": [c.id for c in cands if c.pddl in goal]}))
     return out
 
 
@@ -241,10 +224,11 @@ def choose(llm: LLM, graph: WorldGraph, task: str, *, answers: dict[str, str] | 
                 ", ".join(map(words, sorted(scope))) if scope else "anything the graph holds")
             return out
         with _Stage(out, "choose"):
-            reply, record = llm.complete(choose_goal_messages(domain, shots, task, shown(cands)), choice_schema(cands))
+            reply, record = llm.complete(choose_goal_messages(domain, shots, task, shown(cands)),
+                                         listed("Goal", "conditions", cands))
             out.calls.append(record)
         by_id = {c.id: c for c in cands}
-        chosen = [by_id[i] for i in reply.model_dump().values() if i != NONE]
+        chosen = [by_id[i] for i in dict.fromkeys(reply.conditions)]
         chosen = _one_of_each_conflict(llm, domain, first, chosen, answers, out)
     except LLMError as e:
         out.error = str(e)

@@ -53,7 +53,6 @@ TIE = 0.9  # entities of the best one's type fitting a word at least this share 
 MAX_OPTIONS = 8  # of those, the best, for the model to choose from (or to say the sentence does not tell)
 OWNED_FIRST = 0.7  # an owned entity is taken when it fits at least this share of the best fit
 MAX_MENTIONS = 8
-NONE = "none"  # a predicate none of whose candidates happened
 Mentions = enum_model("Mentions", mentions=(
     list[Annotated[str, StringConstraints(min_length=1, max_length=48)]], Field(max_length=MAX_MENTIONS)))
 
@@ -160,10 +159,11 @@ def candidates(domain: Domain, entities: dict[str, str], state: Collection[Groun
             for said, (atom, value) in zip(shown, out, strict=True)]
 
 
-def changes_schema(cands: list[Candidate]) -> type[BaseModel]:
-    """The changes that happened, each one of the candidates as shown: a list, not a choice per predicate, whose
-    answer a small model copies from the worked examples' answer for the same predicate."""
-    return enum_model("Changes", changes=(list[choice(c.id for c in cands)], Field(max_length=len(cands))))
+def listed(name: str, field: str, cands: list[Candidate]) -> type[BaseModel]:
+    """A reply listing candidates, each as shown (the changes that happened, the conditions of a goal): a list, not a
+    choice per predicate, where a small model copies the worked examples' answer for the same predicate and, made to
+    answer for every predicate, picks some for predicates the text does not speak of."""
+    return enum_model(name, **{field: (list[choice(c.id for c in cands)], Field(max_length=len(cands)))})
 
 
 def replacements(domain: Domain, add: Iterable[GroundAtom], facts_about: Callable[[list[str]], Iterable[GroundAtom]],
@@ -349,7 +349,7 @@ def tell(llm: LLM, graph: WorldGraph, text: str, *, answers: dict[str, str] | No
             return out
         with _Stage(out, "choose"):
             chosen_reply, record = llm.complete(propose_messages(shown, text, candidate_lines(c.id for c in cands)),
-                                                changes_schema(cands))
+                                                listed("Changes", "changes", cands))
             out.calls.append(record)
     except LLMError as e:
         out.error, out.failed = str(e), e
