@@ -11,7 +11,7 @@ A task in English becomes a PDDL goal in four stages, each accounted (seconds, t
    (a light may be off; a thing is always somewhere); for all things of a kind the same literals with one place
    quantified over a type that has objects (``(forall (?x - phone) (not (phone_ringing ?x)))``), the other places
    filled by named entities; the kinds named narrow a place's types where they fit it;
-4. `choose`: the model picks, for each predicate with candidates, one literal or "none" (enums in the schema); two
+4. `choose`: the model lists the literals the task asks for, copied as shown (a list of enums in the schema); two
    chosen facts that an invariant excludes are a question to the model, then a `Clarification`. The goal is their
    conjunction, checked against the domain and the graph's objects (domains.verify.check_goal).
 

@@ -243,7 +243,7 @@ def propose_messages(examples: Iterable[tuple[str, list[str], str, dict]], text:
                      candidates: str | None = None) -> Messages:
     """Propose, then choose: the words naming people, rooms and things in a sentence (without `candidates`), or
     which candidate changes (`candidate_lines`) it says happened. Both share one prefix, the instructions and the
-    worked examples (sentence, its words, its candidates, the choice per predicate), so that a llama.cpp server
+    worked examples (sentence, its words, its candidates, the changes listed), so that a llama.cpp server
     computes it once; the sentence comes last."""
     shots = [(ex, {"mentions": words}, lines, ids) for ex, words, lines, ids in examples]
     return _two_questions(PROPOSE_SYSTEM, "Sentence", shots, text, candidates)

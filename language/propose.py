@@ -13,8 +13,8 @@ A state change in English becomes a verified delta in four stages, each accounte
    a `Clarification` with those entities, not a guess;
 3. `candidates`: the single-fact changes the domain admits for the named entities: every type-correct atom of
    a changing predicate over them that is false now (it may become true), and every true one that no
-   exactly-one invariant replaces (it may stop being true); shown as glosses with ids;
-4. `choose`: the model picks, for each predicate with candidates, one id or "none" (enums in the schema). The
+   exactly-one invariant replaces (it may stop being true); shown as glosses ("now: wren holds ivo scarf");
+4. `choose`: the model lists the candidates that happened, copied as shown (a list of enums in the schema). The
    old place or value of what it makes true is removed by the domain's exactly-one invariants, never by the
    model; two chosen facts that the invariants exclude are a targeted question to the model, then (if the
    sentence does not tell) a `Clarification` between them. Each fact of the delta records how it was chosen
