@@ -7,8 +7,9 @@ A state change in English becomes a verified delta in four stages, each accounte
    short strings; worked examples first);
 2. `ground`: MiniLM embeddings match each to an entity. The entities a matched entity owns through a
    static fact (a room's fixtures; not a shelf level that every shelf has) are tried first for the other
-   words. Of the entities of the best one's type, those whose whole name the sentence spells out come first
-   (the model often copies "the bedroom" from "Amy's bedroom"). Where several entities of a type fit a word
+   words where they are of the kind the word best fits ("the sink": the kitchen's; "the book": not the
+   living room's bookshelf). Of the entities of the best one's type, those whose whole name the sentence spells
+   out come first (the model often copies "the bedroom" from "Amy's bedroom"). Where several entities of a type fit a word
    about as well, the model chooses among them or says the sentence does not tell which: then the outcome is
    a `Clarification` with those entities, not a guess;
 3. `candidates`: the single-fact changes the domain admits for the named entities: every type-correct atom of
@@ -270,7 +271,9 @@ def ground(llm: LLM, graph: WorldGraph, first: Messages, text: str, mentions: li
         if m not in best:
             continue
         anchors = {named.get(w, e) for w, e in best.items() if w != m} | set(named.values())
-        pool = [j for j, n in enumerate(names) if any(n in owns.get(a, ()) for a in anchors)]
+        k = types.get(names[int(row.argmax())], "object")
+        pool = [j for j, n in enumerate(names) if any(n in owns.get(a, ()) for a in anchors)
+                and (graph.domain.is_subtype(t := types.get(n, "object"), k) or graph.domain.is_subtype(k, t))]
         if not pool or row[pool].max() < OWNED_FIRST * row.max():
             pool = list(range(len(names)))
         top = max(pool, key=lambda j: row[j])

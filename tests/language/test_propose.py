@@ -207,3 +207,14 @@ def test_a_phrase_spelling_out_two_names_names_both(world: WorldGraph) -> None:
     assert out.change is not None and len(llm.prompts) == 2, out.error
     assert F("(held_by dune_book sandra)") in out.change.delta.add
     assert F("(on dune_book bookshelf)") in out.change.delta.remove
+
+
+def test_a_named_rooms_fixture_is_preferred_only_of_the_kind_the_word_fits(world: WorldGraph) -> None:
+    """The living room's bookshelf fits "the book" nearly as well as the dune book does: a named room's fixtures come
+    first among things of the kind the word best fits (which table, which sink), not over a thing of another kind."""
+    text = "Lena went to the living room and picked up the book."
+    llm = ScriptedLLM([json.dumps({"mentions": ["Lena", "the living room", "the book"]}),
+                       chosen("now: item dune book is held by person lena")])
+    out = propose.tell(llm, world, text)
+    assert out.change is not None, out.error
+    assert F("(held_by dune_book lena)") in out.change.delta.add
