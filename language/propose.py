@@ -9,9 +9,9 @@ A state change in English becomes a verified delta in four stages, each accounte
    static fact (a room's fixtures; not a shelf level that every shelf has) are tried first for the other
    words where they are of the kind the word best fits ("the sink": the kitchen's; "the book": not the
    living room's bookshelf). Of the entities of the best one's type, those whose whole name the sentence spells
-   out come first (the model often copies "the bedroom" from "Amy's bedroom"). Where several entities of a type fit a word
-   about as well, the model chooses among them or says the sentence does not tell which: then the outcome is
-   a `Clarification` with those entities, not a guess;
+   out come first (the model often copies "the bedroom" from "Amy's bedroom"). Where several entities of a type
+   fit a word about as well, the model chooses among them or says the sentence does not tell which: then the
+   outcome is a `Clarification` with those entities, not a guess;
 3. `candidates`: the single-fact changes the domain admits for the named entities: every type-correct atom of
    a changing predicate over them that is false now (it may become true), and every true one that no
    exactly-one invariant replaces (it may stop being true); shown as glosses ("now: wren holds ivo scarf");
