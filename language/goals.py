@@ -35,14 +35,13 @@ from kgplan.domains.model import Domain
 from kgplan.errors import InputError
 from kgplan.graph.world import WorldGraph
 from kgplan.language.llm import LLM, LLMError, choice, enum_model
-from kgplan.language.prompts import Messages, candidate_lines, choose_goal_messages
+from kgplan.language.prompts import Messages, choose_goal_messages
 from kgplan.language.propose import (
     MAX_MENTIONS,
     Candidate,
     _named,
     _Stage,
     conflict,
-    listed,
     replaced,
     which,
     words,
@@ -164,7 +163,13 @@ def natural(name: str) -> tuple:
 
 
 def shown(cands: list[Literal]) -> str:
-    return candidate_lines(c.id for c in cands)
+    return "\n".join(f"- {c.id}" for c in cands)
+
+
+def listed(cands: list[Literal]) -> type[BaseModel]:
+    """The reply listing the goal's conditions, each as shown: a list, not a choice per predicate (made to answer for
+    every predicate, the 0.5B picked some for predicates the task does not speak of)."""
+    return enum_model("Goal", conditions=(list[choice(c.id for c in cands)], Field(max_length=len(cands))))
 
 
 @dataclass(frozen=True)
@@ -225,7 +230,7 @@ def choose(llm: LLM, graph: WorldGraph, task: str, *, answers: dict[str, str] | 
             return out
         with _Stage(out, "choose"):
             reply, record = llm.complete(choose_goal_messages(domain, shots, task, shown(cands)),
-                                         listed("Goal", "conditions", cands))
+                                         listed(cands))
             out.calls.append(record)
         by_id = {c.id: c for c in cands}
         chosen = [by_id[i] for i in dict.fromkeys(reply.conditions)]

@@ -232,18 +232,18 @@ PROPOSE_SYSTEM = (
     "You keep the world model of a home up to date from sentences. Given a sentence alone, copy, word for word, "
     "every phrase of it that names a person, a room or a thing (furniture, devices, windows, lights, objects), each "
     "with the words that say whose or where it is. "
-    "Given a sentence and candidate changes, list the candidates that the sentence says happened (a state that is "
-    "now true, or one that is no longer true), copied as shown; list nothing the sentence does not say (old places "
-    "and states are removed by themselves). Answer with JSON only, following the given "
+    "Given a sentence and candidate changes, choose for each kind of change the candidate that the sentence says "
+    "happened (a state that is now true, or one that is no longer true), or none; choose nothing the sentence "
+    "does not say (old places and states are removed by themselves). Answer with JSON only, following the given "
     "schema.")
 UNCLEAR = "unclear"
 
 
-def propose_messages(examples: Iterable[tuple[str, list[str], str, dict]], text: str,
+def propose_messages(examples: Iterable[tuple[str, list[str], str, dict[str, str]]], text: str,
                      candidates: str | None = None) -> Messages:
     """Propose, then choose: the words naming people, rooms and things in a sentence (without `candidates`), or
     which candidate changes (`candidate_lines`) it says happened. Both share one prefix, the instructions and the
-    worked examples (sentence, its words, its candidates, the changes listed), so that a llama.cpp server
+    worked examples (sentence, its words, its candidates, the choice per predicate), so that a llama.cpp server
     computes it once; the sentence comes last."""
     shots = [(ex, {"mentions": words}, lines, ids) for ex, words, lines, ids in examples]
     return _two_questions(PROPOSE_SYSTEM, "Sentence", shots, text, candidates)
@@ -304,9 +304,9 @@ def which_messages(first: Messages, question: str, options: str) -> Messages:
                       f"Answer with one of the options, or \"{UNCLEAR}\" if it does not tell."}]
 
 
-def candidate_lines(shown: Iterable[str]) -> str:
-    """Candidates as the model reads them, one a line."""
-    return "\n".join(f"- {x}" for x in shown)
+def candidate_lines(candidates: Iterable[tuple[str, bool, str]]) -> str:
+    """Candidates (id, becomes true, gloss) as the model reads them."""
+    return "\n".join(f"{i}) {'now' if value else 'no longer'}: {gloss}" for i, value, gloss in candidates)
 
 
 # ---- feedback on a refused reply ----------------------------------------------------------------------

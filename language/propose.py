@@ -14,8 +14,8 @@ A state change in English becomes a verified delta in four stages, each accounte
    outcome is a `Clarification` with those entities, not a guess;
 3. `candidates`: the single-fact changes the domain admits for the named entities: every type-correct atom of
    a changing predicate over them that is false now (it may become true), and every true one that no
-   exactly-one invariant replaces (it may stop being true); shown as glosses ("now: wren holds ivo scarf");
-4. `choose`: the model lists the candidates that happened, copied as shown (a list of enums in the schema). The
+   exactly-one invariant replaces (it may stop being true); shown as glosses with ids;
+4. `choose`: the model picks, for each predicate with candidates, one id or "none" (enums in the schema). The
    old place or value of what it makes true is removed by the domain's exactly-one invariants, never by the
    model; two chosen facts that the invariants exclude are a targeted question to the model, then (if the
    sentence does not tell) a `Clarification` between them. Each fact of the delta records how it was chosen
@@ -54,14 +54,14 @@ TIE = 0.9  # entities of the best one's type fitting a word at least this share 
 MAX_OPTIONS = 8  # of those, the best, for the model to choose from (or to say the sentence does not tell)
 OWNED_FIRST = 0.7  # an owned entity is taken when it fits at least this share of the best fit
 MAX_MENTIONS = 8
+NONE = "none"  # a predicate none of whose candidates happened
 Mentions = enum_model("Mentions", mentions=(
     list[Annotated[str, StringConstraints(min_length=1, max_length=48)]], Field(max_length=MAX_MENTIONS)))
 
 
 @dataclass(frozen=True)
 class Candidate:
-    """A single-fact change: `atom` becomes true (`value`) or stops being true; its id is how it is shown ("now:
-    wren holds ivo scarf")."""
+    """A single-fact change: `atom` becomes true (`value`) or stops being true."""
 
     id: str
     atom: GroundAtom
@@ -140,7 +140,7 @@ def candidates(domain: Domain, entities: dict[str, str], state: Collection[Groun
     """The single-fact changes the domain admits over the entities the sentence named (name -> type): not over
     what they own (a room's light is proposed when the light is named, not for the room; an item picked up in
     a room gets no candidate place on the room's table): a small model chooses worse among more candidates."""
-    out, replaceable = [], replaced(domain)
+    out, fresh, replaceable = [], ids(), replaced(domain)
     for p in sorted(changing(domain)):
         params = domain.predicates[p].params
         objects = [[e for e, t in entities.items() if domain.accepts(a.types, t)] for a in params]
@@ -153,18 +153,28 @@ def candidates(domain: Domain, entities: dict[str, str], state: Collection[Groun
             elif p not in replaceable:
                 out.append((atom, False))
     out.sort(key=lambda c: not c[1])  # what may become true first
-    shown = [f"{'now' if value else 'no longer'}: {domain.gloss(atom.predicate, [words(a) for a in atom.args])}"
-             for atom, value in out]
-    twice = {x for x, n in Counter(shown).items() if n > 1}
-    return [Candidate(f"{said} ({words(atom.predicate)})" if said in twice else said, atom, value)
-            for said, (atom, value) in zip(shown, out, strict=True)]
+    return [Candidate(next(fresh), atom, value) for atom, value in out]
 
 
-def listed(name: str, field: str, cands: list[Candidate]) -> type[BaseModel]:
-    """A reply listing candidates, each as shown (the changes that happened, the conditions of a goal): a list, not a
-    choice per predicate, where a small model copies the worked examples' answer for the same predicate and, made to
-    answer for every predicate, picks some for predicates the text does not speak of."""
-    return enum_model(name, **{field: (list[choice(c.id for c in cands)], Field(max_length=len(cands)))})
+def choice_schema(cands: list[Candidate]) -> type[BaseModel]:
+    """One choice per predicate among its candidates' ids, or "none" (a small model weighs each in turn)."""
+    groups: dict[str, list[str]] = {}
+    for c in cands:
+        groups.setdefault(c.atom.predicate, []).append(c.id)
+    return enum_model("Choice", **{p: (choice([*ids, NONE]), NONE) for p, ids in groups.items()})
+
+
+def answer(cands: list[Candidate], chosen: Collection[str]) -> dict[str, str]:
+    """The reply to `choice_schema(cands)` that chooses the ids `chosen` (one per predicate)."""
+    out = {c.atom.predicate: NONE for c in cands}
+    for c in cands:
+        if c.id in chosen and out[c.atom.predicate] == NONE:
+            out[c.atom.predicate] = c.id
+    return out
+
+
+def gloss(domain: Domain, c: Candidate) -> str:
+    return domain.gloss(c.atom.predicate, [words(a) for a in c.atom.args])
 
 
 def replacements(domain: Domain, add: Iterable[GroundAtom], facts_about: Callable[[list[str]], Iterable[GroundAtom]],
@@ -198,7 +208,7 @@ class Example:
     text: str
     mentions: list[str]
     lines: str  # the candidates as shown
-    answer: dict[str, list[str]]  # the reply: the changes that happened
+    answer: dict[str, str]  # the reply: predicate -> the id chosen, or "none"
 
 
 def examples(domain: Domain) -> list[Example]:
@@ -213,8 +223,9 @@ def examples(domain: Domain) -> list[Example]:
                 a.predicate not in domain.predicates for a in [*init, *truth]):
             continue
         cands = candidates(domain, {n: objects[n] for n in ex["named"]}, set(init))
-        out.append(Example(ex["text"], list(ex["mentions"]), candidate_lines(c.id for c in cands),
-                           {"changes": [c.id for c in cands if truth.get(c.atom) == c.value]}))
+        right = {c.id for c in cands if truth.get(c.atom) == c.value}
+        out.append(Example(ex["text"], list(ex["mentions"]),
+                           candidate_lines((c.id, c.value, gloss(domain, c)) for c in cands), answer(cands, right)))
     return out
 
 
@@ -351,14 +362,15 @@ def tell(llm: LLM, graph: WorldGraph, text: str, *, answers: dict[str, str] | No
                 ", ".join(map(words, sorted(scope))) if scope else "anything the graph holds")
             return out
         with _Stage(out, "choose"):
-            chosen_reply, record = llm.complete(propose_messages(shown, text, candidate_lines(c.id for c in cands)),
-                                                listed("Changes", "changes", cands))
+            schema = choice_schema(cands)
+            lines = candidate_lines((c.id, c.value, gloss(domain, c)) for c in cands)
+            chosen_reply, record = llm.complete(propose_messages(shown, text, lines), schema)
             out.calls.append(record)
     except LLMError as e:
         out.error, out.failed = str(e), e
         return out
     by_id = {c.id: c for c in cands}
-    chosen = [by_id[i] for i in dict.fromkeys(chosen_reply.changes)]
+    chosen = [by_id[i] for i in chosen_reply.model_dump().values() if i != NONE]
     return _apply(llm, graph, first, out, chosen, len(cands), named, answers, record.model, dry_run, lock)
 
 

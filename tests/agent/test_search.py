@@ -164,6 +164,10 @@ def test_a_tell_during_a_search_is_applied_while_the_search_goes_on(tmp_path: Pa
             waited.append(told.wait(120))  # False (after 120 s, not a hang) if the tell waits for the search
         return ActionScores(scores=[])
 
+    def choose_in(messages: list[dict]) -> dict[str, str]:
+        line = next(x for x in messages[-1]["content"].split("\n") if "now: item milk is in or on place counter" in x)
+        return {"in": line.split(")")[0]}
+
     llm = ScriptedLLM([policy] * 200)
     with Agent(f"sqlite:{tmp_path / 'a.db'}", llm=llm) as a:
         a.graph.init(DOMAIN, problem=PROBLEM)
@@ -172,8 +176,7 @@ def test_a_tell_during_a_search_is_applied_while_the_search_goes_on(tmp_path: Pa
             a.search("(in milk fridge)", method="llm_mcts", simulations=10)))
         search.start()
         assert searching.wait(120)
-        llm.replies.extendleft([json.dumps({"changes": ["now: item milk is in or on place counter"]}),
-                                json.dumps({"mentions": ["milk", "counter"]})])
+        llm.replies.extendleft([lambda m: json.dumps(choose_in(m)), json.dumps({"mentions": ["milk", "counter"]})])
         out = a.tell("The milk is on the counter.")
         told.set()
         search.join()

@@ -39,8 +39,7 @@ def schema_of(request: dict) -> dict:
 
 def test_mentions_then_typed_candidates_then_the_choice_applied(server: FakeServer, world: WorldGraph) -> None:
     server.script = [ok({"mentions": ["Omar", "the living room", "the light"]}),
-                     ok({"changes": ["now: person omar is in room living room",
-                                     "no longer: living room light is switched on"]})]
+                     ok({"person_at": "a", "switched_on": "b"})]
     out = propose.tell(server.client(), world, MOVE)
     assert out.error is None and out.clarification is None and out.change is not None
     mentions, choose = server.requests
@@ -52,21 +51,18 @@ def test_mentions_then_typed_candidates_then_the_choice_applied(server: FakeServ
     assert shot["content"] == f"Sentence: {EXAMPLE['text']}" and json.loads(words["content"]) == {
         "mentions": EXAMPLE["mentions"]}
     assert last["content"] == f"Sentence: {MOVE}"
-    # 3: the candidates the domain admits for what was named (the room's light, not another), glossed
+    # 3: the candidates the domain admits for what was named (the room's light, not another), glossed, with ids
     assert choose["messages"][-1]["content"] == (
-        f"Sentence: {MOVE}\nCandidates:\n- now: person omar is in room living room\n"
-        "- no longer: living room light is switched on")  # not the room's window or tv: not named
-    # the reply lists the (type-correct) candidates that happened as shown: no key per predicate, whose answer a
-    # small model copies from the worked examples' answer for the same key
-    assert schema_of(choose)["properties"] == {"changes": {"type": "array", "maxItems": 2, "items": {
-        "type": "string", "enum": ["now: person omar is in room living room",
-                                   "no longer: living room light is switched on"]}}}
+        f"Sentence: {MOVE}\nCandidates:\na) now: person omar is in room living room\n"
+        "b) no longer: living room light is switched on")  # not the room's window or tv: not named
+    # one choice per predicate, among its own (type-correct) candidates, or none
+    assert {p: v["enum"] for p, v in schema_of(choose)["properties"].items()} == {
+        "person_at": ["a", "none"], "switched_on": ["b", "none"]}
     # the example's candidates and answer are computed from the domain, as a real sentence's are
     assert shot2["content"] == (
-        f"Sentence: {EXAMPLE['text']}\nCandidates:\n- now: person ines is in room the study\n"
-        "- no longer: study lamp is switched on")
-    assert json.loads(ids["content"]) == {"changes": ["now: person ines is in room the study",
-                                                      "no longer: study lamp is switched on"]}
+        f"Sentence: {EXAMPLE['text']}\nCandidates:\na) now: person ines is in room the study\n"
+        "b) no longer: study lamp is switched on")
+    assert json.loads(ids["content"]) == {"person_at": "a", "switched_on": "b"}
     # one prefix (instructions, then the examples) for both questions and every sentence: a server computes it once
     assert choose["messages"][:-1] == mentions["messages"][:-1] == propose_prefix(world)
     # 4: the old room goes by the invariant, not by the model; each fact says how it was chosen
@@ -113,10 +109,10 @@ def test_a_word_that_several_entities_fit_is_a_clarification_then_answered(world
     assert "red mug" in which and "blue mug" in which and llm.prompts[1][:-1] == propose_prefix(world)
     before = world.facts()
     assert world.facts() == before
-    llm = ScriptedLLM([json.dumps({"mentions": ["Sandra", "the mug"]}), chosen("now: red mug is clean")])
+    llm = ScriptedLLM([json.dumps({"mentions": ["Sandra", "the mug"]}), json.dumps({"clean": "a"})])
     out = propose.tell(llm, world, text, answers={"the mug": "red_mug"})
     assert out.clarification is None and out.change is not None, out.error
-    assert "- now: red mug is clean" in llm.prompts[1][-1]["content"].split("\n")
+    assert "clean red mug" in llm.prompts[1][-1]["content"] or "red mug is clean" in llm.prompts[1][-1]["content"]
     (fact,) = out.change.delta.add
     assert "red_mug" in fact.args and "the user said 'the mug' means red_mug" in out.change.delta.how[str(fact)]
 
@@ -126,7 +122,7 @@ def test_a_name_the_sentence_spells_out_is_grounded_without_a_question(world: Wo
     names the red mug and the bathroom sink in full, so no question is asked and no clarification returned."""
     text = "Sandra put the red mug in the bathroom sink."
     llm = ScriptedLLM([json.dumps({"mentions": ["Sandra", "the mug", "the sink"]}),
-                       chosen("now: item red mug is inside bathroom sink")])
+                       lambda m: json.dumps(chosen(m, inside="now: item red mug is inside bathroom sink"))])
     out = propose.tell(llm, world, text)
     assert out.clarification is None and out.change is not None, out.error
     assert len(llm.prompts) == 2  # the words, then the choice: no "which one" question
@@ -138,7 +134,7 @@ def test_two_chosen_places_for_one_thing_are_a_question_between_them(world: Worl
     """First to the model (a targeted question), then, where the sentence does not tell, to the user."""
     text = "Lena took the dune book to the bed."
     replies = [json.dumps({"mentions": ["Lena", "the dune book", "the bed"]}),
-               chosen("now: item dune book is held by person lena", "now: item dune book is on bedroom bed")]
+               lambda m: json.dumps(both(m))]
     llm = ScriptedLLM([*replies, json.dumps({"answer": "unclear"})])
     out = propose.tell(llm, world, text)
     assert out.change is None and out.clarification is not None
@@ -161,9 +157,16 @@ def test_two_chosen_places_for_one_thing_are_a_question_between_them(world: Worl
     assert "scripted chose it over the other" in out.change.delta.how["(on dune_book bedroom_bed)"]
 
 
-def chosen(*shown: str) -> str:
-    """The reply listing these candidates (as shown) as the changes that happened."""
-    return json.dumps({"changes": list(shown)})
+def chosen(messages: list[dict], **glosses: str) -> dict[str, str]:
+    """A choice per predicate: the id of the candidate shown with the gloss given for it."""
+    ids = {line.split(") ", 1)[-1]: line.split(")")[0] for line in messages[-1]["content"].split("\n")}
+    return {p: ids[g] for p, g in glosses.items()}
+
+
+def both(messages: list[dict]) -> dict[str, str]:
+    """The candidates 'lena holds the book' and 'the book is on the bed'."""
+    return chosen(messages, held_by="now: item dune book is held by person lena",
+                  on="now: item dune book is on bedroom bed")
 
 
 def test_the_agent_tells_by_proposing_and_a_clarification_is_answered(world: WorldGraph) -> None:
@@ -177,7 +180,7 @@ def test_the_agent_tells_by_proposing_and_a_clarification_is_answered(world: Wor
     assert out.clarification and out.clarification.word == "the mug" and out.change is None
     out = agent.tell(text, propose=True, answers={"the mug": "blue_mug"})
     assert out.clarification and out.clarification.word == "the sink"  # two sinks, and no room named
-    llm.replies.extend([mentions, chosen("now: item blue mug is inside kitchen sink")])
+    llm.replies.extend([mentions, lambda m: json.dumps(chosen(m, inside="now: item blue mug is inside kitchen sink"))])
     out = agent.tell(text, propose=True, answers={"the mug": "blue_mug", "the sink": "kitchen_sink"})
     assert out.change is not None and F("(inside blue_mug kitchen_sink)") in out.change.delta.add
     assert F("(inside blue_mug kitchen_cabinet)") in out.change.delta.remove  # by the invariant
@@ -190,8 +193,8 @@ def test_the_bundled_l3mp_examples_answer_with_their_candidates(tmp_path: Path) 
     shown = propose.examples(domain)
     assert len(shown) == len(domain.meta["examples"]) == 5
     for ex, meta in zip(shown, domain.meta["examples"], strict=True):
-        picked = set(ex.answer["changes"])
-        assert all(f"- {x}" in ex.lines.split("\n") for x in picked)
+        lines = dict(line.split(") ", 1) for line in ex.lines.split("\n"))
+        picked = {lines[i] for i in ex.answer.values() if i != propose.NONE}
         wanted = {f"{how}: {domain.gloss(a.predicate, [propose.words(x) for x in a.args])}"
                   for key, how in (("true", "now"), ("false", "no longer")) for a in (F(f).atom for f in meta[key])}
         assert picked == wanted, ex.text
@@ -202,7 +205,7 @@ def test_a_phrase_spelling_out_two_names_names_both(world: WorldGraph) -> None:
     handing is proposed; matched by meaning, the phrase named only one of them."""
     text = "Lena handed Sandra the dune book."
     llm = ScriptedLLM([json.dumps({"mentions": ["Lena", "Sandra the dune book"]}),
-                       chosen("now: item dune book is held by person sandra")])
+                       lambda m: json.dumps(chosen(m, held_by="now: item dune book is held by person sandra"))])
     out = propose.tell(llm, world, text)
     assert out.change is not None and len(llm.prompts) == 2, out.error
     assert F("(held_by dune_book sandra)") in out.change.delta.add
@@ -214,7 +217,7 @@ def test_a_named_rooms_fixture_is_preferred_only_of_the_kind_the_word_fits(world
     first among things of the kind the word best fits (which table, which sink), not over a thing of another kind."""
     text = "Lena went to the living room and picked up the book."
     llm = ScriptedLLM([json.dumps({"mentions": ["Lena", "the living room", "the book"]}),
-                       chosen("now: item dune book is held by person lena")])
+                       lambda m: json.dumps(chosen(m, held_by="now: item dune book is held by person lena"))])
     out = propose.tell(llm, world, text)
     assert out.change is not None, out.error
     assert F("(held_by dune_book lena)") in out.change.delta.add
