@@ -11,7 +11,7 @@ A task in English becomes a PDDL goal in four stages, each accounted (seconds, t
    (a light may be off; a thing is always somewhere); for all things of a kind the same literals with one place
    quantified over a type that has objects (``(forall (?x - phone) (not (phone_ringing ?x)))``), the other places
    filled by named entities; the kinds named narrow a place's types where they fit it;
-4. `choose`: the model lists the literals the task asks for, copied as shown (a list of enums in the schema); two
+4. `choose`: the model picks, for each predicate with candidates, one literal or "none" (enums in the schema); two
    chosen facts that an invariant excludes are a question to the model, then a `Clarification`. The goal is their
    conjunction, checked against the domain and the graph's objects (domains.verify.check_goal).
 
@@ -38,9 +38,12 @@ from kgplan.language.llm import LLM, LLMError, choice, enum_model
 from kgplan.language.prompts import Messages, choose_goal_messages
 from kgplan.language.propose import (
     MAX_MENTIONS,
+    NONE,
     Candidate,
     _named,
     _Stage,
+    answer,
+    choice_schema,
     conflict,
     replaced,
     which,
@@ -162,14 +165,8 @@ def natural(name: str) -> tuple:
     return tuple(int(x) if x.isdigit() else x for x in re.split(r"(\d+)", name))
 
 
-def shown(cands: list[Literal]) -> str:
+def lines(cands: list[Literal]) -> str:
     return "\n".join(f"- {c.id}" for c in cands)
-
-
-def listed(cands: list[Literal]) -> type[BaseModel]:
-    """The reply listing the goal's conditions, each as shown: a list, not a choice per predicate (made to answer for
-    every predicate, the 0.5B picked some for predicates the task does not speak of)."""
-    return enum_model("Goal", conditions=(list[choice(c.id for c in cands)], Field(max_length=len(cands))))
 
 
 @dataclass(frozen=True)
@@ -177,7 +174,7 @@ class Example:
     text: str
     first: dict  # the first reply: scope, mentions, kinds
     lines: str  # the candidates as shown
-    answer: dict[str, list[str]]  # the second reply: the goal's conditions as shown
+    answer: dict[str, str]  # the second reply: predicate -> the gloss chosen, or "none"
 
 
 def examples(domain: Domain) -> list[Example]:
@@ -193,7 +190,7 @@ def examples(domain: Domain) -> list[Example]:
         if not (goal := set(ex["goal"])) <= {c.pddl for c in cands}:
             continue  # a literal this domain cannot say (another domain's predicate)
         out.append(Example(ex["text"], {"scope": ex["scope"], "mentions": ex["mentions"], "kinds": kinds},
-                           shown(cands), {"conditions": [c.id for c in cands if c.pddl in goal]}))
+                           lines(cands), answer(cands, {c.id for c in cands if c.pddl in goal})))
     return out
 
 
@@ -204,9 +201,9 @@ def choose(llm: LLM, graph: WorldGraph, task: str, *, answers: dict[str, str] | 
     out = out or Outcome(task)
     answers = dict(answers or {})
     domain = graph.domain
-    shots = [(e.text, e.first, e.lines, e.answer) for e in examples(domain)]
+    shown = [(e.text, e.first, e.lines, e.answer) for e in examples(domain)]
     try:
-        first = choose_goal_messages(domain, shots, task)
+        first = choose_goal_messages(domain, shown, task)
         said, named, static, owns = _named(llm, graph, task, "words", first, words_schema(domain), answers, out)
         if out.clarification:
             return out
@@ -229,11 +226,11 @@ def choose(llm: LLM, graph: WorldGraph, task: str, *, answers: dict[str, str] | 
                 ", ".join(map(words, sorted(scope))) if scope else "anything the graph holds")
             return out
         with _Stage(out, "choose"):
-            reply, record = llm.complete(choose_goal_messages(domain, shots, task, shown(cands)),
-                                         listed(cands))
+            reply, record = llm.complete(choose_goal_messages(domain, shown, task, lines(cands)),
+                                         choice_schema(cands))
             out.calls.append(record)
         by_id = {c.id: c for c in cands}
-        chosen = [by_id[i] for i in dict.fromkeys(reply.conditions)]
+        chosen = [by_id[i] for i in reply.model_dump().values() if i != NONE]
         chosen = _one_of_each_conflict(llm, domain, first, chosen, answers, out)
     except LLMError as e:
         out.error = str(e)

@@ -266,9 +266,9 @@ GOAL_SYSTEM = (
     "You turn the tasks people give a household robot into goals. Given a task alone, say whether it is about "
     "named things or about all things of a kind (scope), copy, word for word, every phrase of it that names one "
     "person, room or thing, each with the words that say whose or where it is (not the phrases naming all things "
-    "of a kind), and name the kinds of thing it is about. Given a task and candidate conditions, list the candidates "
-    "that must hold when the task is done, copied as shown; list nothing the task does not ask for. Answer with "
-    "JSON only, following the given schema.")
+    "of a kind), and name the kinds of thing it is about. Given a task and candidate conditions, choose for each "
+    "kind of condition the candidate that must hold when the task is done, or none; choose nothing the task does "
+    "not ask for. Answer with JSON only, following the given schema.")
 
 
 def describe_actions(domain: Domain) -> str:

@@ -253,7 +253,7 @@ def test_pc_goals_are_chosen_and_scored_with_the_changes_from_the_oracle(tmp_pat
     the domain admits (language.goals); scored by plan, exact goal and seconds."""
     run = light_run(tmp_path / "run", robot_returns=False)
     llm = ScriptedLLM([json.dumps({"scope": "named", "mentions": ["the kitchen light"], "kinds": []}),
-                       json.dumps({"conditions": ["not: switched on kitchen light"]})])  # no glosses
+                       json.dumps({"switched_on": "not: switched on kitchen light"})])  # no glosses
     rows = evaluate(run, "PC", Counting(llm), None, Console(quiet=True), change_oracle=Oracle())
     assert [r["strict"] for r in rows if r["kind"] == "state_change"] == [True] * 3
     goal = rows[1]

@@ -661,7 +661,7 @@ def test_a_plan_job_says_why_not_and_offers_the_closest_goal(client: TestClient)
 def test_a_tasks_goal_chosen_among_the_literals_the_domain_admits(client: TestClient, agent: Agent) -> None:
     """goal_mode propose: the LLM says the task is about all phones, then chooses the quantified literal the domain
     proposes over that kind; the goal is planned."""
-    script(agent, {"scope": "all", "mentions": [], "kinds": ["phone"]}, {"conditions": ["phone no phone is ringing"]})
+    script(agent, {"scope": "all", "mentions": [], "kinds": ["phone"]}, {"phone_ringing": "phone no phone is ringing"})
     r = client.post("/api/plan", json={"task": "Silence every phone in the house.", "goal_mode": "propose"})
     assert r.status_code == 200, r.text
     assert r.json()["goal"] == "(and (forall (?x - phone) (not (phone_ringing ?x))))"

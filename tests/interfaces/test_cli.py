@@ -411,7 +411,7 @@ def test_plan_chooses_a_tasks_goal_with_goal_mode_propose(store: Path, server: F
                         "KGPLAN_LLM_MODEL": "fake"}.items():
         monkeypatch.setenv(name, value)
     server.script += [ok({"scope": "all", "mentions": [], "kinds": ["phone"]}),
-                      ok({"conditions": ["phone no phone is ringing"]})]
+                      ok({"phone_ringing": "phone no phone is ringing"})]
     code, out = cli("plan", "Silence every phone in the house.", "--goal-mode", "propose")
     assert code == 0 and "goal: (and (forall (?x - phone) (not (phone_ringing ?x))))" in out, out
     assert "Candidates:" in server.requests[1]["messages"][-1]["content"]

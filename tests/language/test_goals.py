@@ -33,7 +33,7 @@ def schema_of(request: dict) -> dict:
 def test_words_then_typed_goal_literals_then_the_choice(server: FakeServer, world: WorldGraph) -> None:
     world.domain.meta["goal_examples"] = EXAMPLES
     server.script = [ok({"scope": "named", "mentions": ["the living room light"], "kinds": []}),
-                     ok({"conditions": ["not: living room light is switched on"]})]
+                     ok({"switched_on": "not: living room light is switched on"})]
     out = goals.choose(server.client(), world, TURN_OFF)
     assert out.error is None and out.clarification is None
     assert out.goal == "(and (not (switched_on living_room_light)))"
@@ -50,14 +50,14 @@ def test_words_then_typed_goal_literals_then_the_choice(server: FakeServer, worl
     assert shots[0]["content"] == f"Task: {EXAMPLES[0]['text']}"
     assert json.loads(shots[1]["content"]) == {"scope": "named", "mentions": EXAMPLES[0]["mentions"], "kinds": []}
     assert "- ines scarf is clean\n- not: ines scarf is clean" in shots[2]["content"]
-    assert json.loads(shots[3]["content"]) == {"conditions": ["item ines scarf is on hall table"]}
-    assert json.loads(shots[7]["content"]) == {"conditions": ["no device is switched on"]}
+    assert json.loads(shots[3]["content"])["on"] == "item ines scarf is on hall table"
+    assert json.loads(shots[7]["content"]) == {"switched_on": "no device is switched on"}
     assert last["content"] == f"Task: {TURN_OFF}"
-    # 3: the literals over the named light, with its negation; the reply lists those the task asks for, as shown
+    # 3: the literals over the named light, with its negation; one choice per predicate among its own, or none
     assert choose["messages"][-1]["content"] == (
         f"Task: {TURN_OFF}\nCandidates:\n- living room light is switched on\n- not: living room light is switched on")
-    assert schema_of(choose)["properties"] == {"conditions": {"type": "array", "maxItems": 2, "items": {
-        "type": "string", "enum": ["living room light is switched on", "not: living room light is switched on"]}}}
+    assert {p: v["enum"] for p, v in schema_of(choose)["properties"].items()} == {
+        "switched_on": ["living room light is switched on", "not: living room light is switched on", "none"]}
     # one prefix (instructions, predicates, actions, examples) for both questions: a server computes it once
     assert choose["messages"][:-1] == words["messages"][:-1]
     assert set(out.stages) == {"words", "ground", "candidates", "choose"}
@@ -68,7 +68,7 @@ def test_an_all_task_is_a_quantified_literal_over_the_kind_and_planned(world: Wo
 
     task = "Silence every phone in the house."
     llm = ScriptedLLM([json.dumps({"scope": "all", "mentions": [], "kinds": ["phone"]}),
-                       json.dumps({"conditions": ["phone no phone is ringing"]})])
+                       json.dumps({"phone_ringing": "phone no phone is ringing"})])
     report = Agent(world, llm=llm).plan(task, propose=True)
     assert report.goal == "(and (forall (?x - phone) (not (phone_ringing ?x))))" and report.solved
     lines = llm.prompts[1][-1]["content"].split("\n")
@@ -112,7 +112,7 @@ def test_a_phrase_several_entities_fit_is_a_clarification_then_answered(world: W
     first, which = llm.prompts  # the question after the prefix of the words question, which a server computed
     assert which[:-1] == first[:-1] and which[-1]["content"].startswith(
         f"Task: {task}\nQuestion: Which one does 'the mug' name?\nOptions:\n")
-    llm.replies.extend([words, json.dumps({"conditions": ["item red mug is held by person sandra"]})])
+    llm.replies.extend([words, lambda m: json.dumps({"held_by": "item red mug is held by person sandra"})])
     report = agent.plan(task, propose=True, answers={"the mug": "red_mug"})
     assert report.goal == "(and (held_by red_mug sandra))" and report.solved
 
@@ -124,7 +124,7 @@ def test_the_bundled_l3mp_goal_examples_answer_with_their_candidates(tmp_path: P
     shown = goals.examples(domain)
     assert len(shown) == len(domain.meta["goal_examples"]) == 6
     for ex, meta in zip(shown, domain.meta["goal_examples"], strict=True):
-        picked = set(ex.answer["conditions"])
+        picked = {i for i in ex.answer.values() if i != goals.NONE}
         cands = goals.literals(domain, {n: meta["objects"][n] for n in meta["named"]}, meta["scope"],
                                meta.get("kinds", []), goals.kinds_present(domain, meta["objects"].values()),
                                goals.sole(meta["objects"]))
@@ -137,7 +137,7 @@ def test_a_thing_with_no_named_place_gets_the_named_rooms_fixtures(world: WorldG
     (not its light or window: no change puts an item at them)."""
     task = "Put the apple on the table in the living room."
     llm = ScriptedLLM([json.dumps({"scope": "named", "mentions": ["the apple", "the living room"], "kinds": []}),
-                       json.dumps({"conditions": ["item apple is on living room table"]})])
+                       json.dumps({"on": "item apple is on living room table"})])
     out = goals.choose(llm, world, task)
     assert out.goal == "(and (on apple living_room_table))", out.error
     lines = llm.prompts[1][-1]["content"].split("\n")[2:]
@@ -148,7 +148,7 @@ def test_a_thing_with_no_named_place_gets_the_named_rooms_fixtures(world: WorldG
 def test_a_room_alone_proposes_the_goals_over_its_fixtures(world: WorldGraph) -> None:
     """"The light in the bedroom" copied as "the bedroom": nothing is proposed for a room, so for its fixtures."""
     llm = ScriptedLLM([json.dumps({"scope": "named", "mentions": ["the bedroom"], "kinds": []}),
-                       json.dumps({"conditions": ["not: bedroom light is switched on"]})])
+                       json.dumps({"switched_on": "not: bedroom light is switched on"})])
     out = goals.choose(llm, world, "Make sure the light in the bedroom is off.")
     assert out.goal == "(and (not (switched_on bedroom_light)))", out.error
     assert "- bedroom light is switched on" in llm.prompts[1][-1]["content"].split("\n")
@@ -158,7 +158,7 @@ def test_a_phrase_spelling_out_two_names_names_both(world: WorldGraph) -> None:
     """"Sandra the dune book" copied as one phrase: it spells out the whole names of a person and a book, so both are
     named (matched by meaning, the phrase named only one, and nothing could be proposed for handing it over)."""
     llm = ScriptedLLM([json.dumps({"scope": "named", "mentions": ["Sandra the dune book"], "kinds": []}),
-                       json.dumps({"conditions": ["item dune book is held by person sandra"]})])
+                       json.dumps({"held_by": "item dune book is held by person sandra"})])
     out = goals.choose(llm, world, "Hand Sandra the dune book.")
     assert out.goal == "(and (held_by dune_book sandra))", out.error
     assert len(llm.prompts) == 2  # no question which one the phrase names
@@ -185,8 +185,8 @@ def test_a_named_level_in_a_named_room_proposes_that_rooms_shelf(tmp_path: Path)
     g.load_problem(Problem.parse(SHELVES, "shelves"))
     llm = ScriptedLLM([json.dumps({"scope": "named", "mentions": ["Lisa's scarf", "level 3", "David's bedroom"],
                                    "kinds": []}),
-                       json.dumps({"conditions": ["lisa scarf is on shelf level 3",
-                                                  "lisa scarf is on david bedroom shelf"]})])
+                       json.dumps({"on_shelf_level": "lisa scarf is on shelf level 3",
+                                   "placed_at_shelf": "lisa scarf is on david bedroom shelf"})])
     out = goals.choose(llm, g, "Place Lisa's scarf on level 3 of the shelf in David's bedroom.")
     assert out.goal == ("(and (on_shelf_level lisa_scarf shelf_level_3) "
                         "(placed_at_shelf lisa_scarf david_bedroom_shelf))"), out.error
