@@ -53,6 +53,7 @@ from kgplan.language.update import Clarification, Outcome
 
 NAMED, ALL = "named", "all"  # the scopes of a task
 VAR = "?x"
+NEITHER = "*neither"  # the model's answer that the task asks for neither of two conflicting conditions
 MAX_KINDS = 4
 
 
@@ -204,20 +205,23 @@ def choose(llm: LLM, graph: WorldGraph, task: str, *, answers: dict[str, str] | 
     shown = [(e.text, e.first, e.lines, e.answer) for e in examples(domain)]
     try:
         first = choose_goal_messages(domain, shown, task)
-        said, named, static, owns = _named(llm, graph, task, "words", first, words_schema(domain), answers, out)
+        every: dict[str, str] = {}  # the words the model says name all things of a kind ("the phones")
+        said, named, static, owns = _named(llm, graph, task, "words", first, words_schema(domain), answers, out,
+                                           every)
         if out.clarification:
             return out
+        scope_of, kinds = (ALL, [*said.kinds, *every.values()]) if every else (said.scope, said.kinds)
         with _Stage(out, "candidates"):
             everything = {e.name: e.type for e in graph.entities()}
             scope = set(named.values())
-            if said.scope == NAMED:
+            if scope_of == NAMED:
                 scope |= parts(static, scope) | wholes(static, scope, owns) | places(
                     domain, {e: everything[e] for e in scope}, owns, everything)
             entities = {e: everything[e] for e in sorted(scope, key=natural)}
             present, alone = kinds_present(domain, set(everything.values())), sole(everything)
-            cands = (literals(domain, entities, said.scope, said.kinds, present, alone)
-                     or literals(domain, entities, said.scope, [], present, alone))  # kinds no place takes
-            if not cands and said.scope == NAMED:  # "Amy's bedroom" for its light: what the named entities own
+            cands = (literals(domain, entities, scope_of, kinds, present, alone)
+                     or literals(domain, entities, scope_of, [], present, alone))  # kinds no place takes
+            if not cands and scope_of == NAMED:  # "Amy's bedroom" for its light: what the named entities own
                 scope |= {f for e in scope for f in owns.get(e, ())}
                 cands = literals(domain, {e: everything[e] for e in sorted(scope, key=natural)}, NAMED, [], present,
                                  alone)
@@ -253,7 +257,8 @@ def choose(llm: LLM, graph: WorldGraph, task: str, *, answers: dict[str, str] | 
 def _one_of_each_conflict(llm: LLM, domain: Domain, first: Messages, chosen: list[Literal],
                           answers: dict[str, str], out: Outcome) -> list[Literal]:
     """The chosen literals where two of them cannot both hold (an invariant; a quantified one stands for any object
-    of its kind) keep the one the user (`answers`) or the model, asked, says; `out.clarification` is set where the
+    of its kind) keep the one the user (`answers`) or the model, asked, says (the model may say neither: made to
+    choose for every predicate, it chooses some the task does not ask for); `out.clarification` is set where the
     task does not tell."""
     def instance(c: Literal) -> GroundAtom:
         return GroundAtom(c.atom.predicate, tuple(f"?{c.over}" if a == VAR else a for a in c.atom.args))
@@ -263,7 +268,8 @@ def _one_of_each_conflict(llm: LLM, domain: Domain, first: Messages, chosen: lis
         key = " or ".join(c.pddl for c in pair)
         glosses = {c.pddl: c.id for c in pair}
         if (picked := answers.get(key)) not in glosses and (
-                picked := which(llm, first, "Which one must hold when the task is done?", glosses, out)) is None:
+                picked := which(llm, first, "Which one must hold when the task is done?",
+                                glosses | {NEITHER: "neither of them"}, out)) is None:
             out.clarification = Clarification(
                 key, f"Which one must hold when the task is done: {' or '.join(glosses.values())}?", list(glosses))
             return chosen

@@ -55,6 +55,7 @@ MAX_OPTIONS = 8  # of those, the best, for the model to choose from (or to say t
 OWNED_FIRST = 0.7  # an owned entity is taken when it fits at least this share of the best fit
 MAX_MENTIONS = 8
 NONE = "none"  # a predicate none of whose candidates happened
+EVERY = "*every"  # the option "every <type>" of a goal's question which thing a word names
 Mentions = enum_model("Mentions", mentions=(
     list[Annotated[str, StringConstraints(min_length=1, max_length=48)]], Field(max_length=MAX_MENTIONS)))
 
@@ -256,12 +257,13 @@ def statics(graph: WorldGraph) -> list[GroundAtom]:
 
 
 def ground(llm: LLM, graph: WorldGraph, first: Messages, text: str, mentions: list[str], owns: dict[str, set[str]],
-           answers: dict[str, str], out: Outcome) -> dict[str, str]:
+           answers: dict[str, str], out: Outcome, kinds: dict[str, str] | None = None) -> dict[str, str]:
     """word -> the entity it names (words naming none are left out); `out.clarification` is set instead where
     several entities fit a word and the model, shown them, says the sentence does not tell which.
 
     `first` are the messages that asked for the words (`which`); `owns` is `owned` of the graph; `answers`
-    (word -> entity) are the user's."""
+    (word -> entity) are the user's. With `kinds` (a goal's), "every <type>" is one more option where several
+    entities fit a word: the word -> type the model says it names all of goes there ("the phones")."""
     from kgplan.language.retrieval import embed, entity_index
 
     index = entity_index(graph)
@@ -293,11 +295,15 @@ def ground(llm: LLM, graph: WorldGraph, first: Messages, text: str, mentions: li
             kind, top = spelled, max(spelled, key=lambda j: row[j])
         tied = sorted((j for j in kind if row[j] >= TIE * row[top]), key=lambda j: -row[j])[:MAX_OPTIONS]
         options = [names[j] for j in tied]
+        every = {} if kinds is None else {EVERY: f"every {words(types[options[0]])}"}
         if len(options) > 1 and (pick := which(llm, first, f"Which one does '{m}' name?",
-                                               {o: words(o) for o in options}, out)) is None:
+                                               {o: words(o) for o in options} | every, out)) is None:
             out.clarification = Clarification(
                 m, f"Which one does '{m}' mean: {', '.join(map(words, options))}?", options, [*map(words, options)])
             return named
+        if len(options) > 1 and pick == EVERY and kinds is not None:
+            kinds[m] = types[options[0]]
+            continue
         named[m] = options[0] if len(options) == 1 else pick
     return named
 
@@ -313,17 +319,17 @@ class Named(NamedTuple):
 
 
 def _named(llm: LLM, graph: WorldGraph, text: str, stage: str, messages: Messages, schema: type[BaseModel],
-           answers: dict[str, str], out: Outcome) -> Named:
+           answers: dict[str, str], out: Outcome, kinds: dict[str, str] | None = None) -> Named:
     """The first two stages of `tell` and `goals.choose`: the model's words naming things (stage `stage`, the reply
     to `messages` in `schema`, with its `mentions`), then the entities they name (stage `ground`;
-    `out.clarification` may be set)."""
+    `out.clarification` may be set; `kinds` as `ground`'s)."""
     with _Stage(out, stage):
         reply, record = llm.complete(messages, schema)
         out.calls.append(record)
     with _Stage(out, "ground"):
         static = statics(graph)
         owns = owned(graph.domain, static)
-        entities = ground(llm, graph, messages, text, list(dict.fromkeys(reply.mentions)), owns, answers, out)
+        entities = ground(llm, graph, messages, text, list(dict.fromkeys(reply.mentions)), owns, answers, out, kinds)
     return Named(reply, entities, static, owns)
 
 

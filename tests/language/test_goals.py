@@ -192,3 +192,32 @@ def test_a_named_level_in_a_named_room_proposes_that_rooms_shelf(tmp_path: Path)
                         "(placed_at_shelf lisa_scarf david_bedroom_shelf))"), out.error
     lines = llm.prompts[1][-1]["content"].split("\n")
     assert "- lisa scarf is on david bedroom shelf" in lines and not any("den shelf" in x for x in lines)
+
+
+def test_a_word_the_model_says_names_every_thing_of_a_kind_is_quantified(world: WorldGraph) -> None:
+    """"the phones" fits both phones about as well: the question which one it names offers "every phone" too, and the
+    model's answer makes the goal quantified over the kind (not a clarification, not one phone)."""
+    task = "Can you silence all the phones?"
+    llm = ScriptedLLM([json.dumps({"scope": "named", "mentions": ["the phones"], "kinds": []}),
+                       json.dumps({"answer": "c"}), json.dumps({"phone_ringing": "phone no phone is ringing"})])
+    out = goals.choose(llm, world, task)
+    assert out.goal == "(and (forall (?x - phone) (not (phone_ringing ?x))))", out.error
+    options = llm.prompts[1][-1]["content"].split("Options:\n")[1].split("\n")
+    assert options[:3] == ["a) sandra phone", "b) omar phone", "c) every phone"] or options[:3] == [
+        "a) omar phone", "b) sandra phone", "c) every phone"]
+
+
+def test_two_conflicting_conditions_the_task_does_not_ask_for_are_both_dropped(world: WorldGraph) -> None:
+    """Made to answer for every predicate, the model chose two places for the book the task does not speak of; asked
+    which one must hold, it may say neither, and both go."""
+    task = "Switch on the bedroom light; Lena is reading the dune book on the bed."
+    llm = ScriptedLLM([json.dumps({"scope": "named", "mentions": ["the bedroom light", "Lena", "the dune book",
+                                                                  "the bed"], "kinds": []}),
+                       json.dumps({"switched_on": "bedroom light is switched on",
+                                   "held_by": "item dune book is held by person lena",
+                                   "on": "item dune book is on bedroom bed"}),
+                       json.dumps({"answer": "c"})])
+    out = goals.choose(llm, world, task)
+    assert out.goal == "(and (switched_on bedroom_light))", out.error
+    question = llm.prompts[2][-1]["content"]
+    assert "Question: Which one must hold when the task is done?" in question and "\nc) neither of them\n" in question
