@@ -14,8 +14,9 @@ A state change in English becomes a verified delta in four stages, each accounte
    outcome is a `Clarification` with those entities, not a guess;
 3. `candidates`: the single-fact changes the domain admits for the named entities: every type-correct atom of
    a changing predicate over them that is false now (it may become true), and every true one that no
-   exactly-one invariant replaces (it may stop being true); shown as glosses with ids;
-4. `choose`: the model picks, for each predicate with candidates, one id or "none" (enums in the schema). The
+   exactly-one invariant replaces (it may stop being true); shown as glosses ("now: wren holds ivo scarf");
+4. `choose`: the model picks, for each predicate with candidates, one as shown or "none" (enums in the schema;
+   not letters, whose answer for a predicate the 0.5B copied from the worked examples). The
    old place or value of what it makes true is removed by the domain's exactly-one invariants, never by the
    model; two chosen facts that the invariants exclude are a targeted question to the model, then (if the
    sentence does not tell) a `Clarification` between them. Each fact of the delta records how it was chosen
@@ -62,7 +63,8 @@ Mentions = enum_model("Mentions", mentions=(
 
 @dataclass(frozen=True)
 class Candidate:
-    """A single-fact change: `atom` becomes true (`value`) or stops being true."""
+    """A single-fact change: `atom` becomes true (`value`) or stops being true; its id is how it is shown ("now: wren
+    holds ivo scarf")."""
 
     id: str
     atom: GroundAtom
@@ -141,7 +143,7 @@ def candidates(domain: Domain, entities: dict[str, str], state: Collection[Groun
     """The single-fact changes the domain admits over the entities the sentence named (name -> type): not over
     what they own (a room's light is proposed when the light is named, not for the room; an item picked up in
     a room gets no candidate place on the room's table): a small model chooses worse among more candidates."""
-    out, fresh, replaceable = [], ids(), replaced(domain)
+    out, replaceable = [], replaced(domain)
     for p in sorted(changing(domain)):
         params = domain.predicates[p].params
         objects = [[e for e, t in entities.items() if domain.accepts(a.types, t)] for a in params]
@@ -154,7 +156,11 @@ def candidates(domain: Domain, entities: dict[str, str], state: Collection[Groun
             elif p not in replaceable:
                 out.append((atom, False))
     out.sort(key=lambda c: not c[1])  # what may become true first
-    return [Candidate(next(fresh), atom, value) for atom, value in out]
+    shown = [f"{'now' if value else 'no longer'}: {domain.gloss(atom.predicate, [words(a) for a in atom.args])}"
+             for atom, value in out]
+    twice = {x for x, n in Counter(shown).items() if n > 1}
+    return [Candidate(f"{said} ({words(atom.predicate)})" if said in twice else said, atom, value)
+            for said, (atom, value) in zip(shown, out, strict=True)]
 
 
 def choice_schema(cands: list[Candidate]) -> type[BaseModel]:
@@ -172,10 +178,6 @@ def answer(cands: list[Candidate], chosen: Collection[str]) -> dict[str, str]:
         if c.id in chosen and out[c.atom.predicate] == NONE:
             out[c.atom.predicate] = c.id
     return out
-
-
-def gloss(domain: Domain, c: Candidate) -> str:
-    return domain.gloss(c.atom.predicate, [words(a) for a in c.atom.args])
 
 
 def replacements(domain: Domain, add: Iterable[GroundAtom], facts_about: Callable[[list[str]], Iterable[GroundAtom]],
@@ -226,7 +228,7 @@ def examples(domain: Domain) -> list[Example]:
         cands = candidates(domain, {n: objects[n] for n in ex["named"]}, set(init))
         right = {c.id for c in cands if truth.get(c.atom) == c.value}
         out.append(Example(ex["text"], list(ex["mentions"]),
-                           candidate_lines((c.id, c.value, gloss(domain, c)) for c in cands), answer(cands, right)))
+                           candidate_lines(c.id for c in cands), answer(cands, right)))
     return out
 
 
@@ -369,7 +371,7 @@ def tell(llm: LLM, graph: WorldGraph, text: str, *, answers: dict[str, str] | No
             return out
         with _Stage(out, "choose"):
             schema = choice_schema(cands)
-            lines = candidate_lines((c.id, c.value, gloss(domain, c)) for c in cands)
+            lines = candidate_lines(c.id for c in cands)
             chosen_reply, record = llm.complete(propose_messages(shown, text, lines), schema)
             out.calls.append(record)
     except LLMError as e:
