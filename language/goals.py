@@ -53,6 +53,7 @@ from kgplan.language.update import Clarification, Outcome
 
 NAMED, ALL = "named", "all"  # the scopes of a task
 VAR = "?x"
+NEITHER = "*neither"  # the model's answer that the task asks for neither of two conflicting conditions
 MAX_KINDS = 4
 
 
@@ -136,6 +137,16 @@ def parts(facts: Iterable[GroundAtom], named: Collection[str]) -> set[str]:
     return {y for p, (x, y) in pairs if x in named and shared[p, y] > 1}
 
 
+def wholes(facts: Iterable[GroundAtom], named: Collection[str], owns: dict[str, set[str]]) -> set[str]:
+    """What a named part belongs to within a named place, where parts and wholes are many to many: the shelf of a
+    named room that has a named level, which every shelf has ("the 3rd level of the shelf in David's bedroom" copied
+    without the shelf)."""
+    pairs = [a for a in facts if len(a.args) == 2]
+    shared, several = Counter((p, y) for p, (_, y) in pairs), Counter((p, x) for p, (x, _) in pairs)
+    theirs = {f for o in named for f in owns.get(o, ())}
+    return {x for p, (x, y) in pairs if y in named and shared[p, y] > 1 and several[p, x] > 1 and x in theirs}
+
+
 def places(domain: Domain, named: dict[str, str], owns: dict[str, set[str]], everything: dict[str, str]) -> set[str]:
     """Where a named thing that no named place takes may be put: the fixtures of the named entities (a room's table,
     for "the table in the living room" matched to the room) in the second place of a predicate an action changes,
@@ -194,20 +205,23 @@ def choose(llm: LLM, graph: WorldGraph, task: str, *, answers: dict[str, str] | 
     shown = [(e.text, e.first, e.lines, e.answer) for e in examples(domain)]
     try:
         first = choose_goal_messages(domain, shown, task)
-        said, named, static, owns = _named(llm, graph, task, "words", first, words_schema(domain), answers, out)
+        every: dict[str, str] = {}  # the words the model says name all things of a kind ("the phones")
+        said, named, static, owns = _named(llm, graph, task, "words", first, words_schema(domain), answers, out,
+                                           every)
         if out.clarification:
             return out
+        scope_of, kinds = (ALL, [*said.kinds, *every.values()]) if every else (said.scope, said.kinds)
         with _Stage(out, "candidates"):
             everything = {e.name: e.type for e in graph.entities()}
             scope = set(named.values())
-            if said.scope == NAMED:
-                scope |= parts(static, scope) | places(domain, {e: everything[e] for e in scope}, owns,
-                                                               everything)
+            if scope_of == NAMED:
+                scope |= parts(static, scope) | wholes(static, scope, owns) | places(
+                    domain, {e: everything[e] for e in scope}, owns, everything)
             entities = {e: everything[e] for e in sorted(scope, key=natural)}
             present, alone = kinds_present(domain, set(everything.values())), sole(everything)
-            cands = (literals(domain, entities, said.scope, said.kinds, present, alone)
-                     or literals(domain, entities, said.scope, [], present, alone))  # kinds no place takes
-            if not cands and said.scope == NAMED:  # "Amy's bedroom" for its light: what the named entities own
+            cands = (literals(domain, entities, scope_of, kinds, present, alone)
+                     or literals(domain, entities, scope_of, [], present, alone))  # kinds no place takes
+            if not cands and scope_of == NAMED:  # "Amy's bedroom" for its light: what the named entities own
                 scope |= {f for e in scope for f in owns.get(e, ())}
                 cands = literals(domain, {e: everything[e] for e in sorted(scope, key=natural)}, NAMED, [], present,
                                  alone)
@@ -243,7 +257,8 @@ def choose(llm: LLM, graph: WorldGraph, task: str, *, answers: dict[str, str] | 
 def _one_of_each_conflict(llm: LLM, domain: Domain, first: Messages, chosen: list[Literal],
                           answers: dict[str, str], out: Outcome) -> list[Literal]:
     """The chosen literals where two of them cannot both hold (an invariant; a quantified one stands for any object
-    of its kind) keep the one the user (`answers`) or the model, asked, says; `out.clarification` is set where the
+    of its kind) keep the one the user (`answers`) or the model, asked, says (the model may say neither: made to
+    choose for every predicate, it chooses some the task does not ask for); `out.clarification` is set where the
     task does not tell."""
     def instance(c: Literal) -> GroundAtom:
         return GroundAtom(c.atom.predicate, tuple(f"?{c.over}" if a == VAR else a for a in c.atom.args))
@@ -253,7 +268,8 @@ def _one_of_each_conflict(llm: LLM, domain: Domain, first: Messages, chosen: lis
         key = " or ".join(c.pddl for c in pair)
         glosses = {c.pddl: c.id for c in pair}
         if (picked := answers.get(key)) not in glosses and (
-                picked := which(llm, first, "Which one must hold when the task is done?", glosses, out)) is None:
+                picked := which(llm, first, "Which one must hold when the task is done?",
+                                glosses | {NEITHER: "neither of them"}, out)) is None:
             out.clarification = Clarification(
                 key, f"Which one must hold when the task is done: {' or '.join(glosses.values())}?", list(glosses))
             return chosen

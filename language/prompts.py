@@ -304,9 +304,9 @@ def which_messages(first: Messages, question: str, options: str) -> Messages:
                       f"Answer with one of the options, or \"{UNCLEAR}\" if it does not tell."}]
 
 
-def candidate_lines(candidates: Iterable[tuple[str, bool, str]]) -> str:
-    """Candidates (id, becomes true, gloss) as the model reads them."""
-    return "\n".join(f"{i}) {'now' if value else 'no longer'}: {gloss}" for i, value, gloss in candidates)
+def candidate_lines(shown: Iterable[str]) -> str:
+    """Candidates as the model reads them, one a line."""
+    return "\n".join(f"- {x}" for x in shown)
 
 
 # ---- feedback on a refused reply ----------------------------------------------------------------------

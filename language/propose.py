@@ -7,14 +7,16 @@ A state change in English becomes a verified delta in four stages, each accounte
    short strings; worked examples first);
 2. `ground`: MiniLM embeddings match each to an entity. The entities a matched entity owns through a
    static fact (a room's fixtures; not a shelf level that every shelf has) are tried first for the other
-   words. Of the entities of the best one's type, those whose whole name the sentence spells out come first
-   (the model often copies "the bedroom" from "Amy's bedroom"). Where several entities of a type fit a word
-   about as well, the model chooses among them or says the sentence does not tell which: then the outcome is
-   a `Clarification` with those entities, not a guess;
+   words where they are of the kind the word best fits ("the sink": the kitchen's; "the book": not the
+   living room's bookshelf). Of the entities of the best one's type, those whose whole name the sentence spells
+   out come first (the model often copies "the bedroom" from "Amy's bedroom"). Where several entities of a type
+   fit a word about as well, the model chooses among them or says the sentence does not tell which: then the
+   outcome is a `Clarification` with those entities, not a guess;
 3. `candidates`: the single-fact changes the domain admits for the named entities: every type-correct atom of
    a changing predicate over them that is false now (it may become true), and every true one that no
-   exactly-one invariant replaces (it may stop being true); shown as glosses with ids;
-4. `choose`: the model picks, for each predicate with candidates, one id or "none" (enums in the schema). The
+   exactly-one invariant replaces (it may stop being true); shown as glosses ("now: wren holds ivo scarf");
+4. `choose`: the model picks, for each predicate with candidates, one as shown or "none" (enums in the schema;
+   not letters, whose answer for a predicate the 0.5B copied from the worked examples). The
    old place or value of what it makes true is removed by the domain's exactly-one invariants, never by the
    model; two chosen facts that the invariants exclude are a targeted question to the model, then (if the
    sentence does not tell) a `Clarification` between them. Each fact of the delta records how it was chosen
@@ -54,13 +56,15 @@ MAX_OPTIONS = 8  # of those, the best, for the model to choose from (or to say t
 OWNED_FIRST = 0.7  # an owned entity is taken when it fits at least this share of the best fit
 MAX_MENTIONS = 8
 NONE = "none"  # a predicate none of whose candidates happened
+EVERY = "*every"  # the option "every <type>" of a goal's question which thing a word names
 Mentions = enum_model("Mentions", mentions=(
     list[Annotated[str, StringConstraints(min_length=1, max_length=48)]], Field(max_length=MAX_MENTIONS)))
 
 
 @dataclass(frozen=True)
 class Candidate:
-    """A single-fact change: `atom` becomes true (`value`) or stops being true."""
+    """A single-fact change: `atom` becomes true (`value`) or stops being true; its id is how it is shown ("now: wren
+    holds ivo scarf")."""
 
     id: str
     atom: GroundAtom
@@ -76,6 +80,29 @@ def tokens(text: str) -> list[str]:
     """The lower-case letter and digit runs of a text or an entity's name (a name's words, where a sentence says
     them: "Amy's bedroom" spells out amy_bedroom)."""
     return re.findall(r"[a-z0-9]+", text.lower())
+
+
+def spelled_out(mention: str, names: Iterable[str]) -> list[str]:
+    """The entities whose whole names a copied phrase spells out one after another ("Jennifer the magenta pen":
+    jennifer, magenta_pen; a possessive's "s" and words between names are skipped), the longest name first at each
+    word; [] where it spells fewer than two (the phrase then names one thing, matched by meaning)."""
+    words = [w for w in tokens(mention) if w != "s"]
+    by_first: dict[str, list[tuple[str, ...]]] = defaultdict(list)
+    full = {}
+    for n in names:
+        if t := tuple(tokens(n)):
+            by_first[t[0]].append(t)
+            full[t] = n
+    out, i = [], 0
+    while i < len(words):
+        fits = [t for t in by_first.get(words[i], ()) if tuple(words[i:i + len(t)]) == t]
+        if fits:
+            t = max(fits, key=len)
+            out.append(full[t])
+            i += len(t)
+        else:
+            i += 1
+    return list(dict.fromkeys(out)) if len(set(out)) > 1 else []
 
 
 def ids() -> Iterable[str]:
@@ -116,7 +143,7 @@ def candidates(domain: Domain, entities: dict[str, str], state: Collection[Groun
     """The single-fact changes the domain admits over the entities the sentence named (name -> type): not over
     what they own (a room's light is proposed when the light is named, not for the room; an item picked up in
     a room gets no candidate place on the room's table): a small model chooses worse among more candidates."""
-    out, fresh, replaceable = [], ids(), replaced(domain)
+    out, replaceable = [], replaced(domain)
     for p in sorted(changing(domain)):
         params = domain.predicates[p].params
         objects = [[e for e, t in entities.items() if domain.accepts(a.types, t)] for a in params]
@@ -129,7 +156,11 @@ def candidates(domain: Domain, entities: dict[str, str], state: Collection[Groun
             elif p not in replaceable:
                 out.append((atom, False))
     out.sort(key=lambda c: not c[1])  # what may become true first
-    return [Candidate(next(fresh), atom, value) for atom, value in out]
+    shown = [f"{'now' if value else 'no longer'}: {domain.gloss(atom.predicate, [words(a) for a in atom.args])}"
+             for atom, value in out]
+    twice = {x for x, n in Counter(shown).items() if n > 1}
+    return [Candidate(f"{said} ({words(atom.predicate)})" if said in twice else said, atom, value)
+            for said, (atom, value) in zip(shown, out, strict=True)]
 
 
 def choice_schema(cands: list[Candidate]) -> type[BaseModel]:
@@ -147,10 +178,6 @@ def answer(cands: list[Candidate], chosen: Collection[str]) -> dict[str, str]:
         if c.id in chosen and out[c.atom.predicate] == NONE:
             out[c.atom.predicate] = c.id
     return out
-
-
-def gloss(domain: Domain, c: Candidate) -> str:
-    return domain.gloss(c.atom.predicate, [words(a) for a in c.atom.args])
 
 
 def replacements(domain: Domain, add: Iterable[GroundAtom], facts_about: Callable[[list[str]], Iterable[GroundAtom]],
@@ -201,7 +228,7 @@ def examples(domain: Domain) -> list[Example]:
         cands = candidates(domain, {n: objects[n] for n in ex["named"]}, set(init))
         right = {c.id for c in cands if truth.get(c.atom) == c.value}
         out.append(Example(ex["text"], list(ex["mentions"]),
-                           candidate_lines((c.id, c.value, gloss(domain, c)) for c in cands), answer(cands, right)))
+                           candidate_lines(c.id for c in cands), answer(cands, right)))
     return out
 
 
@@ -232,17 +259,22 @@ def statics(graph: WorldGraph) -> list[GroundAtom]:
 
 
 def ground(llm: LLM, graph: WorldGraph, first: Messages, text: str, mentions: list[str], owns: dict[str, set[str]],
-           answers: dict[str, str], out: Outcome) -> dict[str, str]:
+           answers: dict[str, str], out: Outcome, kinds: dict[str, str] | None = None) -> dict[str, str]:
     """word -> the entity it names (words naming none are left out); `out.clarification` is set instead where
     several entities fit a word and the model, shown them, says the sentence does not tell which.
 
     `first` are the messages that asked for the words (`which`); `owns` is `owned` of the graph; `answers`
-    (word -> entity) are the user's."""
+    (word -> entity) are the user's. With `kinds` (a goal's), "every <type>" is one more option where several
+    entities fit a word: the word -> type the model says it names all of goes there ("the phones")."""
     from kgplan.language.retrieval import embed, entity_index
 
     index = entity_index(graph)
     names = index.names
     named = {m: a for m, a in answers.items() if m in mentions and a in index.texts}
+    for m in [m for m in mentions if m not in named]:  # one phrase copied for two things: each by its whole name
+        if parts := spelled_out(m, names):
+            mentions = [x for x in mentions if x != m]
+            named |= {words(e): e for e in parts}
     asked = [m for m in mentions if m not in named]
     if not asked or not names:
         return named
@@ -254,7 +286,9 @@ def ground(llm: LLM, graph: WorldGraph, first: Messages, text: str, mentions: li
         if m not in best:
             continue
         anchors = {named.get(w, e) for w, e in best.items() if w != m} | set(named.values())
-        pool = [j for j, n in enumerate(names) if any(n in owns.get(a, ()) for a in anchors)]
+        k = types.get(names[int(row.argmax())], "object")
+        pool = [j for j, n in enumerate(names) if any(n in owns.get(a, ()) for a in anchors)
+                and (graph.domain.is_subtype(t := types.get(n, "object"), k) or graph.domain.is_subtype(k, t))]
         if not pool or row[pool].max() < OWNED_FIRST * row.max():
             pool = list(range(len(names)))
         top = max(pool, key=lambda j: row[j])
@@ -263,11 +297,15 @@ def ground(llm: LLM, graph: WorldGraph, first: Messages, text: str, mentions: li
             kind, top = spelled, max(spelled, key=lambda j: row[j])
         tied = sorted((j for j in kind if row[j] >= TIE * row[top]), key=lambda j: -row[j])[:MAX_OPTIONS]
         options = [names[j] for j in tied]
+        every = {} if kinds is None else {EVERY: f"every {words(types[options[0]])}"}
         if len(options) > 1 and (pick := which(llm, first, f"Which one does '{m}' name?",
-                                               {o: words(o) for o in options}, out)) is None:
+                                               {o: words(o) for o in options} | every, out)) is None:
             out.clarification = Clarification(
                 m, f"Which one does '{m}' mean: {', '.join(map(words, options))}?", options, [*map(words, options)])
             return named
+        if len(options) > 1 and pick == EVERY and kinds is not None:
+            kinds[m] = types[options[0]]
+            continue
         named[m] = options[0] if len(options) == 1 else pick
     return named
 
@@ -283,17 +321,17 @@ class Named(NamedTuple):
 
 
 def _named(llm: LLM, graph: WorldGraph, text: str, stage: str, messages: Messages, schema: type[BaseModel],
-           answers: dict[str, str], out: Outcome) -> Named:
+           answers: dict[str, str], out: Outcome, kinds: dict[str, str] | None = None) -> Named:
     """The first two stages of `tell` and `goals.choose`: the model's words naming things (stage `stage`, the reply
     to `messages` in `schema`, with its `mentions`), then the entities they name (stage `ground`;
-    `out.clarification` may be set)."""
+    `out.clarification` may be set; `kinds` as `ground`'s)."""
     with _Stage(out, stage):
         reply, record = llm.complete(messages, schema)
         out.calls.append(record)
     with _Stage(out, "ground"):
         static = statics(graph)
         owns = owned(graph.domain, static)
-        entities = ground(llm, graph, messages, text, list(dict.fromkeys(reply.mentions)), owns, answers, out)
+        entities = ground(llm, graph, messages, text, list(dict.fromkeys(reply.mentions)), owns, answers, out, kinds)
     return Named(reply, entities, static, owns)
 
 
@@ -333,7 +371,7 @@ def tell(llm: LLM, graph: WorldGraph, text: str, *, answers: dict[str, str] | No
             return out
         with _Stage(out, "choose"):
             schema = choice_schema(cands)
-            lines = candidate_lines((c.id, c.value, gloss(domain, c)) for c in cands)
+            lines = candidate_lines(c.id for c in cands)
             chosen_reply, record = llm.complete(propose_messages(shown, text, lines), schema)
             out.calls.append(record)
     except LLMError as e:

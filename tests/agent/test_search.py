@@ -165,8 +165,8 @@ def test_a_tell_during_a_search_is_applied_while_the_search_goes_on(tmp_path: Pa
         return ActionScores(scores=[])
 
     def choose_in(messages: list[dict]) -> dict[str, str]:
-        line = next(x for x in messages[-1]["content"].split("\n") if "now: item milk is in or on place counter" in x)
-        return {"in": line.split(")")[0]}
+        assert "- now: item milk is in or on place counter" in messages[-1]["content"].split("\n")
+        return {"in": "now: item milk is in or on place counter"}
 
     llm = ScriptedLLM([policy] * 200)
     with Agent(f"sqlite:{tmp_path / 'a.db'}", llm=llm) as a:

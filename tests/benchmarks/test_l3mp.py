@@ -18,6 +18,7 @@ from kgplan.graph.backends import open_graph
 from kgplan.language.llm import LLMError, ScriptedLLM, choice, enum_model
 from kgplan.planners.pipeline import plan
 from tests.conftest import HOUSEHOLD
+from tests.support import fake_llm
 
 Atoms = set[tuple[str, tuple[str, ...]]]
 START = Problem.parse((HOUSEHOLD / "world.pddl").read_text())
@@ -202,12 +203,8 @@ def test_corruption_recovery_is_measured(corrupt: float, seed: int) -> None:
 
 
 def pick(**glosses: str) -> Callable[[list[dict]], str]:
-    """A scripted choice per predicate: the id of the candidate shown with the gloss given for it."""
-    def reply(messages: list[dict]) -> str:
-        ids = {x.split(") ", 1)[-1]: x.split(")")[0] for x in messages[-1]["content"].split("\n")}
-        return json.dumps({p: ids[g] for p, g in glosses.items()})
-
-    return reply
+    """A scripted choice per predicate: the candidate shown with the gloss given for it."""
+    return lambda messages: fake_llm.pick(messages, **glosses)
 
 
 def test_propose_and_choose_scored_with_facts_clarifications_and_stages(tmp_path: Path,

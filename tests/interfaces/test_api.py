@@ -249,7 +249,7 @@ def test_tell(client: TestClient, agent: Agent) -> None:
     first, choose = agent.llm.prompts  # type: ignore[attr-defined]
     assert first[-1]["content"] == f"Sentence: {OFF}"
     assert "Ines went to the study" in json.dumps(first[:-1])  # household's worked examples, before the sentence
-    assert choose[-1]["content"].endswith("Candidates:\na) no longer: kitchen light is switched on")
+    assert choose[-1]["content"].endswith("Candidates:\n- no longer: kitchen light is switched on")
     script(agent, mentions("Omar", "the kitchen light"), lambda m: pick(m, **LIGHT_OFF))
     r = client.post("/api/tell", json={"text": OFF})
     assert r.status_code == 200 and r.json()["status"] == "applied" and r.json()["change"]["source"] == "nl"

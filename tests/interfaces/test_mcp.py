@@ -54,9 +54,10 @@ def test_mcp_tools_end_to_end(store: str, server: FakeServer) -> None:
             told = structured(await client.call_tool("tell", {"text": "Omar switched the kitchen light off"}))
             assert told["status"] == "applied" and told["change"]["remove"][0]["text"] == "(switched_on kitchen_light)"
             assert "Omar switched the kitchen light off" in json.dumps(server.requests[-1])
-            # one choice per predicate among its own candidates' ids, or none
+            # one choice per predicate among its own candidates as shown, or none
             choice = server.requests[-1]["response_format"]["json_schema"]["schema"]["properties"]
-            assert {p: v["enum"] for p, v in choice.items()} == {"switched_on": ["a", "none"]}
+            assert {p: v["enum"] for p, v in choice.items()} == {
+                "switched_on": ["no longer: kitchen light is switched on", "none"]}
             shown = structured(await client.call_tool("show", {"entity": "kitchen_light"}))
             assert "(switched_on kitchen_light)" not in {f["text"] for f in shown["facts"]}
             planned = structured(await client.call_tool("plan", {"goal": "(switched_on kitchen_light)"}))

@@ -152,3 +152,72 @@ def test_a_room_alone_proposes_the_goals_over_its_fixtures(world: WorldGraph) ->
     out = goals.choose(llm, world, "Make sure the light in the bedroom is off.")
     assert out.goal == "(and (not (switched_on bedroom_light)))", out.error
     assert "- bedroom light is switched on" in llm.prompts[1][-1]["content"].split("\n")
+
+
+def test_a_phrase_spelling_out_two_names_names_both(world: WorldGraph) -> None:
+    """"Sandra the dune book" copied as one phrase: it spells out the whole names of a person and a book, so both are
+    named (matched by meaning, the phrase named only one, and nothing could be proposed for handing it over)."""
+    llm = ScriptedLLM([json.dumps({"scope": "named", "mentions": ["Sandra the dune book"], "kinds": []}),
+                       json.dumps({"held_by": "item dune book is held by person sandra"})])
+    out = goals.choose(llm, world, "Hand Sandra the dune book.")
+    assert out.goal == "(and (held_by dune_book sandra))", out.error
+    assert len(llm.prompts) == 2  # no question which one the phrase names
+    assert "- item dune book is held by person sandra" in llm.prompts[1][-1]["content"].split("\n")
+
+
+SHELVES = """(define (problem shelves) (:domain simulation)
+  (:objects lisa - person lisa_scarf - cloth david_bedroom den - room david_bedroom_shelf den_shelf - shelf
+            shelf_level_3 shelf_level_4 - shelf_level)
+  (:init (person_in_room lisa den) (room_has david_bedroom david_bedroom_shelf) (room_has den den_shelf)
+         (shelf_has_level david_bedroom_shelf shelf_level_3) (shelf_has_level david_bedroom_shelf shelf_level_4)
+         (shelf_has_level den_shelf shelf_level_3) (shelf_has_level den_shelf shelf_level_4)
+         (placed_at_shelf lisa_scarf den_shelf) (on_shelf_level lisa_scarf shelf_level_4)))"""
+
+
+def test_a_named_level_in_a_named_room_proposes_that_rooms_shelf(tmp_path: Path) -> None:
+    """"level 3 of the shelf in David's bedroom" copied without the shelf: every shelf has a level 3, and the shelf of
+    the named room that has it is the one proposed (not the den's)."""
+    from kgplan.domains.model import Problem
+    from kgplan.graph.backends import open_graph
+
+    g = open_graph(f"sqlite:{tmp_path / 'g.db'}")
+    g.init(simulation(tmp_path))
+    g.load_problem(Problem.parse(SHELVES, "shelves"))
+    llm = ScriptedLLM([json.dumps({"scope": "named", "mentions": ["Lisa's scarf", "level 3", "David's bedroom"],
+                                   "kinds": []}),
+                       json.dumps({"on_shelf_level": "lisa scarf is on shelf level 3",
+                                   "placed_at_shelf": "lisa scarf is on david bedroom shelf"})])
+    out = goals.choose(llm, g, "Place Lisa's scarf on level 3 of the shelf in David's bedroom.")
+    assert out.goal == ("(and (on_shelf_level lisa_scarf shelf_level_3) "
+                        "(placed_at_shelf lisa_scarf david_bedroom_shelf))"), out.error
+    lines = llm.prompts[1][-1]["content"].split("\n")
+    assert "- lisa scarf is on david bedroom shelf" in lines and not any("den shelf" in x for x in lines)
+
+
+def test_a_word_the_model_says_names_every_thing_of_a_kind_is_quantified(world: WorldGraph) -> None:
+    """"the phones" fits both phones about as well: the question which one it names offers "every phone" too, and the
+    model's answer makes the goal quantified over the kind (not a clarification, not one phone)."""
+    task = "Can you silence all the phones?"
+    llm = ScriptedLLM([json.dumps({"scope": "named", "mentions": ["the phones"], "kinds": []}),
+                       json.dumps({"answer": "c"}), json.dumps({"phone_ringing": "phone no phone is ringing"})])
+    out = goals.choose(llm, world, task)
+    assert out.goal == "(and (forall (?x - phone) (not (phone_ringing ?x))))", out.error
+    options = llm.prompts[1][-1]["content"].split("Options:\n")[1].split("\n")
+    assert options[:3] == ["a) sandra phone", "b) omar phone", "c) every phone"] or options[:3] == [
+        "a) omar phone", "b) sandra phone", "c) every phone"]
+
+
+def test_two_conflicting_conditions_the_task_does_not_ask_for_are_both_dropped(world: WorldGraph) -> None:
+    """Made to answer for every predicate, the model chose two places for the book the task does not speak of; asked
+    which one must hold, it may say neither, and both go."""
+    task = "Switch on the bedroom light; Lena is reading the dune book on the bed."
+    llm = ScriptedLLM([json.dumps({"scope": "named", "mentions": ["the bedroom light", "Lena", "the dune book",
+                                                                  "the bed"], "kinds": []}),
+                       json.dumps({"switched_on": "bedroom light is switched on",
+                                   "held_by": "item dune book is held by person lena",
+                                   "on": "item dune book is on bedroom bed"}),
+                       json.dumps({"answer": "c"})])
+    out = goals.choose(llm, world, task)
+    assert out.goal == "(and (switched_on bedroom_light))", out.error
+    question = llm.prompts[2][-1]["content"]
+    assert "Question: Which one must hold when the task is done?" in question and "\nc) neither of them\n" in question

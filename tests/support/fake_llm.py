@@ -92,14 +92,14 @@ def mentions(*words: str) -> str:
 
 def pick(messages: list[dict], **glosses: str) -> str:
     """The reply choosing, per predicate, the candidate shown with that gloss (e.g. `switched_on="no longer:
-    kitchen light is switched on"`), after checking the prompt: the sentence's candidates listed with ids, the
+    kitchen light is switched on"`), after checking the prompt: the sentence's candidates listed, the
     domain's worked examples before it."""
     last = messages[-1]["content"]
     assert "\nCandidates:\n" in last and any("Candidates:" in m["content"] for m in messages[1:-1]), messages
-    ids = {line.split(") ", 1)[-1]: line.split(")")[0] for line in last.split("\nCandidates:\n", 1)[1].split("\n")}
-    missing = set(glosses.values()) - set(ids)
-    assert not missing, f"not among the candidates: {missing}; shown: {list(ids)}"
-    return json.dumps({p: ids[g] for p, g in glosses.items()})
+    shown = [line.removeprefix("- ") for line in last.split("\nCandidates:\n", 1)[1].split("\n")]
+    missing = set(glosses.values()) - set(shown)
+    assert not missing, f"not among the candidates: {missing}; shown: {shown}"
+    return json.dumps(glosses)
 
 
 def chooses(**glosses: str) -> Script:
