@@ -430,6 +430,42 @@ def policy_examples(homes: int = 30) -> list:
     return out
 
 
+class Recorded:
+    """An LLM whose replies are kept in order (`--record`): a structured reply as its JSON, each sampled text,
+    an error as its reason; `replay` answers them again in that order (the runs are seeded: the same calls)."""
+
+    def __init__(self, inner) -> None:
+        self.inner, self.replies = inner, []
+
+    def __getattr__(self, name: str):
+        return getattr(self.inner, name)
+
+    def complete(self, messages: list[dict], schema):
+        return self._kept(lambda: self.inner.complete(messages, schema), lambda r: [r[0].model_dump_json()])
+
+    def sample(self, messages: list[dict], n: int, *args, **kw):
+        return self._kept(lambda: self.inner.sample(messages, n, *args, **kw), lambda r: r[0])
+
+    def _kept(self, call, texts):
+        from kgplan.errors import LLMError
+
+        try:
+            reply = call()
+        except LLMError as e:
+            self.replies.append({"error": e.reason})
+            raise
+        self.replies += [{"reply": t} for t in texts(reply)]
+        return reply
+
+    @staticmethod
+    def replay(path: Path):
+        from kgplan.errors import LLMError
+        from kgplan.language.llm import ScriptedLLM
+
+        return ScriptedLLM([LLMError(e["error"]) if "error" in e else e["reply"] for e in json.loads(path.read_text())],
+                           "replay")
+
+
 # ---- reporting --------------------------------------------------------------------------------------------
 def summary(episodes: list[Episode], limit: int) -> dict:
     wins = [e for e in episodes if e.success and e.steps <= limit]
@@ -578,10 +614,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--simulations", type=budgets, default=[100],
                    help="MCTS simulations per decision, or a comma-separated list of budgets to compare, each MCTS "
                         "method run at each (default 100)")
-    p.add_argument("--llm", choices=("none", "openai"), default="none",
+    p.add_argument("--llm", choices=("none", "openai", "replay"), default="none",
                    help="openai: the methods' LLM belief and prior from the endpoint of KGPLAN_LLM_* (none: methods "
                         "that can search without one use their kinds without an LLM, said in the output; the others "
-                        "are skipped)")
+                        "are skipped); replay: the replies of --llm-replay")
+    p.add_argument("--record", type=Path, metavar="PATH", help="--llm openai: write every reply here, in order")
+    p.add_argument("--llm-replay", type=Path, metavar="PATH", help="--llm replay: the replies --record wrote")
     p.add_argument("--llm-calls", type=int, default=10,
                    help="an LLM prior's calls per decision (an LLM policy's node takes one per sample); then its "
                         "rollout prior (default 10)")
@@ -627,6 +665,13 @@ def main(argv: list[str] | None = None) -> int:
             out.print(f"[red]error:[/red] --llm openai: {NOT_CONFIGURED}")
             return 2
         llm, examples = OpenAIClient(config), policy_examples()
+        if args.record:
+            llm = Recorded(llm)
+    elif args.llm == "replay":
+        if not args.llm_replay:
+            out.print("[red]error:[/red] --llm replay needs --llm-replay PATH")
+            return 2
+        llm, examples = Recorded.replay(args.llm_replay), policy_examples()
     elif need := [m for m in methods if hows[m].needs_llm] + [b for b in beliefs if BELIEFS[b].needs_llm]:
         methods = [m for m in methods if m not in need]
         beliefs = [b for b in beliefs if b not in need]
@@ -671,6 +716,8 @@ def main(argv: list[str] | None = None) -> int:
                   f"steps, {ep.decision_seconds / max(ep.decisions, 1):.2f} s/decision", highlight=False)
         if args.json:  # the episodes so far: nothing lost if the run is cut short
             write_json(args.json, {"settings": settings, "episodes": [asdict(e) for e in episodes]})
+        if isinstance(llm, Recorded) and args.record:
+            write_json(args.record, llm.replies)
 
     for source in sources:
         for seed in args.seeds:

@@ -154,8 +154,9 @@ def test_saved_counts_are_the_learned_belief_of_search_methods(tmp_path, monkeyp
 def test_the_llm_policy_through_an_endpoint(tmp_path, server: FakeServer, monkeypatch: pytest.MonkeyPatch,
                                             capsys: pytest.CaptureFixture[str]) -> None:
     """`--llm openai`: llm_mcts samples its belief and its policy (the prompt with expert examples from homes no
-    run evaluates), and the JSON counts the LLM calls per decision, those of the search apart; without an LLM
-    it says which kinds it searches with; `--llm openai` with no endpoint is an error."""
+    run evaluates), and the JSON counts the LLM calls per decision, those of the search apart; `--record` keeps
+    the replies and `--llm replay` repeats the run from them; without an LLM it says which kinds it searches
+    with; `--llm openai` with no endpoint is an error."""
     def answer(request: dict):
         text = request["messages"][0]["content"]
         return ok({"place": "kitchen_counter"} if "most likely to be" in text else "walk to kitchen counter")(request)
@@ -173,7 +174,7 @@ def test_the_llm_policy_through_an_endpoint(tmp_path, server: FakeServer, monkey
     monkeypatch.setenv("KGPLAN_LLM_BASE_URL", server.url)
     monkeypatch.setenv("KGPLAN_LLM_MODEL", "fake-model")
     server.script = [answer] * 500
-    assert rearrange.main([*args, "--llm", "openai"]) == 0
+    assert rearrange.main([*args, "--llm", "openai", "--record", str(tmp_path / "replies.json")]) == 0
     data = json.loads(out.read_text())
     (e,) = data["episodes"]
     samples = [r for r in server.requests if "Next actions:" in r["messages"][0]["content"]]
@@ -183,6 +184,14 @@ def test_the_llm_policy_through_an_endpoint(tmp_path, server: FakeServer, monkey
     assert row["search_llm_calls_per_decision"] == len(samples) / 2
     assert data["settings"]["methods"]["llm_mcts"]["prior"] == "llm_policy"
     assert "Example tasks:" in samples[0]["messages"][0]["content"]
+    replies = json.loads((tmp_path / "replies.json").read_text())
+    assert len(replies) == len(server.requests) and replies[-1] == {"reply": "walk to kitchen counter"}
+    again = tmp_path / "again.json"
+    assert rearrange.main([*args[:-1], str(again), "--llm", "replay", "--llm-replay",
+                           str(tmp_path / "replies.json")]) == 0
+    (e2,) = json.loads(again.read_text())["episodes"]
+    assert {k: v for k, v in e2.items() if k != "decision_seconds"} == {k: v for k, v in e.items()
+                                                                        if k != "decision_seconds"}
 
 
 def test_saved_examples_are_the_llm_policy_examples_of_search_methods(tmp_path, monkeypatch) -> None:
