@@ -39,14 +39,16 @@ class BeliefKind:
 @dataclass(frozen=True)
 class PriorInput:
     """What a prior policy is made from: the domain, the goal, the LLM (if the method needs one), the
-    policy to fall back on (the method's rollout prior; uniform for the rollout prior itself), and examples
-    for LLM-MCTS's policy prompt (none given: the file named by KGPLAN_POLICY_EXAMPLES, if any)."""
+    policy to fall back on (the method's rollout prior; uniform for the rollout prior itself), examples
+    for LLM-MCTS's policy prompt (none given: the file named by KGPLAN_POLICY_EXAMPLES, if any) and the
+    search's settings (an LLM policy's `llm_*`)."""
 
     domain: Domain
     goal: Formula
     llm: LLM | None
     fallback: Prior
     examples: Sequence[Example] = ()
+    settings: Settings = field(default_factory=Settings)
 
 
 @dataclass(frozen=True)
@@ -81,10 +83,11 @@ def _llm_prior(given: PriorInput) -> Prior:
 def _llm_policy(given: PriorInput) -> Prior:
     from kgplan.language.mcts import LLMPolicy, allowed_actions, goal_text, read_examples
 
-    templates = given.domain.meta.get("explore", {}).get("actions", {})
+    templates, st = given.domain.meta.get("explore", {}).get("actions", {}), given.settings
     return LLMPolicy(given.llm, goal_text(given.domain, given.goal),
                      given.examples or read_examples(os.environ.get("KGPLAN_POLICY_EXAMPLES")), given.fallback,
-                     templates, allowed_actions(given.domain, templates))
+                     templates, allowed_actions(given.domain, templates), k=st.llm_examples, samples=st.llm_samples,
+                     temperature=st.llm_temperature, lam=st.llm_lambda)
 
 
 BELIEFS: Registry[BeliefKind] = Registry("belief")
@@ -171,7 +174,7 @@ class SearchMethod:
             raise InputError(f"search method {self.name!r} needs an LLM")
         belief, prior_kind = self.kinds(llm)
         rollout = PRIORS[self.rollout_prior].make(PriorInput(graph.domain, goal, llm, UniformPrior()))
-        prior = PRIORS[prior_kind].make(PriorInput(graph.domain, goal, llm, rollout, examples))
+        prior = PRIORS[prior_kind].make(PriorInput(graph.domain, goal, llm, rollout, examples, self.settings))
         search = searcher(graph, goal, prior, rollout, dataclasses.replace(self.settings), rng)
         return Searcher(search, BELIEFS[belief].make(llm))
 

@@ -92,6 +92,8 @@ def test_the_papers_configurations_and_kgplans_switches(tmp_path: Path) -> None:
     with_llm = SEARCH_METHODS["dr_mcts"].searcher(g, goal(), ScriptedLLM()).search.prior
     assert isinstance(with_llm, LLMPolicy) and with_llm.goal == "item milk is in or on place fridge"
     assert isinstance(with_llm.fallback, UniformPrior) and (with_llm.samples, with_llm.lam) == (5, 0.5)
+    set_ = configured("dr_mcts", "llm_samples=3,llm_lambda=0.25,llm_temperature=1").searcher(g, goal(), ScriptedLLM())
+    assert (set_.search.prior.samples, set_.search.prior.lam, set_.search.prior.temperature) == (3, 0.25, 1.0)
     uct = configured("uct+llm")  # DR-MCTS's comparison: UCT with the LLM policy as its prior, where one is given
     assert uct.kinds(ScriptedLLM()) == ("uniform", "llm_policy") and uct.kinds(None) == ("uniform", "uniform")
     assert uct.settings == PAPER and not uct.needs_llm
