@@ -416,7 +416,7 @@ def policy_examples(homes: int = 30) -> list:
     CORPUS_SEEDS.. (none of them a home the benchmark evaluates or the learned belief is fit on), done by
     `expert`."""
     from kgplan.domains.model import resolve_domain
-    from kgplan.language.mcts import Example
+    from kgplan.language.mcts import Example, objects
     from kgplan.language.mcts import goal_text as words
 
     domain = resolve_domain("rearrange")
@@ -426,7 +426,8 @@ def policy_examples(homes: int = 30) -> list:
         for family in FAMILIES:
             task = make_task(scene, family, random.Random(f"{seed}-{family}"))
             steps, seen = expert(scene, task, domain.meta["explore"]["actions"])
-            out.append(Example(words(domain, goal_formula(task)), tuple(steps), tuple(seen)))
+            out.append(Example(words(domain, goal_formula(task)), tuple(steps), tuple(seen),
+                               objects([*scene.places, *task.items])))
     return out
 
 

@@ -168,12 +168,13 @@ def llm_belief(llm: LLM, samples: int = 5, floor: float = bl.FLOOR) -> bl.Belief
 
 @dataclass(frozen=True)
 class Example:
-    """A demonstration for LLM-MCTS's policy: a task, the expert's actions in words, and before each action
-    what was seen so far (`observation`'s words)."""
+    """A demonstration for LLM-MCTS's policy: a task, the expert's actions in words, before each action what
+    was seen so far (`observation`'s words), and the objects of the home (`objects`' words)."""
 
     task: str
     actions: tuple[str, ...]
     observations: tuple[str, ...]
+    objects: str = ""
 
 
 def observation(unseen: Sequence[str]) -> str:
@@ -182,13 +183,18 @@ def observation(unseen: Sequence[str]) -> str:
             else "Every item of the task has been found.")
 
 
+def objects(names: Sequence[str]) -> str:
+    """The objects the agent can act on, in words (LLM-MCTS's visible objects)."""
+    return "Objects: " + ", ".join(sorted({n.replace("_", " ") for n in names})) + "."
+
+
 def read_examples(path: str | Path | None) -> list[Example]:
     """Examples from a JSON list of {task, actions, observations} (`kgplan bench rearrange --save-examples`);
     none without a path."""
     if not path:
         return []
     try:
-        return [Example(e["task"], tuple(e["actions"]), tuple(e["observations"]))
+        return [Example(e["task"], tuple(e["actions"]), tuple(e["observations"]), e.get("objects", ""))
                 for e in json.loads(Path(path).read_text())]
     except (OSError, ValueError, KeyError, TypeError) as e:
         raise InputError(f"policy examples {path}: {e}") from e
@@ -200,7 +206,8 @@ def write_examples(path: Path, examples: Sequence[Example]) -> None:
 
 class LLMPolicy(_Asking):
     """LLM-MCTS's heuristic policy: P(a | history) from `samples` next actions the LLM writes at `temperature`
-    after the `k` examples whose task is most like the goal (each cut where what had been seen is most like what
+    (told the goal, the objects the node's actions act on, the items not found yet, the actions so far) after
+    the `k` examples whose task is most like the goal (each cut where what had been seen is most like what
     is seen now), each matched to the actions by sentence-embedding cosine (softmax of `sharpness` * cosine),
     averaged, and mixed with uniform by `lam` (the paper's code: 5 samples at 0.6 with top-p 0.9, k = 3, 100, 0.5;
     at most 10 tokens there, `max_tokens` 16 here for longer place names). Cached per (state description,
@@ -225,8 +232,8 @@ class LLMPolicy(_Asking):
         shown = []
         for e in self.examples:
             j = int(np.argmax(self.similarity([seen], list(e.observations))[0])) if e.observations else 0
-            shown.append(f"{e.task}\n{e.observations[j] if e.observations else ''}\nPrevious actions: "
-                         f"{', '.join(e.actions[:j])}.\nNext actions: {', '.join(e.actions[j:])}")
+            shown.append("\n".join(x for x in (e.task, e.objects, e.observations[j] if e.observations else "") if x)
+                         + f"\nPrevious actions: {', '.join(e.actions[:j])}.\nNext actions: {', '.join(e.actions[j:])}")
         return ("Write the next actions of a household task, using the allowed actions and the places named. "
                 f"Allowed actions: {self.allowed}. A container must be opened before things are taken from it or put "
                 "in it. Find the items of the task first, then bring them.\n"
@@ -237,7 +244,8 @@ class LLMPolicy(_Asking):
         texts = [action_text(a, self.templates) for a in actions]
         seen = observation(list(beliefs))
         done = ", ".join(action_text(Step.parse(h), self.templates) for h in history)
-        task = f"{self.goal}\n{seen}\nPrevious actions: {done}.\nNext actions:"
+        at_hand = objects([x for a in actions for x in a.args])
+        task = f"{self.goal}\n{at_hand}\n{seen}\nPrevious actions: {done}.\nNext actions:"
         key = (task, tuple(texts))
         if key in self.cache:
             return self.cache[key]

@@ -129,7 +129,7 @@ def test_llm_policy_prompts_with_the_k_examples_most_like_the_task(server: FakeS
                                                             "walk to fridge", "open fridge", "put milk in fridge"),
                      ("Not found yet: milk.", "Every item of the task has been found.",
                       "Every item of the task has been found.", "Every item of the task has been found.",
-                      "Every item of the task has been found."))
+                      "Every item of the task has been found."), "Objects: counter, fridge, milk.")
     cheese = Example("item cheese is in or on place fridge", ("walk to fridge", "open fridge"),
                      ("Not found yet: cheese.", "Not found yet: cheese."))
     other = [Example("switch the television on", ("walk to sofa",), ("",)),
@@ -142,10 +142,11 @@ def test_llm_policy_prompts_with_the_k_examples_most_like_the_task(server: FakeS
     text = server.requests[0]["messages"][0]["content"]
     assert "walk to <place>, open <container>, pick up <item> from <place>, put <item> in <place>" in text
     assert "item cheese is in or on place fridge" in text and "television" not in text and "garden" not in text
-    assert ("item milk is in or on place fridge\nNot found yet: milk.\nPrevious actions: .\nNext actions: walk to "
-            "counter, pick up milk from counter, walk to fridge, open fridge, put milk in fridge") in text
+    assert ("item milk is in or on place fridge\nObjects: counter, fridge, milk.\nNot found yet: milk.\nPrevious "
+            "actions: .\nNext actions: walk to counter, pick up milk from counter, walk to fridge, open fridge, put "
+            "milk in fridge") in text
     assert text.endswith("Now, complete the following task.\nitem milk is in or on place fridge\n"
-                         "Not found yet: milk.\nPrevious actions: .\nNext actions:")
+                         "Objects: bed, counter, fridge.\nNot found yet: milk.\nPrevious actions: .\nNext actions:")
     assert p.llm_calls == 5
 
 
@@ -159,7 +160,8 @@ def test_llm_policy_prior_from_sampled_answers(server: FakeServer) -> None:
     assert p(("(walk bed counter)",), WALKS, {}) == pytest.approx([0.5 * 3 / 5 + 0.5 / 3, 0.5 / 5 + 0.5 / 3,
                                                                   0.5 / 5 + 0.5 / 3], abs=1e-6)
     text = server.requests[0]["messages"][0]["content"]
-    assert text.endswith("Every item of the task has been found.\nPrevious actions: walk to counter.\nNext actions:")
+    assert text.endswith("Objects: bed, counter, fridge.\nEvery item of the task has been found.\n"
+                         "Previous actions: walk to counter.\nNext actions:")
 
 
 def test_llm_policy_is_cached_per_state_and_actions(server: FakeServer) -> None:
