@@ -714,7 +714,9 @@ def main(argv: list[str] | None = None) -> int:
         episodes.append(ep)
         out.print(f"{scene.name} {ep.family} {ep.method}{f' with {ep.belief}' if ep.belief else ''}"
                   f"{f' ({budget} sims)' if budget else ''}: {'success' if ep.success else 'failure'} in {ep.steps} "
-                  f"steps, {ep.decision_seconds / max(ep.decisions, 1):.2f} s/decision", highlight=False)
+                  f"steps, {ep.decision_seconds / max(ep.decisions, 1):.2f} s/decision"
+                  f"{f', {ep.llm_calls} LLM calls ({ep.search_llm_calls} in decisions)' if llm else ''}",
+                  highlight=False)
         if args.json:  # the episodes so far: nothing lost if the run is cut short
             write_json(args.json, {"settings": settings, "episodes": [asdict(e) for e in episodes]})
         if isinstance(llm, Recorded) and args.record:
