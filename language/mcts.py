@@ -204,14 +204,22 @@ def write_examples(path: Path, examples: Sequence[Example]) -> None:
     path.write_text(json.dumps([asdict(e) for e in examples], indent=1))
 
 
+def first_action(reply: str) -> str:
+    """The first action a reply names: up to a comma, full stop or line end, without a leading "Next actions:"
+    or a number ("1. walk to ...": a chat model numbers its lists)."""
+    text = re.sub(r"^\s*(next actions?\s*:)?\s*(\d+\s*[.)]\s*)?", "", reply, flags=re.IGNORECASE)
+    return re.split(r"[,.\n]", text)[0].strip()
+
+
 class LLMPolicy(_Asking):
     """LLM-MCTS's heuristic policy: P(a | history) from `samples` next actions the LLM writes at `temperature`
     (told the goal, the objects the node's actions act on, the items not found yet, the actions so far) after
     the `k` examples whose task is most like the goal (each cut where what had been seen is most like what
     is seen now), each matched to the actions by sentence-embedding cosine (softmax of `sharpness` * cosine),
     averaged, and mixed with uniform by `lam` (the paper's code: 5 samples at 0.6 with top-p 0.9, k = 3, 100, 0.5;
-    at most 10 tokens there, `max_tokens` 16 here for longer place names). Cached per (state description,
-    actions); once the call budget is spent, or when the LLM fails, `fallback`."""
+    at most 10 tokens there, `max_tokens` 16 here for longer place names; it stops at ",", "." and line ends, here
+    at "," and line ends, so that a numbered list keeps its first action: `first_action`). Cached per (state
+    description, actions); once the call budget is spent, or when the LLM fails, `fallback`."""
 
     def __init__(self, llm: LLM, goal_text: str, examples: Sequence[Example], fallback: Prior,
                  templates: Mapping[str, str], allowed: str, *, k: int = 3, samples: int = 5, temperature: float = 0.6,
@@ -254,12 +262,12 @@ class LLMPolicy(_Asking):
         calls = len(self.llm.records)
         try:
             replies, _ = self.llm.sample([{"role": "user", "content": self.prompt(task, seen)}], self.samples,
-                                         self.temperature, self.max_tokens, stop=(",", ".", "\n"), top_p=0.9)
+                                         self.temperature, self.max_tokens, stop=(",", "\n"), top_p=0.9)
         except LLMError:  # as LLMPrior: the node is left to the fallback
             return self.fallback(history, actions, beliefs)
         finally:
             self.llm_calls += len(self.llm.records) - calls
-        answers = [a for a in (re.split(r"[,.\n]", r)[0].strip() for r in replies) if a]
+        answers = [a for a in (first_action(r) for r in replies) if a]
         if not answers:
             p = self.fallback(history, actions, beliefs)
         else:

@@ -138,7 +138,7 @@ def test_llm_policy_prompts_with_the_k_examples_most_like_the_task(server: FakeS
     p = policy(server.client(), [other[0], cheese, other[1], fridge], k=2)
     p((), WALKS, {"milk": {"counter": 0.5, "fridge": 0.5}})
     assert len(server.requests) == 5 and server.requests[0]["n"] == 5 and server.requests[-1]["n"] == 1
-    assert {r["temperature"] for r in server.requests} == {0.6} and server.requests[0]["stop"] == [",", ".", "\n"]
+    assert {r["temperature"] for r in server.requests} == {0.6} and server.requests[0]["stop"] == [",", "\n"]
     text = server.requests[0]["messages"][0]["content"]
     assert "walk to <place>, open <container>, pick up <item> from <place>, put <item> in <place>" in text
     assert "item cheese is in or on place fridge" in text and "television" not in text and "garden" not in text
@@ -151,11 +151,11 @@ def test_llm_policy_prompts_with_the_k_examples_most_like_the_task(server: FakeS
 
 
 def test_llm_policy_prior_from_sampled_answers(server: FakeServer) -> None:
-    """Five answers, three naming the walk to the fridge (one with more after a comma), one the walk to the
-    counter, one opening the fridge: each matched to its action (softmax of 100 * cosine: one-hot here),
-    counted, then mixed with uniform by 0.5: 0.5*3/5 + 0.5/3 and 0.5*1/5 + 0.5/3."""
+    """Five answers, three naming the walk to the fridge (one with more after a comma, one numbered), one the
+    walk to the counter, one opening the fridge: each matched to its action (softmax of 100 * cosine: one-hot
+    here), counted, then mixed with uniform by 0.5: 0.5*3/5 + 0.5/3 and 0.5*1/5 + 0.5/3."""
     server.script = [ok(t) for t in ("walk to fridge", "walk to fridge, open fridge", "walk to counter",
-                                     "open fridge", "walk to fridge")]
+                                     "open fridge", "1. Walk to fridge.")]
     p = policy(server.client())
     assert p(("(walk bed counter)",), WALKS, {}) == pytest.approx([0.5 * 3 / 5 + 0.5 / 3, 0.5 / 5 + 0.5 / 3,
                                                                   0.5 / 5 + 0.5 / 3], abs=1e-6)
