@@ -7,7 +7,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -24,6 +24,7 @@ from kgplan.registry import Registry
 
 if TYPE_CHECKING:
     from kgplan.language.llm import LLM
+    from kgplan.language.mcts import Example
 
 
 @dataclass(frozen=True)
@@ -38,13 +39,17 @@ class BeliefKind:
 
 @dataclass(frozen=True)
 class PriorInput:
-    """What a prior policy is made from: the domain, the goal, the LLM (if the method needs one), and the
-    policy to fall back on (the method's rollout prior; uniform for the rollout prior itself)."""
+    """What a prior policy is made from: the domain, the goal, the LLM (if the method needs one), the
+    policy to fall back on (the method's rollout prior; uniform for the rollout prior itself), examples
+    for LLM-MCTS's policy prompt (none given: the file named by KGPLAN_POLICY_EXAMPLES, if any) and the
+    search's settings (an LLM policy's `llm_*`)."""
 
     domain: Domain
     goal: Formula
     llm: LLM | None
     fallback: Prior
+    examples: Sequence[Example] = ()
+    settings: Settings = field(default_factory=Settings)
 
 
 @dataclass(frozen=True)
@@ -76,6 +81,16 @@ def _llm_prior(given: PriorInput) -> Prior:
                     given.domain.meta.get("explore", {}).get("actions", {}))
 
 
+def _llm_policy(given: PriorInput) -> Prior:
+    from kgplan.language.mcts import LLMPolicy, allowed_actions, goal_text, read_examples
+
+    templates, st = given.domain.meta.get("explore", {}).get("actions", {}), given.settings
+    return LLMPolicy(given.llm, goal_text(given.domain, given.goal),
+                     given.examples or read_examples(os.environ.get("KGPLAN_POLICY_EXAMPLES")), given.fallback,
+                     templates, allowed_actions(given.domain, templates), k=st.llm_examples, samples=st.llm_samples,
+                     temperature=st.llm_temperature, lam=st.llm_lambda)
+
+
 BELIEFS: Registry[BeliefKind] = Registry("belief")
 BELIEFS.add(BeliefKind("uniform", "no commonsense: every place equally likely", lambda llm: None))
 BELIEFS.add(BeliefKind("embedding", "softmax of the MiniLM similarity of item and place", _embedding))
@@ -92,6 +107,8 @@ PRIORS.add(PriorKind("belief_mass", "the belief's mass at the places an action r
                      lambda given: BeliefMassPrior(given.domain)))
 PRIORS.add(PriorKind("llm", "MC-DML: the LLM's scores with its memories, then the fallback", _llm_prior,
                      needs_llm=True))
+PRIORS.add(PriorKind("llm_policy", "LLM-MCTS: next actions sampled from the LLM after K retrieved examples, matched "
+                     "to the actions by embeddings, mixed with uniform", _llm_policy, needs_llm=True))
 
 
 @dataclass
@@ -151,15 +168,16 @@ class SearchMethod:
         return self.without_llm if llm is None and self.without_llm else (self.belief, self.prior)
 
     def searcher(self, graph: WorldGraph, goal: Formula, llm: LLM | None = None,
-                 rng: random.Random | None = None) -> Searcher:
-        """This method's searcher for `goal` on the graph (`llm` where it needs one)."""
+                 rng: random.Random | None = None, examples: Sequence[Example] = ()) -> Searcher:
+        """This method's searcher for `goal` on the graph (`llm` where it needs one; `examples` for an LLM
+        policy's prompt)."""
         if self.belief is None:
             raise InputError(f"search method {self.name!r} makes no tree search: plan for the goal or a sub-goal")
         if self.needs_llm and llm is None:
             raise InputError(f"search method {self.name!r} needs an LLM")
         belief, prior_kind = self.kinds(llm)
         rollout = PRIORS[self.rollout_prior].make(PriorInput(graph.domain, goal, llm, UniformPrior()))
-        prior = PRIORS[prior_kind].make(PriorInput(graph.domain, goal, llm, rollout))
+        prior = PRIORS[prior_kind].make(PriorInput(graph.domain, goal, llm, rollout, examples, self.settings))
         search = searcher(graph, goal, prior, rollout, dataclasses.replace(self.settings), rng)
         return Searcher(search, BELIEFS[belief].make(llm))
 
@@ -170,6 +188,7 @@ SWITCHES: dict[str, tuple[str, dict[str, object]]] = {
     "ff": ("rollouts by the belief-greedy policy, cut off at gamma**h of FF's h", {"ff_rollouts": True}),
     "handover": ("Fast Downward takes over once every goal item has been seen", {"handover": True}),
     "averaging": ("the belief averaged with uniform by how well it has predicted", {"averaging": True}),
+    "llm": ("LLM-MCTS's LLM policy as the prior where an LLM is given (uct+llm: uniform belief)", {}),
 }
 # the papers' settings: LLM-MCTS's code (c = 24 on returns scaled by 1/(1-gamma) = 20, gamma = 0.95, depth
 # 20), on which DR-MCTS built its VirtualHome runs (Settings' defaults are its code's beta_base = 0.5,
@@ -202,6 +221,9 @@ def configured(spec: str, assignments: str = "") -> SearchMethod:
     if bad := [s for s in switches if s not in SWITCHES]:
         raise InputError(f"unknown switch {', '.join(bad)}: the switches are {', '.join(SWITCHES)}")
     settings = dataclasses.replace(base.settings, **{k: v for s in switches for k, v in SWITCHES[s][1].items()})
+    if "llm" in switches:  # without an LLM, the method's own kinds
+        base = dataclasses.replace(base, prior="llm_policy", without_llm=base.without_llm or (
+            None if base.uses_llm else base.kinds(None)))
     return dataclasses.replace(base, name=spec, settings=with_settings(settings, assignments))
 
 
@@ -209,21 +231,22 @@ SEARCH_METHODS: Registry[SearchMethod] = Registry("search method")
 SEARCH_METHODS.add(SearchMethod("explore", "no tree search: the goal, else its first sub-goal with a plan, planned"))
 SEARCH_METHODS.add(SearchMethod("uct", "UCT: uniform belief and prior, random rollouts, the Monte Carlo return",
                                 "uniform", settings=PAPER))
-SEARCH_METHODS.add(SearchMethod("llm_mcts", "LLM-MCTS: the LLM's belief and policy (without an LLM: uniform "
-                                "belief, the policy of its mass), random rollouts", "llm", "llm", settings=PAPER,
+SEARCH_METHODS.add(SearchMethod("llm_mcts", "LLM-MCTS: the LLM's belief and policy (next actions sampled after "
+                                "retrieved examples; without an LLM: uniform belief, the policy of its mass), random "
+                                "rollouts", "llm", "llm_policy", settings=PAPER,
                                 without_llm=("uniform", "belief_mass")))
 SEARCH_METHODS.add(SearchMethod("llm_mcts_no_policy", "LLM-MCTS without its heuristic policy (uniform prior)",
                                 "llm", "uniform", settings=PAPER, without_llm=("uniform", "uniform")))
 SEARCH_METHODS.add(SearchMethod("llm_mcts_uniform_belief", "LLM-MCTS with a uniform state prior (belief)",
-                                "uniform", "llm", settings=PAPER, without_llm=("uniform", "belief_mass")))
+                                "uniform", "llm_policy", settings=PAPER, without_llm=("uniform", "belief_mass")))
 SEARCH_METHODS.add(SearchMethod("llm_mcts_full_obs", "LLM-MCTS, fully observable: told where every item is",
-                                "llm", "llm", settings=dataclasses.replace(PAPER, fully_observable=True),
+                                "llm", "llm_policy", settings=dataclasses.replace(PAPER, fully_observable=True),
                                 without_llm=("uniform", "belief_mass")))
 SEARCH_METHODS.add(SearchMethod("is_mcts", "IS-MCTS: llm_mcts with the importance-sampling backup",
-                                "llm", "llm", settings=dataclasses.replace(PAPER, estimator="is"),
+                                "llm", "llm_policy", settings=dataclasses.replace(PAPER, estimator="is"),
                                 without_llm=("uniform", "belief_mass")))
 SEARCH_METHODS.add(SearchMethod("dr_mcts", "DR-MCTS: llm_mcts with the doubly robust backup",
-                                "llm", "llm", settings=dataclasses.replace(PAPER, estimator="dr"),
+                                "llm", "llm_policy", settings=dataclasses.replace(PAPER, estimator="dr"),
                                 without_llm=("uniform", "belief_mass")))
 SEARCH_METHODS.add(SearchMethod("puct", "kgplan's: embedding belief, its mass as the prior mixed with the greedy "
                                 "policy, FF rollouts, averaging, hand-over", "embedding", "belief_mass", "belief_mass"))

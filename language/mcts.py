@@ -1,17 +1,21 @@
 """The LLM's parts of the tree search (kgplan.planners.mcts): MC-DML's prior with its memories and
-reflections, LLM-MCTS's sampled commonsense belief, their prompts and reply schemas."""
+reflections, LLM-MCTS's sampled commonsense belief and its policy, their prompts and reply schemas."""
 
 from __future__ import annotations
 
+import json
+import re
 from collections import deque
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
 
 import numpy as np
 from pydantic import BaseModel
 
 from kgplan.domains.formula import Formula, atoms
 from kgplan.domains.model import Domain
+from kgplan.errors import InputError, LLMError
 from kgplan.language.llm import LLM
 from kgplan.planners.mcts import belief as bl
 from kgplan.planners.mcts.priors import Beliefs, Prior
@@ -47,6 +51,12 @@ def goal_text(domain: Domain, goal: Formula) -> str:
     return " and ".join(domain.gloss(a.predicate, [x.replace("_", " ") for x in a.args]) for a in atoms(goal))
 
 
+def allowed_actions(domain: Domain, templates: Mapping[str, str]) -> str:
+    """The actions of `templates` with their parameters' types, e.g. "walk to <place>, open <container>"."""
+    return ", ".join(t.format(*(f"<{p.types[0]}>" for p in domain.actions[a].params)) for a, t in templates.items()
+                     if a in domain.actions)
+
+
 @dataclass
 class Memory:
     """MC-DML's memories: in-trial, the trajectory of this episode so far (the last `steps`); cross-trial,
@@ -68,7 +78,23 @@ class Memory:
         return "\n".join(lines)
 
 
-class LLMPrior(Prior):
+class _Asking(Prior):
+    """A prior that asks an LLM within a budget of calls: `max_calls` in all, `limit_calls` per decision."""
+
+    max_calls: int | None = None
+    llm_calls = 0
+
+    def spent(self, calls: int = 1) -> bool:
+        """Whether `calls` more calls would go over the budget."""
+        return self.max_calls is not None and self.llm_calls + calls > self.max_calls
+
+    def limit_calls(self, calls: int | None) -> None:
+        """At most `calls` more calls (then the fallback prior); None keeps the limit as it is."""
+        if calls is not None:
+            self.max_calls = self.llm_calls + calls
+
+
+class LLMPrior(_Asking):
     """P(a | history) from an LLM that sees the goal, the memories and the actions (MC-DML); cached per
     history (the episode's trajectory and the node's path) and memory; once `max_calls` calls are made
     (`limit_calls` sets a budget per decision), or when the LLM fails to answer, `fallback`."""
@@ -78,7 +104,6 @@ class LLMPrior(Prior):
         self.llm, self.goal, self.memory, self.fallback = llm, goal_text, memory, fallback
         self.templates, self.max_calls, self.floor = templates, max_calls, floor
         self.cache: dict[tuple, list[float]] = {}
-        self.llm_calls = 0
 
     def __call__(self, history: tuple[str, ...], actions: Sequence[Step], beliefs: Beliefs) -> list[float]:
         key = (tuple(self.memory.trajectory), tuple(self.memory.reflections), history, tuple(actions))
@@ -105,14 +130,6 @@ class LLMPrior(Prior):
         w = np.maximum(w, self.floor)
         self.cache[key] = (w / w.sum()).tolist()
         return self.cache[key]
-
-    def spent(self) -> bool:
-        return self.max_calls is not None and self.llm_calls >= self.max_calls
-
-    def limit_calls(self, calls: int | None) -> None:
-        """At most `calls` more calls (then the fallback prior); None keeps the limit as it is."""
-        if calls is not None:
-            self.max_calls = self.llm_calls + calls
 
     def reflect(self, trajectory: Sequence[str]) -> None:
         """After a search whose simulations all failed: the LLM writes a lesson about the line it tried
@@ -147,3 +164,116 @@ def llm_belief(llm: LLM, samples: int = 5, floor: float = bl.FLOOR) -> bl.Belief
         return out
 
     return make
+
+
+@dataclass(frozen=True)
+class Example:
+    """A demonstration for LLM-MCTS's policy: a task, the expert's actions in words, before each action what
+    was seen so far (`observation`'s words), and the objects of the home (`objects`' words)."""
+
+    task: str
+    actions: tuple[str, ...]
+    observations: tuple[str, ...]
+    objects: str = ""
+
+
+def observation(unseen: Sequence[str]) -> str:
+    """What the agent knows in words: the task's items not found yet."""
+    return ("Not found yet: " + ", ".join(i.replace("_", " ") for i in sorted(unseen)) + "." if unseen
+            else "Every item of the task has been found.")
+
+
+def objects(names: Sequence[str]) -> str:
+    """The objects the agent can act on, in words (LLM-MCTS's visible objects)."""
+    return "Objects: " + ", ".join(sorted({n.replace("_", " ") for n in names})) + "."
+
+
+def read_examples(path: str | Path | None) -> list[Example]:
+    """Examples from a JSON list of {task, actions, observations} (`kgplan bench rearrange --save-examples`);
+    none without a path."""
+    if not path:
+        return []
+    try:
+        return [Example(e["task"], tuple(e["actions"]), tuple(e["observations"]), e.get("objects", ""))
+                for e in json.loads(Path(path).read_text())]
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        raise InputError(f"policy examples {path}: {e}") from e
+
+
+def write_examples(path: Path, examples: Sequence[Example]) -> None:
+    path.write_text(json.dumps([asdict(e) for e in examples], indent=1))
+
+
+def first_action(reply: str) -> str:
+    """The first action a reply names: up to a comma, full stop or line end, without a leading "Next actions:"
+    or a number ("1. walk to ...": a chat model numbers its lists)."""
+    text = re.sub(r"^\s*(next actions?\s*:)?\s*(\d+\s*[.)]\s*)?", "", reply, flags=re.IGNORECASE)
+    return re.split(r"[,.\n]", text)[0].strip()
+
+
+class LLMPolicy(_Asking):
+    """LLM-MCTS's heuristic policy: P(a | history) from `samples` next actions the LLM writes at `temperature`
+    (told the goal, the objects the node's actions act on, the items not found yet, the actions so far) after
+    the `k` examples whose task is most like the goal (each cut where what had been seen is most like what
+    is seen now), each matched to the actions by sentence-embedding cosine (softmax of `sharpness` * cosine),
+    averaged, and mixed with uniform by `lam` (the paper's code: 5 samples at 0.6 with top-p 0.9, k = 3, 100, 0.5;
+    at most 10 tokens there, `max_tokens` 16 here for longer place names; it stops at ",", "." and line ends, here
+    at "," and line ends, so that a numbered list keeps its first action: `first_action`). Cached per (state
+    description, actions); once the call budget is spent, or when the LLM fails, `fallback`."""
+
+    def __init__(self, llm: LLM, goal_text: str, examples: Sequence[Example], fallback: Prior,
+                 templates: Mapping[str, str], allowed: str, *, k: int = 3, samples: int = 5, temperature: float = 0.6,
+                 lam: float = 0.5, sharpness: float = 100.0, max_tokens: int = 16,
+                 similarity: Callable[[Sequence[str], Sequence[str]], np.ndarray] | None = None,
+                 max_calls: int | None = None) -> None:
+        if similarity is None:
+            from kgplan.language.retrieval import similarity  # the embedding model loads when first used
+        self.llm, self.goal, self.fallback, self.templates, self.allowed = llm, goal_text, fallback, templates, allowed
+        self.samples, self.temperature, self.lam, self.sharpness = samples, temperature, lam, sharpness
+        self.max_tokens, self.similarity, self.max_calls = max_tokens, similarity, max_calls
+        near = similarity([goal_text], [e.task for e in examples])[0] if examples else np.zeros(0)
+        self.examples = [examples[j] for j in np.argsort(-near, kind="stable")[:k]]
+        self.cache: dict[tuple[str, tuple[str, ...]], list[float]] = {}
+
+    def prompt(self, task: str, seen: str) -> str:
+        """The instructions, the examples (each cut where its observation is most like `seen`), then `task`."""
+        shown = []
+        for e in self.examples:
+            j = int(np.argmax(self.similarity([seen], list(e.observations))[0])) if e.observations else 0
+            shown.append("\n".join(x for x in (e.task, e.objects, e.observations[j] if e.observations else "") if x)
+                         + f"\nPrevious actions: {', '.join(e.actions[:j])}.\nNext actions: {', '.join(e.actions[j:])}")
+        return ("Write the next actions of a household task, using the allowed actions and the places named. "
+                f"Allowed actions: {self.allowed}. A container must be opened before things are taken from it or put "
+                "in it. Find the items of the task first, then bring them.\n"
+                + ("Example tasks:\n\n" + "\n\n".join(shown) + "\n\n" if shown else "")
+                + "Now, complete the following task.\n" + task)
+
+    def __call__(self, history: tuple[str, ...], actions: Sequence[Step], beliefs: Beliefs) -> list[float]:
+        texts = [action_text(a, self.templates) for a in actions]
+        seen = observation(list(beliefs))
+        done = ", ".join(action_text(Step.parse(h), self.templates) for h in history)
+        at_hand = objects([x for a in actions for x in a.args])
+        task = f"{self.goal}\n{at_hand}\n{seen}\nPrevious actions: {done}.\nNext actions:"
+        key = (task, tuple(texts))
+        if key in self.cache:
+            return self.cache[key]
+        if self.spent(self.samples):
+            return self.fallback(history, actions, beliefs)
+        calls = len(self.llm.records)
+        try:
+            replies, _ = self.llm.sample([{"role": "user", "content": self.prompt(task, seen)}], self.samples,
+                                         self.temperature, self.max_tokens, stop=(",", "\n"), top_p=0.9)
+        except LLMError:  # as LLMPrior: the node is left to the fallback
+            return self.fallback(history, actions, beliefs)
+        finally:
+            self.llm_calls += len(self.llm.records) - calls
+        answers = [a for a in (first_action(r) for r in replies) if a]
+        if not answers:
+            p = self.fallback(history, actions, beliefs)
+        else:
+            cos = self.similarity(answers, texts)
+            z = np.exp(self.sharpness * (cos - cos.max(axis=1, keepdims=True)))
+            dist = (z / z.sum(axis=1, keepdims=True)).mean(axis=0)
+            p = (self.lam * dist + (1 - self.lam) / len(texts)).tolist()
+        self.cache[key] = p
+        return p

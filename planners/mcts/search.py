@@ -31,7 +31,9 @@ class Settings:
     softmax(Q / `temperature`) mixed with uniform by `target_uniform`, the `behaviour` policy "uniform"
     (the paper's code) or the node's "prior", step weights clipped at `rho_max`, Q-hat by `kfold`-fold
     cross-validation, beta per (s, a) over the last `window` pairs (at least `min_samples`, else
-    `beta_base*exp(-lam*N(s, a))`).
+    `beta_base*exp(-lam*N(s, a))`). An LLM policy (LLM-MCTS, kgplan.language.mcts.LLMPolicy) samples
+    `llm_samples` next actions at `llm_temperature` after `llm_examples` retrieved examples and is mixed with
+    uniform by `llm_lambda`.
 
     kgplan's own improvements, each a switch: `policy_weight`, the share of a node's prior given to the
     belief-greedy policy (`Search._greedy`; 0: the prior as it is); `ff_rollouts`, rollouts that follow
@@ -55,6 +57,10 @@ class Settings:
     min_samples: int = 5
     beta_base: float = 0.5
     lam: float = 0.05
+    llm_samples: int = 5
+    llm_examples: int = 3
+    llm_temperature: float = 0.6
+    llm_lambda: float = 0.5
     policy_weight: float = 0.7
     ff_rollouts: bool = True
     rollout_depth: int = 8  # then gamma**h: results as at 15 on the rearrange benchmark, in 2/3-3/4 of the time

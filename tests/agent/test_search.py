@@ -17,7 +17,7 @@ from kgplan.errors import InputError
 from kgplan.graph.backends import open_graph
 from kgplan.graph.model import Fact
 from kgplan.language.llm import ScriptedLLM
-from kgplan.language.mcts import ActionScores, LLMPrior, PlaceChoice
+from kgplan.language.mcts import ActionScores, LLMPolicy, LLMPrior, PlaceChoice
 from kgplan.language.retrieval import similarity
 from kgplan.planners.mcts import graph_io
 from kgplan.planners.mcts.belief import embedding_prior
@@ -39,7 +39,7 @@ def test_the_methods_and_their_kinds() -> None:
                                       "puct_llm"]
     assert all(m.help for m in SEARCH_METHODS) and BELIEFS.names() == ["uniform", "embedding", "llm", "learned",
                                                                        "lifelong"]
-    assert PRIORS.names() == ["uniform", "belief_mass", "llm"]
+    assert PRIORS.names() == ["uniform", "belief_mass", "llm", "llm_policy"]
     assert not SEARCH_METHODS["explore"].tree
     assert [m.name for m in SEARCH_METHODS if m.needs_llm] == ["puct_llm"]
     with pytest.raises(InputError, match="unknown prior 'greedy'"):
@@ -85,14 +85,21 @@ def test_the_papers_configurations_and_kgplans_switches(tmp_path: Path) -> None:
     g.init(DOMAIN, problem=PROBLEM)
     kinds = {m: (SEARCH_METHODS[m].kinds(None), SEARCH_METHODS[m].kinds(ScriptedLLM()))
              for m in ("llm_mcts", "llm_mcts_no_policy", "llm_mcts_uniform_belief", "dr_mcts")}
-    assert kinds == {"llm_mcts": (("uniform", "belief_mass"), ("llm", "llm")),
+    assert kinds == {"llm_mcts": (("uniform", "belief_mass"), ("llm", "llm_policy")),
                      "llm_mcts_no_policy": (("uniform", "uniform"), ("llm", "uniform")),
-                     "llm_mcts_uniform_belief": (("uniform", "belief_mass"), ("uniform", "llm")),
-                     "dr_mcts": (("uniform", "belief_mass"), ("llm", "llm"))}
+                     "llm_mcts_uniform_belief": (("uniform", "belief_mass"), ("uniform", "llm_policy")),
+                     "dr_mcts": (("uniform", "belief_mass"), ("llm", "llm_policy"))}
     without = SEARCH_METHODS["dr_mcts"].searcher(g, goal())  # no LLM: it still searches
     assert without.belief is None and isinstance(without.search.prior, BeliefMassPrior)
     assert isinstance(without.search.rollout_prior, UniformPrior)  # random rollouts
-    assert isinstance(SEARCH_METHODS["dr_mcts"].searcher(g, goal(), ScriptedLLM()).search.prior, LLMPrior)
+    with_llm = SEARCH_METHODS["dr_mcts"].searcher(g, goal(), ScriptedLLM()).search.prior
+    assert isinstance(with_llm, LLMPolicy) and with_llm.goal == "item milk is in or on place fridge"
+    assert isinstance(with_llm.fallback, UniformPrior) and (with_llm.samples, with_llm.lam) == (5, 0.5)
+    set_ = configured("dr_mcts", "llm_samples=3,llm_lambda=0.25,llm_temperature=1").searcher(g, goal(), ScriptedLLM())
+    assert (set_.search.prior.samples, set_.search.prior.lam, set_.search.prior.temperature) == (3, 0.25, 1.0)
+    uct = configured("uct+llm")  # DR-MCTS's comparison: UCT with the LLM policy as its prior, where one is given
+    assert uct.kinds(ScriptedLLM()) == ("uniform", "llm_policy") and uct.kinds(None) == ("uniform", "uniform")
+    assert uct.settings == PAPER and not uct.needs_llm
     m = configured("dr_mcts+ff+handover", "c=2,averaging=true,window=7")
     assert m.name == "dr_mcts+ff+handover" and m.belief == "llm"
     assert (m.settings.ff_rollouts, m.settings.handover, m.settings.averaging, m.settings.policy_weight) == (

@@ -1,5 +1,5 @@
 """`kgplan bench rearrange`: its JSON per method, budget, family and limit; methods from the registry; the
-puct_llm wiring with a scripted LLM."""
+puct_llm wiring with a scripted LLM; LLM-MCTS's policy through an OpenAI-compatible endpoint (`--llm openai`)."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import pytest
 from kgplan.benchmarks import rearrange
 from kgplan.language.llm import ScriptedLLM
 from kgplan.language.mcts import ActionScores, PlaceChoice, Reflection
+from tests.support.fake_llm import FakeServer, ok
 
 
 def test_rearrange_bench_writes_each_method_and_family(tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -148,3 +149,61 @@ def test_saved_counts_are_the_learned_belief_of_search_methods(tmp_path, monkeyp
     b = BELIEFS["learned"].make(None)({"milk": "item"}, {"fridge": "container", "bed": "surface"})
     assert max(b["milk"], key=b["milk"].__getitem__) == "fridge"
     assert SEARCH_METHODS["puct_lifelong"].belief == "lifelong"
+
+
+def test_the_llm_policy_through_an_endpoint(tmp_path, server: FakeServer, monkeypatch: pytest.MonkeyPatch,
+                                            capsys: pytest.CaptureFixture[str]) -> None:
+    """`--llm openai`: llm_mcts samples its belief and its policy (the prompt with expert examples from homes no
+    run evaluates), and the JSON counts the LLM calls per decision, those of the search apart; `--record` keeps
+    the replies and `--llm replay` repeats the run from them; without an LLM it says which kinds it searches
+    with; `--llm openai` with no endpoint is an error."""
+    def answer(request: dict):
+        text = request["messages"][0]["content"]
+        return ok({"place": "kitchen_counter"} if "most likely to be" in text else "walk to kitchen counter")(request)
+
+    out = tmp_path / "r.json"
+    args = ["--seeds", "1", "--scenes", "generated", "--methods", "llm_mcts", "--families", "simple",
+            "--simulations", "3", "--limits", "2", "--llm-calls", "15", "--json", str(out)]
+    monkeypatch.delenv("KGPLAN_LLM_BASE_URL", raising=False)
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    assert rearrange.main([*args, "--llm", "openai"]) == 2 and "no LLM is configured" in capsys.readouterr().out
+    assert rearrange.main(args) == 0
+    assert "llm_mcts without an LLM (--llm openai for its LLM's): belief uniform, prior belief_mass" in \
+        capsys.readouterr().out
+    monkeypatch.setenv("KGPLAN_LLM_BASE_URL", server.url)
+    monkeypatch.setenv("KGPLAN_LLM_MODEL", "fake-model")
+    server.script = [answer] * 500
+    assert rearrange.main([*args, "--llm", "openai", "--record", str(tmp_path / "replies.json")]) == 0
+    data = json.loads(out.read_text())
+    (e,) = data["episodes"]
+    samples = [r for r in server.requests if "Next actions:" in r["messages"][0]["content"]]
+    assert e["decisions"] == 2 and e["search_llm_calls"] == len(samples) and 0 < len(samples) <= 2 * 15
+    assert e["llm_calls"] == len(server.requests) > len(samples)  # the belief's samples too
+    (row,) = data["results"]
+    assert row["search_llm_calls_per_decision"] == len(samples) / 2
+    assert data["settings"]["methods"]["llm_mcts"]["prior"] == "llm_policy"
+    assert "Example tasks:" in samples[0]["messages"][0]["content"]
+    replies = json.loads((tmp_path / "replies.json").read_text())
+    assert len(replies) == len(server.requests) and replies[-1] == {"reply": "walk to kitchen counter"}
+    again = tmp_path / "again.json"
+    assert rearrange.main([*args[:-1], str(again), "--llm", "replay", "--llm-replay",
+                           str(tmp_path / "replies.json")]) == 0
+    (e2,) = json.loads(again.read_text())["episodes"]
+    assert {k: v for k, v in e2.items() if k != "decision_seconds"} == {k: v for k, v in e.items()
+                                                                        if k != "decision_seconds"}
+
+
+def test_saved_examples_are_the_llm_policy_examples_of_search_methods(tmp_path, monkeypatch) -> None:
+    from kgplan.agent.search import PRIORS, PriorInput
+    from kgplan.domains.model import resolve_domain
+    from kgplan.planners.mcts.priors import UniformPrior
+
+    path = tmp_path / "examples.json"
+    assert rearrange.main(["--save-examples", str(path)]) == 0
+    monkeypatch.setenv("KGPLAN_POLICY_EXAMPLES", str(path))
+    task = rearrange.Task("comp2", ["milk", "cheese"], "dining_table", "sofa")
+    made = PRIORS["llm_policy"].make(PriorInput(resolve_domain("rearrange"), rearrange.goal_formula(task),
+                                                ScriptedLLM(), UniformPrior()))
+    assert len(made.examples) == 3 and made.examples[0].task == "item cheese is in or on place dining table"
+    assert json.loads(path.read_text())[0]["actions"][0].startswith("walk to ")

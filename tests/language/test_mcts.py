@@ -1,5 +1,6 @@
 """The LLM's parts of the tree search with a scripted LLM: MC-DML's prior and memories, its call budget per
-decision and reflections, LLM-MCTS's sampled belief, goals and steps in words."""
+decision and reflections, LLM-MCTS's sampled belief and its policy (retrieved examples, sampled answers, the
+cache), DR-MCTS over the LLM policy, goals and steps in words."""
 
 from __future__ import annotations
 
@@ -9,11 +10,14 @@ from kgplan.language.llm import ScriptedLLM
 from kgplan.language.mcts import (
     ActionScore,
     ActionScores,
+    Example,
+    LLMPolicy,
     LLMPrior,
     Memory,
     PlaceChoice,
     Reflection,
     action_text,
+    allowed_actions,
     goal_text,
     llm_belief,
 )
@@ -21,7 +25,10 @@ from kgplan.planners.grounding import GroundTask
 from kgplan.planners.mcts.priors import UniformPrior
 from kgplan.planners.mcts.search import Budget, Settings
 from kgplan.planners.state import Step
+from tests.support.fake_llm import FakeServer, ok
 from tests.support.kitchen import DOMAIN, OBJECTS, START, goal, searcher
+
+TEMPLATES = DOMAIN.meta["explore"]["actions"]
 
 
 def test_memory_keeps_k_reflections_and_puts_them_in_the_prompt() -> None:
@@ -105,3 +112,93 @@ def test_goals_and_steps_in_words() -> None:
     assert action_text(Step("pick", ("milk", "kitchen_counter")), DOMAIN.meta["explore"]["actions"]) == \
         "pick up milk from kitchen counter"
     assert action_text(Step("pick", ("milk", "kitchen_counter")), {}) == "pick milk kitchen counter"
+
+
+def policy(llm, examples=(), **kw) -> LLMPolicy:
+    return LLMPolicy(llm, "item milk is in or on place fridge", examples, UniformPrior(), TEMPLATES,
+                     allowed_actions(DOMAIN, TEMPLATES), **kw)
+
+
+WALKS = [Step("walk", ("bed", "fridge")), Step("walk", ("bed", "counter")), Step("open", ("fridge",))]
+
+
+def test_llm_policy_prompts_with_the_k_examples_most_like_the_task(server: FakeServer) -> None:
+    """LLM-MCTS: the k demonstrations whose task is most like the goal, each cut where what had been seen is
+    most like what is seen now; five answers sampled at 0.6, cut at the first comma."""
+    fridge = Example("item milk is in or on place fridge", ("walk to counter", "pick up milk from counter",
+                                                            "walk to fridge", "open fridge", "put milk in fridge"),
+                     ("Not found yet: milk.", "Every item of the task has been found.",
+                      "Every item of the task has been found.", "Every item of the task has been found.",
+                      "Every item of the task has been found."), "Objects: counter, fridge, milk.")
+    cheese = Example("item cheese is in or on place fridge", ("walk to fridge", "open fridge"),
+                     ("Not found yet: cheese.", "Not found yet: cheese."))
+    other = [Example("switch the television on", ("walk to sofa",), ("",)),
+             Example("water the plants in the garden", ("walk to garden",), ("",))]
+    server.script = [ok("walk to counter")] * 5
+    p = policy(server.client(), [other[0], cheese, other[1], fridge], k=2)
+    p((), WALKS, {"milk": {"counter": 0.5, "fridge": 0.5}})
+    assert len(server.requests) == 5 and server.requests[0]["n"] == 5 and server.requests[-1]["n"] == 1
+    assert {r["temperature"] for r in server.requests} == {0.6} and server.requests[0]["stop"] == [",", "\n"]
+    text = server.requests[0]["messages"][0]["content"]
+    assert "walk to <place>, open <container>, pick up <item> from <place>, put <item> in <place>" in text
+    assert "item cheese is in or on place fridge" in text and "television" not in text and "garden" not in text
+    assert ("item milk is in or on place fridge\nObjects: counter, fridge, milk.\nNot found yet: milk.\nPrevious "
+            "actions: .\nNext actions: walk to counter, pick up milk from counter, walk to fridge, open fridge, put "
+            "milk in fridge") in text
+    assert text.endswith("Now, complete the following task.\nitem milk is in or on place fridge\n"
+                         "Objects: bed, counter, fridge.\nNot found yet: milk.\nPrevious actions: .\nNext actions:")
+    assert p.llm_calls == 5
+
+
+def test_llm_policy_prior_from_sampled_answers(server: FakeServer) -> None:
+    """Five answers, three naming the walk to the fridge (one with more after a comma, one numbered), one the
+    walk to the counter, one opening the fridge: each matched to its action (softmax of 100 * cosine: one-hot
+    here), counted, then mixed with uniform by 0.5: 0.5*3/5 + 0.5/3 and 0.5*1/5 + 0.5/3."""
+    server.script = [ok(t) for t in ("walk to fridge", "walk to fridge, open fridge", "walk to counter",
+                                     "open fridge", "1. Walk to fridge.")]
+    p = policy(server.client())
+    assert p(("(walk bed counter)",), WALKS, {}) == pytest.approx([0.5 * 3 / 5 + 0.5 / 3, 0.5 / 5 + 0.5 / 3,
+                                                                  0.5 / 5 + 0.5 / 3], abs=1e-6)
+    text = server.requests[0]["messages"][0]["content"]
+    assert text.endswith("Objects: bed, counter, fridge.\nEvery item of the task has been found.\n"
+                         "Previous actions: walk to counter.\nNext actions:")
+
+
+def test_llm_policy_is_cached_per_state_and_actions(server: FakeServer) -> None:
+    """The same state description and actions again: no request; another state: new samples; the budget
+    spent: the fallback, no request."""
+    server.script = [ok("walk to fridge")] * 10
+    p = policy(server.client(), max_calls=10)
+    first = p(("(walk bed counter)",), WALKS, {"milk": {"fridge": 1.0}})
+    assert len(server.requests) == 5
+    assert p(("(walk bed counter)",), WALKS, {"milk": {"fridge": 1.0}}) == first and len(server.requests) == 5
+    assert p(("(walk bed counter)",), WALKS[:2], {"milk": {"fridge": 1.0}}) != first  # other actions: asked
+    assert len(server.requests) == 10 and p.llm_calls == 10
+    assert p((), WALKS, {}) == pytest.approx([1 / 3] * 3) and len(server.requests) == 10  # spent: the fallback
+
+
+def test_a_failing_llm_leaves_the_node_to_the_fallback(server: FakeServer) -> None:
+    from tests.support.fake_llm import error
+
+    server.script = [error(400, "bad request")]
+    p = policy(server.client())
+    assert p((), WALKS, {}) == pytest.approx([1 / 3] * 3) and p.llm_calls == 1
+
+
+@pytest.mark.parametrize("estimator", ["mc", "is", "dr"])
+def test_few_simulations_follow_the_llm_policy(estimator: str) -> None:
+    """DR-MCTS (and MC, IS) at 10 simulations with the LLM policy as the prior and the behaviour policy: the
+    decision is the walk the LLM's answers favour (to the fridge; with a uniform prior the same search walks to
+    the counter); the decision counts its LLM calls, one per sample, and a state seen again is not asked
+    again."""
+    llm = ScriptedLLM(["walk to fridge"] * 1000)
+    paper = Settings(c=1.2, horizon=20, policy_weight=0.0, ff_rollouts=False, handover=False, averaging=False,
+                     estimator=estimator, behaviour="prior")  # the papers' settings (kgplan.agent.search.PAPER)
+    search = searcher(policy(llm, samples=3), paper)
+    d = search.decide(START, {"milk": {"fridge": 0.5, "counter": 0.5}}, Budget(simulations=10, llm_calls=30))
+    assert d.step == Step("walk", ("bed", "fridge")) and d.simulations == 10
+    assert searcher(UniformPrior(), paper).decide(START, {"milk": {"fridge": 0.5, "counter": 0.5}},
+                                                  Budget(simulations=10)).step == Step("walk", ("bed", "counter"))
+    assert 3 <= d.llm_calls == len(llm.prompts) <= 30 and d.llm_calls % 3 == 0
+    again = searcher(search.prior, search.settings)  # the same policy, its cache: the root is not asked again
+    assert again.decide(START, {"milk": {"fridge": 0.5, "counter": 0.5}}, Budget(simulations=1)).llm_calls == 0
