@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from kgplan.domains.formula import GroundAtom
+from kgplan.domains.formula import Formula, GroundAtom
 from kgplan.domains.model import Domain, Problem
 from kgplan.graph.backends import open_graph
 from kgplan.planners import pipeline, relevance
@@ -395,23 +395,29 @@ CARRY = """
 """
 
 
-def test_pruning_whose_rounds_run_out_on_a_long_goal_still_coming_about_keeps_the_relaxed_plans(
-        monkeypatch: pytest.MonkeyPatch) -> None:
-    """Six balls carried one at a time (one free hand) from room a to b; room c is reachable but of no use. With
-    three rounds the plan built from relaxed plans runs out of them after the first ball arrives: a long goal
-    still coming about (laundry for thirty clothes), not a stuck run, so the relaxed plans' objects are kept
-    rather than the widest (room c)."""
-    monkeypatch.setattr(relevance, "ROUNDS", 3)
-    monkeypatch.setattr(relevance, "MIN_ROUNDS", 3)
-    balls = [f"b{i}" for i in range(6)]
+def _carried(monkeypatch: pytest.MonkeyPatch, balls: int, rounds: int) -> tuple[Domain, State, Formula, Pruned]:
+    """Balls carried one at a time (one free hand) from room a to b, room c reachable but of no use; the first
+    pruning with this many rounds."""
+    monkeypatch.setattr(relevance, "ROUNDS", rounds)
+    monkeypatch.setattr(relevance, "MIN_ROUNDS", rounds)
+    names = [f"b{i}" for i in range(balls)]
     domain = Domain.parse(CARRY, "domain")
     init = [("at-robby", ("a",)), ("free", ())] + [("door", (x, y)) for x, y in ("ab", "ba", "ac", "ca")]
-    state = State(domain, dict.fromkeys("abc", "room") | dict.fromkeys(balls, "ball"),
-                  [GroundAtom(p, a) for p, a in init + [("at", (b, "a")) for b in balls]])
-    goal = Problem.parse(f"(define (problem p) (:domain carry) (:goal (and {' '.join(f'(at {b} b)' for b in balls)})))"
+    state = State(domain, dict.fromkeys("abc", "room") | dict.fromkeys(names, "ball"),
+                  [GroundAtom(p, a) for p, a in init + [("at", (b, "a")) for b in names]])
+    goal = Problem.parse(f"(define (problem p) (:domain carry) (:goal (and {' '.join(f'(at {b} b)' for b in names)})))"
                          ).goal
-    first = Relevance(domain).prune(state, goal)
-    assert first.level == "relaxed plan" and first.objects.keys() == {"a", "b", *balls}, first.objects
+    return domain, state, goal, Relevance(domain).prune(state, goal)
+
+
+@pytest.mark.parametrize("rounds", [1, 3])
+def test_pruning_whose_rounds_run_out_on_a_goal_too_long_to_judge_keeps_the_relaxed_plans(
+        monkeypatch: pytest.MonkeyPatch, rounds: int) -> None:
+    """Six balls: with one round the run spends it freeing the hand for the second ball, with three it runs out
+    after the first ball arrives. Too few rounds for six goal literals to say the run is stuck (laundry for thirty
+    clothes, every fruit to the fridge), so the relaxed plans' objects are kept rather than the widest (room c)."""
+    domain, state, goal, first = _carried(monkeypatch, 6, rounds)
+    assert first.level == "relaxed plan" and first.objects.keys() == {"a", "b", *(f"b{i}" for i in range(6))}
     r = solve(Task(domain, first.objects, first.facts, goal), timeout=30)
     assert r.solved and simulate(state.copy(), r.plan, goal) is None
 
@@ -423,39 +429,8 @@ def test_a_run_out_of_rounds_is_judged_stuck_only_with_enough_rounds_per_goal_li
     the run cannot be judged: the relaxed plans' objects are kept. With 12 it is stuck, as at a dead end (two of
     four freecell cards home after 64 rounds, on objects that admit no plan): the first pruning is the widest
     (room c too)."""
-    balls = 3
-    monkeypatch.setattr(relevance, "ROUNDS", rounds)
-    monkeypatch.setattr(relevance, "MIN_ROUNDS", rounds)
-    names = [f"b{i}" for i in range(balls)]
-    domain = Domain.parse(CARRY, "domain")
-    init = [("at-robby", ("a",)), ("free", ())] + [("door", (x, y)) for x, y in ("ab", "ba", "ac", "ca")]
-    state = State(domain, dict.fromkeys("abc", "room") | dict.fromkeys(names, "ball"),
-                  [GroundAtom(p, a) for p, a in init + [("at", (b, "a")) for b in names]])
-    goal = Problem.parse(f"(define (problem p) (:domain carry) (:goal (and {' '.join(f'(at {b} b)' for b in names)})))"
-                         ).goal
-    first = Relevance(domain).prune(state, goal)
+    first = _carried(monkeypatch, 3, rounds)[3]
     assert first.level == level, (first.level, first.objects)
-
-
-def test_pruning_whose_rounds_run_out_before_a_long_goal_could_come_about_keeps_the_relaxed_plans(
-        monkeypatch: pytest.MonkeyPatch) -> None:
-    """The six balls again, with one round: the plan built from relaxed plans spends it on freeing the hand for
-    the second ball, and no ball has arrived when the rounds run out. Too few rounds for six goal literals to say
-    the run is stuck (a long household goal: every fruit to the fridge), so the relaxed plans' objects are kept
-    rather than the widest (room c)."""
-    monkeypatch.setattr(relevance, "ROUNDS", 1)
-    monkeypatch.setattr(relevance, "MIN_ROUNDS", 1)
-    balls = [f"b{i}" for i in range(6)]
-    domain = Domain.parse(CARRY, "domain")
-    init = [("at-robby", ("a",)), ("free", ())] + [("door", (x, y)) for x, y in ("ab", "ba", "ac", "ca")]
-    state = State(domain, dict.fromkeys("abc", "room") | dict.fromkeys(balls, "ball"),
-                  [GroundAtom(p, a) for p, a in init + [("at", (b, "a")) for b in balls]])
-    goal = Problem.parse(f"(define (problem p) (:domain carry) (:goal (and {' '.join(f'(at {b} b)' for b in balls)})))"
-                         ).goal
-    first = Relevance(domain).prune(state, goal)
-    assert first.level == "relaxed plan" and first.objects.keys() == {"a", "b", *balls}, first.objects
-    r = solve(Task(domain, first.objects, first.facts, goal), timeout=30)
-    assert r.solved and simulate(state.copy(), r.plan, goal) is None
 
 
 SHELF = """
