@@ -263,7 +263,10 @@ def test_no_llm_configured_is_said_at_once(store: Path, monkeypatch: pytest.Monk
         code, out = cli(*args, input="hello\n")
         assert code == 1 and "no LLM is configured: set KGPLAN_LLM_BASE_URL" in out, (args, out)
     code, out = cli("bench", "rearrange", "--methods", "puct_llm", "--seeds", "0", "--json", str(tmp_path / "r.json"))
-    assert code == 0 and "puct_llm skipped: no LLM is configured" in out, out
+    assert code == 0 and "puct_llm skipped: they need an LLM (--llm openai)" in out, out  # (no LLM by default)
+    code, out = cli("bench", "rearrange", "--methods", "puct_llm", "--seeds", "0", "--llm", "openai",
+                    "--json", str(tmp_path / "r.json"))
+    assert code != 0 and "no LLM is configured: set KGPLAN_LLM_BASE_URL" in out, out
 
 
 def bad_inputs(tmp: Path) -> list[list[str]]:
