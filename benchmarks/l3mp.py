@@ -61,9 +61,9 @@ from kgplan.language.llm import (
     LLM,
     CallRecord,
     LLMConfig,
-    LLMError,
     OpenAIClient,
-    ScriptedLLM,
+    Recording,
+    Replay,
     parse_reply,
     strict_schema,
 )
@@ -82,52 +82,41 @@ METADATA = Path(__file__).resolve().parent.parent / "domains" / "l3mp" / "domain
 Atoms = set[tuple[str, tuple[str, ...]]]
 
 
-class Counting(LLM):
-    """Counts prompt tokens with a real tokenizer and keeps every reply in order (for --record).
+class Counting(Recording):
+    """A `Recording` that counts prompt tokens with a real tokenizer and keeps with each reply the corruption the
+    oracle (or its `Replay`) gave it, if any.
 
-    A reply is kept as its schema's name with the reply, or with the error (a reply refused by the schema
-    keeps its raw text; an endpoint error has none), and the corruption the oracle gave it, if any.
-    The messages and the reply schema are counted apart: an OpenAI endpoint adds the schema to the
-    prompt, a llama.cpp server turns it into a grammar instead.
+    The messages and the reply schema are counted apart: an OpenAI endpoint adds the schema to the prompt, a
+    llama.cpp server turns it into a grammar instead.
     """
 
     def __init__(self, inner: LLM) -> None:
-        super().__init__()
+        super().__init__(inner)
         import bpe_openai
 
-        self.inner, self.encoding = inner, bpe_openai.get_encoding("o200k_base")
-        self.replies: list[dict] = []
+        self.encoding = bpe_openai.get_encoding("o200k_base")
         self.counted: list[int] = []
         self.schema_counted: list[int] = []
 
     def complete(self, messages: list[dict], schema: type[BaseModel]) -> tuple[BaseModel, CallRecord]:
         self.counted.append(sum(len(self.encoding.encode(m["content"])) for m in messages))
         self.schema_counted.append(len(self.encoding.encode(json.dumps(strict_schema(schema)))))
-        entry: dict = {"schema": schema.__name__}
-        try:
-            reply, record = self.inner.complete(messages, schema)
-        except LLMError as e:
-            self.replies.append(entry | {"error": e.reason, "raw": e.raw} | self._corruption())
-            raise
-        self.replies.append(entry | {"reply": reply.model_dump_json()} | self._corruption())
-        self.records.append(record)
-        return reply, record
+        return super().complete(messages, schema)
 
-    def _corruption(self) -> dict:
+    def _keep(self, entry: dict) -> None:
         kind = getattr(self.inner, "last_corruption", None)
-        return {"corruption": kind} if kind else {}
+        super()._keep(entry | ({"corruption": kind} if kind else {}))
 
     def corruptions(self, start: int) -> list[str | None]:
         """The corruption of each state-change reply since call `start`."""
         return [r.get("corruption") for r in self.replies[start:] if r["schema"] == "StateChange"]
 
 
-class Replay(ScriptedLLM):
-    """The replies of a --record file in order: replies, refused replies and endpoint errors, with their
-    corruptions."""
+class CorruptionReplay(Replay):
+    """The replies of a --record file in order, with the corruption of each (`last_corruption`, as `Oracle`)."""
 
     def __init__(self, entries: list[dict]) -> None:
-        super().__init__([LLMError(e["error"], e["raw"]) if "error" in e else e["reply"] for e in entries], "replay")
+        super().__init__(entries)
         self.labels = deque(e.get("corruption") for e in entries)
         self.last_corruption: str | None = None
 
@@ -576,7 +565,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     plot_path = args.plot or args.json.with_suffix(".png")
     console = bench_console()
     oracle = Oracle(args.corrupt, args.seed) if args.llm == "oracle" and not args.llm_replay else None
-    inner: LLM = (Replay(json.loads(args.llm_replay.read_text())) if args.llm_replay
+    inner: LLM = (CorruptionReplay(json.loads(args.llm_replay.read_text())) if args.llm_replay
                   else oracle or OpenAIClient(LLMConfig.from_env()))
     llm = Counting(inner)
     reference = None if args.no_recall else Reference()

@@ -432,42 +432,6 @@ def policy_examples(homes: int = 30) -> list:
     return out
 
 
-class Recorded:
-    """An LLM whose replies are kept in order (`--record`): a structured reply as its JSON, each sampled text,
-    an error as its reason; `replay` answers them again in that order (the runs are seeded: the same calls)."""
-
-    def __init__(self, inner) -> None:
-        self.inner, self.replies = inner, []
-
-    def __getattr__(self, name: str):
-        return getattr(self.inner, name)
-
-    def complete(self, messages: list[dict], schema):
-        return self._kept(lambda: self.inner.complete(messages, schema), lambda r: [r[0].model_dump_json()])
-
-    def sample(self, messages: list[dict], n: int, *args, **kw):
-        return self._kept(lambda: self.inner.sample(messages, n, *args, **kw), lambda r: r[0])
-
-    def _kept(self, call, texts):
-        from kgplan.errors import LLMError
-
-        try:
-            reply = call()
-        except LLMError as e:
-            self.replies.append({"error": e.reason})
-            raise
-        self.replies += [{"reply": t} for t in texts(reply)]
-        return reply
-
-    @staticmethod
-    def replay(path: Path):
-        from kgplan.errors import LLMError
-        from kgplan.language.llm import ScriptedLLM
-
-        return ScriptedLLM([LLMError(e["error"]) if "error" in e else e["reply"] for e in json.loads(path.read_text())],
-                           "replay")
-
-
 # ---- reporting --------------------------------------------------------------------------------------------
 def summary(episodes: list[Episode], limit: int) -> dict:
     wins = [e for e in episodes if e.success and e.steps <= limit]
@@ -658,9 +622,9 @@ def main(argv: list[str] | None = None) -> int:
         write_examples(args.save_examples, examples := policy_examples())
         out.print(f"{len(examples)} examples of the LLM policy: {args.save_examples}")
         return 0
-    llm, examples = None, []
+    llm, examples, recording = None, [], None
     if args.llm == "openai":
-        from kgplan.language.llm import NOT_CONFIGURED, LLMConfig, OpenAIClient
+        from kgplan.language.llm import NOT_CONFIGURED, LLMConfig, OpenAIClient, Recording
 
         config = LLMConfig.from_env()
         if not config.configured:
@@ -668,12 +632,14 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         llm, examples = OpenAIClient(config), policy_examples()
         if args.record:
-            llm = Recorded(llm)
+            llm = recording = Recording(llm)
     elif args.llm == "replay":
         if not args.llm_replay:
             out.print("[red]error:[/red] --llm replay needs --llm-replay PATH")
             return 2
-        llm, examples = Recorded.replay(args.llm_replay), policy_examples()
+        from kgplan.language.llm import Replay
+
+        llm, examples = Replay(json.loads(args.llm_replay.read_text())), policy_examples()
     elif need := [m for m in methods if hows[m].needs_llm] + [b for b in beliefs if BELIEFS[b].needs_llm]:
         methods = [m for m in methods if m not in need]
         beliefs = [b for b in beliefs if b not in need]
@@ -720,8 +686,8 @@ def main(argv: list[str] | None = None) -> int:
                   highlight=False)
         if args.json:  # the episodes so far: nothing lost if the run is cut short
             write_json(args.json, {"settings": settings, "episodes": [asdict(e) for e in episodes]})
-        if isinstance(llm, Recorded) and args.record:
-            write_json(args.record, llm.replies)
+        if recording:
+            write_json(args.record, recording.replies)
 
     for source in sources:
         for seed in args.seeds:

@@ -3,6 +3,7 @@
 `OpenAIClient` talks to any OpenAI-compatible chat endpoint (OpenAI, vLLM, Ollama, llama.cpp server);
 `ScriptedLLM` replays replies a test or an oracle specifies. Both implement `LLM.complete(messages, schema)`,
 which returns the reply validated against the pydantic model `schema` and its `CallRecord`, or raises `LLMError`.
+`Recording` keeps another client's replies in order (a benchmark's `--record`), `Replay` answers them again.
 
 Reply schemas are plain pydantic models; restrict names to known ones with `choice` (a `Literal`, i.e. a
 JSON-schema `enum`), e.g. ``enum_model("Fact", predicate=["at", "holding"], args=(list[choice(objects)], ...))``.
@@ -451,3 +452,47 @@ class ScriptedLLM(LLM):
         record = CallRecord(self.model, "json_schema", 0, 0, time.perf_counter() - start, 1, error)
         self.records.append(record)
         return record
+
+
+class Recording(LLM):
+    """`inner`, its replies kept in order in `replies` for `Replay`: a structured reply as its schema's name and
+    JSON, each sampled text, an error as its reason and the refused reply (`raw`, None when the endpoint failed).
+    Its `records` are the inner client's."""
+
+    def __init__(self, inner: LLM) -> None:
+        super().__init__()
+        self.inner, self.records = inner, inner.records
+        self.replies: list[dict] = []
+
+    def complete(self, messages: list[dict], schema: type[M]) -> tuple[M, CallRecord]:
+        entry: dict = {"schema": schema.__name__}
+        try:
+            reply, record = self.inner.complete(messages, schema)
+        except LLMError as e:
+            self._keep(entry | {"error": e.reason, "raw": e.raw})
+            raise
+        self._keep(entry | {"reply": reply.model_dump_json()})
+        return reply, record
+
+    def sample(self, messages: list[dict], n: int, temperature: float, max_tokens: int,
+               stop: Sequence[str] = (), top_p: float = 1.0) -> tuple[list[str], list[CallRecord]]:
+        try:
+            texts, records = self.inner.sample(messages, n, temperature, max_tokens, stop, top_p)
+        except LLMError as e:
+            self._keep({"error": e.reason, "raw": e.raw})
+            raise
+        for text in texts:
+            self._keep({"reply": text})
+        return texts, records
+
+    def _keep(self, entry: dict) -> None:
+        self.replies.append(entry)
+
+
+class Replay(ScriptedLLM):
+    """The replies a `Recording` kept (its `replies`, or the JSON a benchmark wrote of them), answered again in
+    their order: a seeded run makes the same calls."""
+
+    def __init__(self, entries: Sequence[dict]) -> None:
+        super().__init__([LLMError(e["error"], e.get("raw")) if "error" in e else e["reply"] for e in entries],
+                         "replay")

@@ -1,4 +1,5 @@
-"""The LLM client layer: OpenAIClient against a fake OpenAI-compatible HTTP server on 127.0.0.1, and ScriptedLLM."""
+"""The LLM client layer: OpenAIClient against a fake OpenAI-compatible HTTP server on 127.0.0.1, ScriptedLLM, and
+recording replies (Recording) to replay them (Replay)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,17 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
-from kgplan.language.llm import LLMConfig, LLMError, OpenAIClient, ScriptedLLM, choice, enum_model, strict_schema
+from kgplan.language.llm import (
+    LLMConfig,
+    LLMError,
+    OpenAIClient,
+    Recording,
+    Replay,
+    ScriptedLLM,
+    choice,
+    enum_model,
+    strict_schema,
+)
 from tests.conftest import HOUSEHOLD
 from tests.support.fake_llm import FakeServer, Response, Script, error, ok
 
@@ -256,6 +267,38 @@ def test_scripted_llm_replays_validates_and_records_prompts() -> None:
     assert llm.prompts[0] == MESSAGES and [p[-1]["content"] for p in llm.prompts[1:]] == ["2", "cup", "4", "5"]
     assert (llm.usage.calls, llm.usage.failed) == (5, 2)
 
+
+
+def test_recorded_replies_replay_in_order(server: FakeServer) -> None:
+    """Structured replies, a refused one (its raw text kept), sampled texts and an endpoint error are recorded in
+    order, as JSON; the replay answers the same calls alike. The client's records are the recording's."""
+    server.script = [ok(FACT), ok("I moved it."), ok("walk to kitchen"), ok("open fridge"), error(400)]
+    inner = server.client()
+    llm = Recording(inner)
+
+    def calls(llm: Any) -> list:
+        out: list = [llm.complete(MESSAGES, Fact)[0]]
+        with pytest.raises(LLMError) as refused:
+            llm.complete(MESSAGES, Fact)
+        out += [refused.value.raw, llm.sample(MESSAGES, 2, temperature=0.6, max_tokens=8, stop=[","])[0]]
+        with pytest.raises(LLMError) as failed:
+            llm.complete(MESSAGES, Fact)
+        return [*out, str(failed.value), failed.value.raw]
+
+    recorded = calls(llm)
+    assert recorded[1:3] == ["I moved it.", ["walk to kitchen", "open fridge"]]
+    assert "request rejected" in recorded[3] and recorded[4] is None
+    assert llm.records is inner.records and (llm.usage.calls, llm.usage.failed) == (5, 2)
+    assert [sorted(r) for r in llm.replies] == [["reply", "schema"], ["error", "raw", "schema"], ["reply"], ["reply"],
+                                                ["error", "raw", "schema"]]
+    replay = Replay(json.loads(json.dumps(llm.replies)))
+    assert calls(replay) == recorded and (replay.usage.calls, replay.usage.failed) == (5, 2)
+    with pytest.raises(LLMError, match="no reply left"):
+        replay.complete(MESSAGES, Fact)
+    old = Replay([{"reply": "walk to kitchen"}, {"error": "boom"}])  # rearrange's older files: no schema, no raw
+    assert old.sample(MESSAGES, 1, 0.6, 8)[0] == ["walk to kitchen"]
+    with pytest.raises(LLMError, match="boom"):
+        old.complete(MESSAGES, Fact)
 
 def test_cli_flags_choose_the_endpoint(server: FakeServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from typer.testing import CliRunner
