@@ -57,9 +57,10 @@ Lit = tuple[formula.GroundAtom, bool]  # a ground literal: (atom, positive)
 Key = tuple[str, tuple[str, ...]]  # a ground action: (name, arguments)
 LEVELS = ("relaxed plan", "neighbours", "relaxed reachable")
 # relaxed plans extracted at most while a plan is built from them (`Relevance._executed`): each costs about an
-# exploration of the state, so 64 on small states, fewer on larger ones (ROUNDS_WORK / facts), never below 16
-ROUNDS, ROUNDS_WORK, MIN_ROUNDS = 64, 10_000, 16
-JUDGED_ROUNDS = 4  # a run out of rounds is judged stuck only if it had this many per goal literal false at first
+# exploration of the state, so 64 on small states, fewer on larger ones (ROUNDS_WORK / facts), never below 16 nor
+# GOAL_ROUNDS per goal literal false at first; and PROGRESS_ROUNDS more for each goal literal the run makes hold
+# beyond the most so far (a goal of 100 items goes on while items arrive, a run going round in circles does not)
+ROUNDS, ROUNDS_WORK, MIN_ROUNDS, GOAL_ROUNDS, PROGRESS_ROUNDS = 64, 10_000, 16, 4, 4
 
 
 @dataclass
@@ -97,11 +98,6 @@ def _conjuncts(f: Formula) -> list[Atom]:
     return [a for a, pos in _required(f) if pos]
 
 
-def _toggles(act: Action, eff: Effect) -> bool:
-    """Whether the effect needs its own complement: it can only turn a literal around."""
-    return (eff.atom, not eff.add) in set(_required(_condition(act, eff)))
-
-
 def _condition(act: Action, eff: Effect) -> Formula:
     return act.precondition if eff.condition == TRUE else And((act.precondition, eff.condition))
 
@@ -125,6 +121,11 @@ class Relevance:
         for act in domain.actions.values():
             for e in act.effects:
                 self.achievers[e.atom.predicate, e.add].append((act, e))
+        # the statics that only ever enable an action: without one of their facts, fewer actions apply (see `prunings`)
+        self.enabling = domain.static_predicates() - {
+            a.predicate for act in domain.actions.values()
+            for f in (act.precondition, *(e.condition for e in act.effects))
+            for a, pos in literals(f) if not pos or f is not act.precondition}
 
     def explore(self, state: State, goal: Formula) -> tuple[_Explorer, bool]:
         """The relaxed exploration from `state` over the actions relevant to `goal` (run until the goal holds
@@ -157,21 +158,25 @@ class Relevance:
         if not reached:
             yield Pruned({}, set(), LEVELS[0], reachable=False, hopeless=True)
             return
-        named, spared = self._executed(state, goal, full, patterns, bindings)
+        named, spared, read = self._executed(state, goal, full, patterns, bindings)
         keep = base | named
         near = keep | {a for o in keep for _, args in state.about(o) for a in args}
         wider = near | {a for _, args in full.fired for a in args}
+        unread = self.enabling - {a.predicate for a, pos in literals(goal) if not pos}
         for level, objects in list(zip(LEVELS, (keep, near, wider), strict=True))[0 if spared else 2:]:
             pruned = _induced(self.domain, state, objects, level)
+            if level == LEVELS[0] and read is not None:  # the plan run reads these: the rest only adds choices
+                pruned.facts = {f for f in pruned.facts if f[0] not in unread or f in read}
             sub = State(self.domain, pruned.objects, pruned.facts)
             pruned.reachable = _Explorer(self.domain, sub, patterns, bindings).run(goal)
             yield pruned
 
     def _executed(self, state: State, goal: Formula, full: _Explorer,
                   patterns: dict[tuple[str, bool], list[Pattern]],
-                  bindings: dict[str, list[Binding]]) -> tuple[set[str], bool]:
-        """The objects of every relaxed plan extracted while a real plan is built from them, and False if
-        the run met a dead end or got stuck.
+                  bindings: dict[str, list[Binding]]) -> tuple[set[str], bool, set[formula.GroundAtom] | None]:
+        """The objects of every relaxed plan extracted while a real plan is built from them, False if
+        the run met a dead end or got stuck, and, if the run reached the goal, the facts of `enabling` statics
+        it read (its steps' preconditions and the goal).
 
         The delete relaxation lets one object serve every step that consumes it (one sandwich serves
         every child, one free hand picks up every item, a shaker is filled twice from the same level,
@@ -192,21 +197,32 @@ class Relevance:
         sandwich, a stone pushed into a corner) shows that the choice of objects matters: False; so does
         a goal repair asked for again in the same state (the run goes round in circles; a step's repair
         asked for again is skipped), and so do rounds run out before the goal holds (a snake wandering round
-        the apple, freecell cards moved back and forth), unless they were too few to judge the run (fewer
-        than `JUDGED_ROUNDS` per goal literal false at first: laundry for thirty clothes, every fruit to
-        the fridge): those keep the objects named as they are. `state` is restored before this returns."""
+        the apple, freecell cards moved back and forth; a run that brings goal literals about gets more: laundry
+        for thirty clothes, every fruit to the fridge). `state` is restored before this returns."""
         now = _Explorer(self.domain, state, {}, {})  # judges formulas on `state` as it changes
         named: set[str] = set()
         used: set[str] = set()
+        read: set[formula.GroundAtom] = set()
         undo: list[tuple[set[formula.GroundAtom], set[formula.GroundAtom]]] = []
         agenda = self._steps(full, goal, named)
-        rounds = max(MIN_ROUNDS, min(ROUNDS, ROUNDS_WORK // max(len(state.facts), 1)))
-        false_at_first = sum(now.lit_level((ground(a, {}), pos)) != 0 for a, pos in _required(goal))
-        too_long = JUDGED_ROUNDS * false_at_first > rounds  # too few rounds to judge the run
+        required = [(ground(a, {}), pos) for a, pos in _required(goal)]
+        most = sum(now.lit_level(lit) == 0 for lit in required)  # goal literals that held at once, so far
+        rounds = max(MIN_ROUNDS, min(ROUNDS, ROUNDS_WORK // max(len(state.facts), 1)),
+                     GOAL_ROUNDS * (len(required) - most))
         postponed: set[Key] = set()
         here: set[formula.GroundAtom] = set()  # how the state differs from the one given
         away: set[formula.GroundAtom] = set()
         seen: set[tuple[frozenset, frozenset, tuple[Lit, ...]]] = set()
+
+        def spend() -> bool:
+            """Take a round: False if none is left."""
+            nonlocal rounds, most
+            if (holding := sum(now.lit_level(lit) == 0 for lit in required)) > most:
+                rounds, most = rounds + PROGRESS_ROUNDS * (holding - most), holding
+            if not rounds:
+                return False
+            rounds -= 1
+            return True
 
         def visit(target: list[Lit]) -> bool:
             """False if the same repair was asked for in the same state before."""
@@ -228,6 +244,7 @@ class Relevance:
                             agenda.insert(at, (key, purpose))
                             continue
                         used.update(key[1], (a for (_, xs), _ in rests for a in xs))
+                        read.update(a for a, pos in rests if pos and a[0] in self.enabling)
                         used |= self._quantified_objects([key], full)
                         undo.append(state.apply(Step(*key)))
                         for a in undo[-1][0]:
@@ -238,9 +255,8 @@ class Relevance:
                             break
                         continue
                     wanted = [lit for lit in purpose if now.lit_level(lit) is None]
-                    if not wanted or not rounds:
+                    if not wanted or not spend():
                         continue
-                    rounds -= 1
                     if not visit(wanted):  # asked before in this very state: the run goes round in circles
                         continue
                     fix = self._repair(state, _conjunction(wanted), named, self._needed(state, agenda, goal))
@@ -254,23 +270,23 @@ class Relevance:
                     agenda.extend(fix or ())
                 goal_rests: list[Lit] = []
                 if now.support(goal, {}, True, goal_rests) == 0:
-                    return named | used | {a for (_, xs), _ in goal_rests for a in xs}, True
+                    read.update(a for a, pos in goal_rests if pos and a[0] in self.enabling)
+                    return named | used | {a for (_, xs), _ in goal_rests for a in xs}, True, read
                 # the goal, else (a dead end for part of it) the first false goal literal still in reach
                 false = [lit for lit in ((ground(a, {}), pos) for a, pos in _required(goal))
                          if now.lit_level(lit) is None]
                 protected = self._needed(state, [], goal)
                 for lits in (false, *([lit] for lit in false)):
-                    if not rounds:  # stuck, as at a dead end, unless the goal is too long for the rounds to judge
-                        return named | used, too_long
-                    rounds -= 1
+                    if not spend():  # stuck, as at a dead end
+                        return named | used, False, None
                     if not visit(lits):  # in circles: the greedy run cannot get there, as at a dead end
-                        return named | used, False
+                        return named | used, False, None
                     target = goal if lits is false else _conjunction(lits)
                     relevant = (patterns, bindings) if target is goal else None
                     if agenda := self._repair(state, target, named, protected, relevant) or []:
                         break
                 else:  # a dead end: greedy choices used up what the goal needs, so objects must be spared
-                    return named | used, False
+                    return named | used, False, None
         finally:
             for added, removed in reversed(undo):
                 for a in added:
@@ -342,40 +358,47 @@ class Relevance:
         patterns: dict[tuple[str, bool], list[Pattern]] = defaultdict(list)
         bindings: dict[str, list[Binding]] = defaultdict(list)
         queue: list[tuple[str, Pattern, bool]] = []
-        # Patterns wanted only by a single-effect action that turns them around (closed(?c) for
-        # open(?c), whose one effect is not closed(?c)): an achiever that itself needs the
-        # complement is then useless, as the wanting action's effect already holds before it.
-        only_to_toggle: set[tuple[str, Pattern, bool]] = set()
+        # Why each pattern is wanted: by the goal (None) or as the precondition `atom` of an action that achieves a
+        # relevant effect under a binding. An achiever that itself needs what every one of these actions would
+        # achieve is of no use for it (the delete relaxation had it before): putting an item on a shelf only for
+        # it to be taken again, closed(?c) for open(?c). Such achievers are skipped, and looked at again if the
+        # pattern is later wanted for another reason.
+        reasons: dict[tuple[str, Pattern, bool], list[_Reason | None]] = defaultdict(list)
+        done: dict[tuple[str, Pattern, bool], set[int]] = defaultdict(set)  # achievers regressed through
+        skipped: set[tuple[str, Pattern, bool]] = set()
+        single = _Singles(self.domain, state)
 
-        def note(atom: Atom, b: Binding, pos: bool, toggle: bool) -> None:
+        def note(atom: Atom, b: Binding, pos: bool, reason: _Reason | None) -> None:
             pat = _pattern(atom, b)
             known = patterns[atom.predicate, pos]
-            covering = [p for p in known if _subsumes(p, pat)]
-            if not covering:
+            covering = [p for p in known if _subsumes(p, pat)] or [pat]
+            if covering == [pat] and pat not in known:
                 known.append(pat)
                 queue.append((atom.predicate, pat, pos))
-                if toggle:
-                    only_to_toggle.add((atom.predicate, pat, pos))
-            elif not toggle:
-                for p in covering:  # now wanted for its own sake too: regress it through all achievers
-                    if (atom.predicate, p, pos) in only_to_toggle:
-                        only_to_toggle.discard((atom.predicate, p, pos))
-                        queue.append((atom.predicate, p, pos))
+            for p in covering:
+                key = atom.predicate, p, pos
+                reasons[key].append(reason)
+                if key in skipped:
+                    skipped.discard(key)
+                    queue.append(key)
 
         for atom, pos in literals(goal):
-            note(atom, {}, pos, False)
+            note(atom, {}, pos, None)
         while queue:
-            pred, pat, pos = queue.pop()
-            for act, eff in self.achievers.get((pred, pos), ()):
-                if (pred, pat, pos) in only_to_toggle and _toggles(act, eff):
+            key = pred, pat, pos = queue.pop()
+            for i, (act, eff) in enumerate(self.achievers.get((pred, pos), ())):
+                if i in done[key]:
                     continue
                 b = self._unify(state, act, eff, pat)
                 if b is None:
                     continue
+                if all(r is not None and r.undone_by(act, eff, b, single) for r in reasons[key]):
+                    skipped.add(key)
+                    continue
+                done[key].add(i)
                 bindings[act.name].append({p.name: b[p.name] for p in act.params if p.name in b})
-                single = len(act.effects) == 1 and _toggles(act, eff)
                 for atom, lpos in literals(_condition(act, eff)):
-                    note(atom, b, lpos, single and atom == eff.atom and lpos != eff.add)
+                    note(atom, b, lpos, _Reason(act, eff, b, atom))
         return patterns, bindings
 
     def _unify(self, state: State, act: Action, eff: Effect, target: Pattern) -> Binding | None:
@@ -392,6 +415,63 @@ class Relevance:
                     types[var], state.objects.get(value, "")):
                 return None
         return b
+
+
+@dataclass(frozen=True)
+class _Reason:
+    """A pattern is wanted as the precondition `atom` of `act` achieving its relevant effect `eff` under `b`."""
+
+    act: Action
+    eff: Effect
+    b: Binding
+    atom: Atom
+
+    def undone_by(self, achiever: Action, eff: Effect, b: Binding, single: _Singles) -> bool:
+        """Whether `achiever`, achieving `atom` by `eff` under `b`, needs the very literal `act` would achieve
+        with it, whatever the objects (a variable of neither action's binding is the same object only as the same
+        variable, linked through `atom`, or as the one object of its type)."""
+        link: dict[str, str | None] = {}
+        for mine, theirs in zip(self.atom.args, eff.atom.args, strict=True):
+            if mine.startswith("?"):
+                link[mine] = theirs if link.get(mine, theirs) == theirs else None
+
+        def resolve(term: str | None, binding: Binding, types: dict[str, tuple[str, ...]]) -> tuple[str, str] | None:
+            if term is None or not term.startswith("?"):
+                return None if term is None else ("object", term)
+            if term in binding:
+                return "object", binding[term]
+            one = single(types[term]) if term in types else None
+            return ("object", one) if one else None
+
+        theirs = {p.name: p.types for p in (*achiever.params, *eff.params)}
+        mine = {p.name: p.types for p in (*self.act.params, *self.eff.params)}
+
+        def through(term: str) -> tuple[str, str] | None:  # a term of `act`, in the achiever's terms
+            if term.startswith("?") and term not in self.b and link.get(term):
+                other = link[term]
+                return resolve(other, b, theirs) or (("variable", other) if other.startswith("?") else None)
+            return resolve(term, self.b, mine)
+
+        want = [through(t) for t in self.eff.atom.args]
+        if None in want:
+            return False
+        return any(a.predicate == self.eff.atom.predicate and pos == self.eff.add
+                   and [resolve(t, b, theirs) or ("variable", t) for t in a.args] == want
+                   for a, pos in _required(_condition(achiever, eff)))
+
+
+class _Singles:
+    """The one object of a type, if it has exactly one (cached)."""
+
+    def __init__(self, domain: Domain, state: State) -> None:
+        self.domain, self.state = domain, state
+        self.cache: dict[tuple[str, ...], str | None] = {}
+
+    def __call__(self, types: tuple[str, ...]) -> str | None:
+        if types not in self.cache:
+            fits = [o for o, t in self.state.objects.items() if self.domain.accepts(types, t)]
+            self.cache[types] = fits[0] if len(fits) == 1 else None
+        return self.cache[types]
 
 
 def _conjunction(lits: Iterable[Lit]) -> Formula:

@@ -410,27 +410,63 @@ def _carried(monkeypatch: pytest.MonkeyPatch, balls: int, rounds: int) -> tuple[
     return domain, state, goal, Relevance(domain).prune(state, goal)
 
 
-@pytest.mark.parametrize("rounds", [1, 3])
-def test_pruning_whose_rounds_run_out_on_a_goal_too_long_to_judge_keeps_the_relaxed_plans(
-        monkeypatch: pytest.MonkeyPatch, rounds: int) -> None:
-    """Six balls: with one round the run spends it freeing the hand for the second ball, with three it runs out
-    after the first ball arrives. Too few rounds for six goal literals to say the run is stuck (laundry for thirty
-    clothes, every fruit to the fridge), so the relaxed plans' objects are kept rather than the widest (room c)."""
-    domain, state, goal, first = _carried(monkeypatch, 6, rounds)
-    assert first.level == "relaxed plan" and first.objects.keys() == {"a", "b", *(f"b{i}" for i in range(6))}
+@pytest.mark.parametrize("balls", [6, 12, 48])
+def test_a_run_that_brings_goal_literals_about_gets_more_rounds(monkeypatch: pytest.MonkeyPatch, balls: int) -> None:
+    """Balls carried one at a time: each takes about five rounds (pick, free the hand by dropping the last one,
+    walk back), and the first ball arrives after two rounds per ball. With `GOAL_ROUNDS` per ball at first and
+    `PROGRESS_ROUNDS` more for each ball that arrives, the run reaches the goal (laundry for thirty clothes, every
+    fruit to the fridge): the relaxed plans' objects, not the widest."""
+    domain, state, goal, first = _carried(monkeypatch, balls, 16)
+    assert first.level == "relaxed plan" and first.objects.keys() == {"a", "b", *(f"b{i}" for i in range(balls))}
     r = solve(Task(domain, first.objects, first.facts, goal), timeout=30)
     assert r.solved and simulate(state.copy(), r.plan, goal) is None
 
 
-@pytest.mark.parametrize(("rounds", "level"), [(11, "relaxed plan"), (12, "relaxed reachable")])
-def test_a_run_out_of_rounds_is_judged_stuck_only_with_enough_rounds_per_goal_literal(
-        monkeypatch: pytest.MonkeyPatch, rounds: int, level: str) -> None:
-    """Three balls, and rounds run out before the third arrives. With 11 rounds, fewer than four per goal literal,
-    the run cannot be judged: the relaxed plans' objects are kept. With 12 it is stuck, as at a dead end (two of
-    four freecell cards home after 64 rounds, on objects that admit no plan): the first pruning is the widest
-    (room c too)."""
+@pytest.mark.parametrize(("rounds", "level"), [(14, "relaxed plan"), (13, "relaxed reachable")])
+def test_a_run_out_of_rounds_is_stuck(monkeypatch: pytest.MonkeyPatch, rounds: int, level: str) -> None:
+    """Three balls take 14 rounds (none more for the balls, here). With 13 the run is stuck, as at a
+    dead end (two of four freecell cards home after 64 rounds, on objects that admit no plan): the first pruning is
+    the widest (room c too)."""
+    for name in ("GOAL_ROUNDS", "PROGRESS_ROUNDS"):
+        monkeypatch.setattr(relevance, name, 0)
     first = _carried(monkeypatch, 3, rounds)[3]
     assert first.level == level, (first.level, first.objects)
+
+
+SHELVES = """
+(define (domain shelves)
+  (:requirements :strips :typing :negative-preconditions)
+  (:types item shelf level)
+  (:predicates (held ?i - item) (at ?i - item ?s - shelf) (on ?i - item ?l - level) (has ?s - shelf ?l - level))
+  (:action take :parameters (?i - item ?s - shelf ?l - level) :precondition (and (at ?i ?s) (on ?i ?l))
+    :effect (and (held ?i) (not (at ?i ?s)) (not (on ?i ?l))))
+  (:action put :parameters (?i - item ?s - shelf ?l - level) :precondition (and (held ?i) (has ?s ?l))
+    :effect (and (at ?i ?s) (on ?i ?l) (not (held ?i))))%s)
+"""
+BESIDE = """
+  (:action lean :parameters (?i - item ?s - shelf ?l - level) :precondition (and (held ?i) (not (has ?s ?l)))
+    :effect (and (at ?i ?s) (not (held ?i))))"""
+
+
+@pytest.mark.parametrize("negated", [False, True])
+def test_a_run_that_reaches_the_goal_keeps_only_the_statics_it_read(negated: bool) -> None:
+    """Two items from shelf s1 to level l3 of shelf s2 (the kitchen's fruit from the bedrooms to the pantry): the
+    run reads only (has s2 l3), so the other levels of both shelves, which only let a planner put an item where no
+    plan needs it (16,000 of 17,000 ground actions of the kitchen), are dropped; its plan holds. A static that
+    occurs negated is kept whole: without a fact, its negation would hold."""
+    domain = Domain.parse(SHELVES % (BESIDE if negated else ""), "domain")
+    has = [GroundAtom("has", (s, f"l{i}")) for s in ("s1", "s2") for i in (1, 2, 3)]
+    init = has + [GroundAtom(p, (i, x)) for i, lv in (("i1", "l1"), ("i2", "l2"))
+                                             for p, x in (("at", "s1"), ("on", lv))]
+    objects = {"i1": "item", "i2": "item", "s1": "shelf", "s2": "shelf"} | {f"l{i}": "level" for i in (1, 2, 3)}
+    state = State(domain, objects, init)
+    goal = Problem.parse("(define (problem p) (:domain shelves) (:goal (and (at i1 s2) (on i1 l3) (at i2 s2) "
+                         "(on i2 l3))))").goal
+    first = Relevance(domain).prune(state, goal)
+    assert first.level == "relaxed plan"
+    assert {f for f in first.facts if f[0] == "has"} == (set(has) if negated else {("has", ("s2", "l3"))})
+    r = solve(Task(domain, first.objects, first.facts, goal), timeout=30)
+    assert r.solved and simulate(state.copy(), r.plan, goal) is None
 
 
 SHELF = """
@@ -455,3 +491,45 @@ def test_a_relaxed_plan_brings_two_goal_literals_about_with_one_step_where_one_d
     goal = Problem.parse("(define (problem p) (:domain shelf) (:goal (and (placed book) (on book l4))))").goal
     first = Relevance(domain).prune(state, goal)
     assert first.level == "relaxed plan" and first.objects.keys() == {"book", "l4"}, (first.level, first.objects)
+
+
+HANDS = """
+(define (domain hands)
+  (:requirements :strips :typing)
+  (:types item agent shelf)
+  (:predicates (held ?i - item ?a - agent) (on ?i - item ?s - shelf) (basket ?i - item))
+  (:action put :parameters (?i - item ?a - agent ?s - shelf) :precondition (held ?i ?a)
+    :effect (and (on ?i ?s) (not (held ?i ?a))))
+  (:action take :parameters (?i - item ?a - agent ?s - shelf) :precondition (on ?i ?s)
+    :effect (and (held ?i ?a) (not (on ?i ?s))))
+  (:action drop :parameters (?i - item ?a - agent) :precondition (held ?i ?a)
+    :effect (and (basket ?i) (not (held ?i ?a)))))
+"""
+
+
+@pytest.mark.parametrize("agents", [1, 2])
+def test_an_achiever_that_only_feeds_its_own_inverse_is_not_relevant(agents: int) -> None:
+    """The item on shelf s1 into the basket. Putting an item on a shelf is wanted only so that it can be taken
+    again, which gives back the hand that putting it needed: with one agent, `put` is of no use (every item onto
+    every shelf level of every bedroom, explored again by each repair of the household's laundry). With two,
+    putting it down lets the other agent take it, so `put` stays relevant."""
+    domain = Domain.parse(HANDS, "domain")
+    objects = {"i": "item", "s1": "shelf", "s2": "shelf"} | {f"a{k}": "agent" for k in range(agents)}
+    state = State(domain, objects, [GroundAtom("on", ("i", "s1"))])
+    goal = Problem.parse("(define (problem p) (:domain hands) (:goal (basket i)))").goal
+    bindings = Relevance(domain)._relevant(state, goal)[1]
+    assert ("put" in bindings) == (agents == 2), dict(bindings)
+    first = Relevance(domain).prune(state, goal)
+    r = solve(Task(domain, first.objects, first.facts, goal), timeout=30)
+    assert r.solved and simulate(state.copy(), r.plan, goal) is None
+
+
+def test_a_cut_achiever_is_relevant_again_once_another_action_wants_its_effect() -> None:
+    """The same goal and an item to show, which wants it on a shelf too: `put` is cut while the regression comes
+    from `take` (the basket first), and regressed once `show` wants the same pattern."""
+    show = "(:action show :parameters (?i - item ?s - shelf) :precondition (on ?i ?s) :effect (shown ?i))"
+    domain = Domain.parse(HANDS.replace("(basket ?i - item))", "(basket ?i - item) (shown ?i - item))").replace(
+        "  (:action drop", f"  {show}\n  (:action drop"), "domain")
+    state = State(domain, {"i": "item", "s1": "shelf", "s2": "shelf", "a0": "agent"}, [GroundAtom("on", ("i", "s1"))])
+    goal = Problem.parse("(define (problem p) (:domain hands) (:goal (and (shown i) (basket i))))").goal
+    assert "put" in Relevance(domain)._relevant(state, goal)[1]
