@@ -30,10 +30,11 @@ from kgplan.planners.state import State, Step, simulate
 from kgplan.planners.whynot import Cause, GoalRefused, contradictions, explain, explain_graph
 
 LAST_PLAN = "last_plan"
-# From this long after pruning begins, the full state is planned on beside the pruned tasks (0.25 s, or 50 us a fact
-# of the state beyond 5,000 facts: writing a large state's problem costs the caller 10-15 us a fact and its
-# translation the full-state planner 0.3-16 ms a fact, measured)
-HEDGE_S, HEDGE_S_PER_FACT = 0.25, 50e-6
+# From this long after pruning begins, the full state is planned on beside the pruned tasks (0.1 s, or 50 us a fact
+# of the state beyond 2,000 facts: writing a large state's problem costs the caller 10-15 us a fact and its
+# translation the full-state planner 0.3-16 ms a fact, measured). At 0.25 s, 10 of 428 public problems answered by
+# the full state came 0.5-1.1 s after it alone (the wait, and pruning beside the planner slowing it).
+HEDGE_S, HEDGE_S_PER_FACT = 0.1, 50e-6
 POLL_S = 0.02  # how often pruning, once the full state plans beside it, looks whether that planner has ended
 DECISIVE = (Status.SOLVED, Status.UNSOLVABLE, Status.TIMEOUT)  # a full-state answer that ends the call
 
