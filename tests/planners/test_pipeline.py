@@ -19,6 +19,7 @@ from kgplan.graph.backends import open_graph
 from kgplan.graph.model import Delta, Fact
 from kgplan.graph.world import WorldGraph
 from kgplan.interfaces.cli import app
+from kgplan.planners import pipeline
 from kgplan.planners.execute import execute
 from kgplan.planners.pipeline import PlanReport, last_plan, plan
 from kgplan.planners.problem import Task
@@ -50,7 +51,8 @@ def test_either_type_excludes_other_types(world: WorldGraph) -> None:
         plan(world, "(closed kitchen_sink)")
 
 
-def test_forall_goal(world: WorldGraph) -> None:
+def test_forall_goal(world: WorldGraph, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(pipeline, "HEDGE_S", 3600.0)  # pruning is under test, not the race
     goal = "(forall (?d - light) (not (switched_on ?d)))"
     r = plan(world, goal)
     assert r.solved and r.plan and not r.used_full_state
@@ -176,7 +178,8 @@ def test_pruning_keeps_what_the_goal_needs(world: WorldGraph) -> None:
     assert "dune_book" not in pruned.objects and "sandra" not in pruned.objects
 
 
-def test_cli_plan_json_and_run(tmp_path: Path) -> None:
+def test_cli_plan_json_and_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(pipeline, "HEDGE_S", 3600.0)  # pruning is under test, not the race
     runner = CliRunner()
     store = ["--store", f"sqlite:{tmp_path / 'cli.db'}"]
     assert runner.invoke(app, [*store, "init", "--problem", str(HOUSEHOLD / "world.pddl")]).exit_code == 0
@@ -208,8 +211,10 @@ def test_every_l3mp_goal_is_solved_and_valid_on_the_full_state(tmp_path: Path) -
             assert validate(full, r.plan) is None, step
 
 
-def test_pruned_state_keeps_the_way_through_many_rooms(tmp_path: Path, household: Domain) -> None:
+def test_pruned_state_keeps_the_way_through_many_rooms(tmp_path: Path, household: Domain,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
     """The robot must cross several rooms of a generated building: pruning keeps the way there."""
+    monkeypatch.setattr(pipeline, "HEDGE_S", 3600.0)  # pruning is under test, not the race
     from kgplan.benchmarks.planning import scaling_goal
     from kgplan.domains.synthetic import household_world
 
@@ -222,8 +227,9 @@ def test_pruned_state_keeps_the_way_through_many_rooms(tmp_path: Path, household
     assert len(r.plan) > 5 and r.facts_pruned < r.facts_full / 2
 
 
-def test_moving_an_item_keeps_where_it_is_now(world: WorldGraph) -> None:
+def test_moving_an_item_keeps_where_it_is_now(world: WorldGraph, monkeypatch: pytest.MonkeyPatch) -> None:
     """Regressing (on apple kitchen_table) meets (on apple kitchen_counter): a different place, not a cycle."""
+    monkeypatch.setattr(pipeline, "HEDGE_S", 3600.0)  # pruning is under test, not the race
     r = plan(world, "(on apple kitchen_table)")
     assert r.solved and not r.used_full_state, r.message
     assert Step.parse("(pick_up robot apple kitchen_counter kitchen)") in r.plan
@@ -370,8 +376,6 @@ def test_a_pruned_task_that_kept_everything_is_planned_once(monkeypatch: pytest.
     """A pruning level that kept every fact and object is the full task: racing it against its twin only split two
     cores between two identical planners (public snake, agricola and tetris calls 0.5-2 s slower than the full state
     alone)."""
-    from kgplan.planners import pipeline
-
     started: list[Task] = []
     solve_start = pipeline.start
 
@@ -441,7 +445,6 @@ def test_the_full_state_that_joins_in_while_pruning_runs_steps_is_the_graphs(wor
     meanwhile (pruning on a busy machine takes longer than `HEDGE_S`) is the graph's, not the state those steps made:
     the full planner's plans started from where the robot had been moved to, and failed on the graph."""
     from kgplan.planners import budget as budgets
-    from kgplan.planners import pipeline
 
     apply, started = State.apply, []
 
