@@ -58,6 +58,7 @@ class State:
         self.objects = {**domain.constants, **objects}
         self.numbers = dict(numbers or {})  # static function values, e.g. travel costs
         self.facts: set[GroundAtom] = set()
+        self._of_type: dict[tuple[str, ...], tuple[str, ...]] = {}
         self._by_pred: dict[str, set[tuple[str, ...]]] = defaultdict(set)
         self._by_arg: dict[tuple[str, int, str], set[tuple[str, ...]]] = defaultdict(set)
         self._about: dict[str, set[GroundAtom]] = defaultdict(set)
@@ -110,9 +111,12 @@ class State:
             return len(self._by_pred.get(predicate, ()))
         return min(len(self._by_arg.get((predicate, i, a), ())) for i, a in bound)
 
-    def of_type(self, types: tuple[str, ...]) -> list[str]:
-        """Objects (and constants) that fit a parameter typed `types`."""
-        return sorted(o for o, t in self.objects.items() if self.domain.accepts(types, t))
+    def of_type(self, types: tuple[str, ...]) -> tuple[str, ...]:
+        """Objects (and constants) that fit a parameter typed `types` (cached: a state's objects do not change)."""
+        if (fits := self._of_type.get(types)) is None:
+            fits = tuple(sorted(o for o, t in self.objects.items() if self.domain.accepts(types, t)))
+            self._of_type[types] = fits
+        return fits
 
     # ---- evaluation ------------------------------------------------------------------------
     def holds(self, f: Formula, b: Binding | None = None) -> bool:
