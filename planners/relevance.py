@@ -273,8 +273,7 @@ class Relevance:
                     read.update(a for a, pos in goal_rests if pos and a[0] in self.enabling)
                     return named | used | {a for (_, xs), _ in goal_rests for a in xs}, True, read
                 # the goal, else (a dead end for part of it) the first false goal literal still in reach
-                false = [lit for lit in ((ground(a, {}), pos) for a, pos in _required(goal))
-                         if now.lit_level(lit) is None]
+                false = [lit for lit in required if now.lit_level(lit) is None]
                 protected = self._needed(state, [], goal)
                 for lits in (false, *([lit] for lit in false)):
                     if not spend():  # stuck, as at a dead end
@@ -366,7 +365,6 @@ class Relevance:
         reasons: dict[tuple[str, Pattern, bool], list[_Reason | None]] = defaultdict(list)
         done: dict[tuple[str, Pattern, bool], set[int]] = defaultdict(set)  # achievers regressed through
         skipped: set[tuple[str, Pattern, bool]] = set()
-        single = _Singles(self.domain, state)
 
         def note(atom: Atom, b: Binding, pos: bool, reason: _Reason | None) -> None:
             pat = _pattern(atom, b)
@@ -392,7 +390,7 @@ class Relevance:
                 b = self._unify(state, act, eff, pat)
                 if b is None:
                     continue
-                if all(r is not None and r.undone_by(act, eff, b, single) for r in reasons[key]):
+                if all(r is not None and r.undone_by(act, eff, b, state) for r in reasons[key]):
                     skipped.add(key)
                     continue
                 done[key].add(i)
@@ -426,7 +424,7 @@ class _Reason:
     b: Binding
     atom: Atom
 
-    def undone_by(self, achiever: Action, eff: Effect, b: Binding, single: _Singles) -> bool:
+    def undone_by(self, achiever: Action, eff: Effect, b: Binding, state: State) -> bool:
         """Whether `achiever`, achieving `atom` by `eff` under `b`, needs the very literal `act` would achieve
         with it, whatever the objects (a variable of neither action's binding is the same object only as the same
         variable, linked through `atom`, or as the one object of its type)."""
@@ -440,8 +438,8 @@ class _Reason:
                 return None if term is None else ("object", term)
             if term in binding:
                 return "object", binding[term]
-            one = single(types[term]) if term in types else None
-            return ("object", one) if one else None
+            fits = state.of_type(types[term]) if term in types else ()
+            return ("object", fits[0]) if len(fits) == 1 else None
 
         theirs = {p.name: p.types for p in (*achiever.params, *eff.params)}
         mine = {p.name: p.types for p in (*self.act.params, *self.eff.params)}
@@ -458,20 +456,6 @@ class _Reason:
         return any(a.predicate == self.eff.atom.predicate and pos == self.eff.add
                    and [resolve(t, b, theirs) or ("variable", t) for t in a.args] == want
                    for a, pos in _required(_condition(achiever, eff)))
-
-
-class _Singles:
-    """The one object of a type, if it has exactly one (cached)."""
-
-    def __init__(self, domain: Domain, state: State) -> None:
-        self.domain, self.state = domain, state
-        self.cache: dict[tuple[str, ...], str | None] = {}
-
-    def __call__(self, types: tuple[str, ...]) -> str | None:
-        if types not in self.cache:
-            fits = [o for o, t in self.state.objects.items() if self.domain.accepts(types, t)]
-            self.cache[types] = fits[0] if len(fits) == 1 else None
-        return self.cache[types]
 
 
 def _conjunction(lits: Iterable[Lit]) -> Formula:
