@@ -150,12 +150,15 @@ BELIEF_EXAMPLES = (
 )
 
 
-def belief_prompt(item: str, places: Sequence[str]) -> str:
-    """The 3-shot question of where in a home `item` is likely to be, among `places`."""
-    shots = [f"Places: {', '.join(p)}.\nItem: {i}\nLikely places: {a}" for i, p, a in
-             (*BELIEF_EXAMPLES, (item, places, ""))]
-    return ("Name the places of a home where the item is likely to be, one or more of the places listed, the "
-            "likeliest first.\n\n" + "\n\n".join(shots).rstrip())
+def belief_prompt(item: str, places: Sequence[str]) -> list[dict]:
+    """The question of where in a home `item` is likely to be, among `places`, after the 3 worked examples as
+    earlier turns of the chat (a small chat model answers the last question then, in the examples' form)."""
+    def asked(i: str, p: Sequence[str]) -> dict:
+        return {"role": "user", "content": f"Places: {', '.join(p)}.\nItem: {i}"}
+
+    shots = [m for i, p, a in BELIEF_EXAMPLES for m in (asked(i, p), {"role": "assistant", "content": a})]
+    return [{"role": "system", "content": "Name the places of a home where the item is likely to be, one or more "
+                                          "of the places listed, the likeliest first."}, *shots, asked(item, places)]
 
 
 def named_places(reply: str) -> list[str]:
@@ -178,8 +181,8 @@ def llm_belief(llm: LLM, samples: int = 5, temperature: float = 0.6, floor: floa
     def counts(kind: str, kinds: tuple[str, ...]) -> dict[str, float]:
         if (kind, kinds) not in cache:
             words = [k.replace("_", " ") for k in kinds]
-            replies, _ = llm.sample([{"role": "user", "content": belief_prompt(kind.replace("_", " "), words)}],
-                                    samples, temperature, max_tokens=32, stop=("\n",), top_p=0.9)
+            replies, _ = llm.sample(belief_prompt(kind.replace("_", " "), words), samples, temperature,
+                                    max_tokens=32, stop=("\n",), top_p=0.9)
             out = dict.fromkeys(kinds, 0.0)
             for named in filter(None, map(named_places, replies)):
                 for j in set(np.argmax(similarity(named, words), axis=1).tolist()):

@@ -142,7 +142,7 @@ def test_agent_search_is_a_one_step_plan_that_run_executes(agent: Agent) -> None
 def test_agent_search_takes_switches_and_asks_the_llm_only_where_one_is_given(tmp_path: Path) -> None:
     def reply(messages: list[dict]):
         asked = messages[0]["content"]
-        return "counter" if "Likely places:" in asked else ActionScores(scores=[])
+        return "counter" if "Name the places of a home" in asked else ActionScores(scores=[])
 
     llm = ScriptedLLM([reply] * 200)
     with Agent(f"sqlite:{tmp_path / 'a.db'}", llm=llm) as a:
@@ -167,7 +167,7 @@ def test_agent_search_takes_a_belief_in_place_of_the_methods_own(tmp_path: Path,
         a.search("(in milk fridge)", method="uct", simulations=5)
         assert a.belief("milk") == pytest.approx({"fridge": 0.5, "counter": 0.5}) and not llm.prompts
         d = a.search("(in milk fridge)", method="uct", simulations=5, belief="llm")
-        assert len(llm.prompts) == 5 and "Item: milk" in llm.prompts[0][0]["content"] and d.llm_calls == 0
+        assert len(llm.prompts) == 5 and llm.prompts[0][-1]["content"].endswith("Item: milk") and d.llm_calls == 0
         belief = a.belief("milk")
         assert belief["counter"] == pytest.approx(1 / 1.001) and belief["fridge"] == pytest.approx(0.001 / 1.001)
         a.search("(in milk fridge)", method="uct", simulations=5, belief="llm")
@@ -191,7 +191,7 @@ def test_a_tell_during_a_search_is_applied_while_the_search_goes_on(tmp_path: Pa
     waited: list[bool] = []
 
     def policy(messages: list[dict]) -> str | ActionScores:
-        if "Likely places:" in messages[0]["content"]:
+        if "Name the places of a home" in messages[0]["content"]:
             return "counter"
         if not searching.is_set():
             searching.set()

@@ -93,7 +93,7 @@ def test_rearrange_episode_with_a_scripted_llm_prior() -> None:
 
     def reply(messages: list[dict]):
         text = messages[0]["content"]
-        if "Likely places:" in text:
+        if "Name the places of a home" in text:
             return "kitchen counter"
         if "This attempt failed" in text:
             return Reflection(reflection="look on the counters first")
@@ -107,7 +107,7 @@ def test_rearrange_episode_with_a_scripted_llm_prior() -> None:
     assert ep.success and ep.steps <= 8
     # five belief samples for the item, then at most 3 prior/reflection calls per decision
     assert 5 < ep.llm_calls <= 5 + 3 * ep.decisions and ep.llm_calls == len(llm.prompts)
-    assert any("Likely places:" in p[0]["content"] for p in llm.prompts)
+    assert any("Name the places of a home" in p[0]["content"] for p in llm.prompts)
 
 
 def test_learned_belief_of_a_scene_is_fit_on_the_others_only() -> None:
@@ -167,7 +167,7 @@ def test_the_llm_policy_through_an_endpoint(tmp_path, server: FakeServer, monkey
     with; `--llm openai` with no endpoint is an error."""
     def answer(request: dict):
         text = request["messages"][0]["content"]
-        return ok("kitchen counter" if "Likely places:" in text else "walk to kitchen counter")(request)
+        return ok("kitchen counter" if "Name the places of a home" in text else "walk to kitchen counter")(request)
 
     out = tmp_path / "r.json"
     args = ["--seeds", "1", "--scenes", "generated", "--methods", "llm_mcts", "--families", "simple",
@@ -214,7 +214,7 @@ def test_the_llm_belief_is_asked_once_per_item_kind(tmp_path, server: FakeServer
                            "llm", "--families", "simple,comp2", "--simulations", "2", "--limits", "2", "--llm",
                            "openai", "--json", str(out)]) == 0
     data = json.loads(out.read_text())
-    assert all("Likely places:" in r["messages"][0]["content"] for r in server.requests)
+    assert all("Name the places of a home" in r["messages"][0]["content"] for r in server.requests)
     assert len(server.requests) == 5 * len(rearrange.ITEMS)
     assert [(e["belief"], e["llm_calls"]) for e in data["episodes"]] == [("llm", 0), ("llm", 0)]
     (accuracy,) = data["belief_accuracy"]

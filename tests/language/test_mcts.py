@@ -110,9 +110,10 @@ def test_llm_belief_counts_the_places_of_sampled_3_shot_answers_matched_by_embed
     assert milk["milk"] == pytest.approx({"fridge": 4 / 6 / z, "kitchen_counter": 1 / 6 / z, "bed": 1 / 12 / z,
                                           "bed_2": 1 / 12 / z, "sink": 1e-3 / z})
     assert milk["milk_2"] == milk["milk"] and len(llm.prompts) == 4  # one item kind: asked 4 times
-    prompt = llm.prompts[0][0]["content"]
-    assert prompt.count("Likely places:") == 4 and "Item: stapler" in prompt  # 3 examples, then the question
-    assert prompt.endswith("Places: bed, fridge, kitchen counter, sink.\nItem: milk\nLikely places:")
+    prompt = llm.prompts[0]  # the instructions, 3 examples as earlier turns, then the question
+    assert [m["role"] for m in prompt] == ["system", *["user", "assistant"] * 3, "user"]
+    assert prompt[1]["content"].endswith("Item: stapler") and prompt[2]["content"] == "desk, bookshelf"
+    assert prompt[-1]["content"] == "Places: bed, fridge, kitchen counter, sink.\nItem: milk"
     assert b({"milk": "item"}, places) == {"milk": milk["milk"]} and len(llm.prompts) == 4  # cached
     llm.replies.extend(["sink"] * 4)
     other = b({"milk": "item"}, {"sink": "surface", "bed": "surface"})["milk"]
