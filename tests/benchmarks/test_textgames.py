@@ -58,7 +58,8 @@ def test_every_search_with_an_llm_recorded_and_replayed(tmp_path, server: FakeSe
         assert results[m]["prior_entropy"] is not None
     assert results["uct_game"]["llm_calls_per_decision"] == 0
     replies = json.loads(record.read_text())
-    assert len(replies) == len(server.requests) and replies[0] == {"reply": "1", "top": {"1": -0.1, "0": -1.0, "2": -3.0}}
+    assert len(replies) == len(server.requests)
+    assert replies[0] == {"reply": "1", "top": {"1": -0.1, "0": -1.0, "2": -3.0}}
     server.requests.clear()
     assert textgames.main(args(tmp_path, "again", "--llm", "replay", "--llm-replay", str(record))) == 0
     again = json.loads((tmp_path / "again.json").read_text())
