@@ -516,21 +516,23 @@ class Agent:
         return read_belief(self.graph, item) or {}
 
     def search(self, goal: str, method: str = "puct_dr", simulations: int = 100,
-               seconds: float | None = None) -> Decision:
+               seconds: float | None = None, belief: str | None = None) -> Decision:
         """One decision of a tree search method (kgplan.agent.search, `NAME[+SWITCH...]`; an LLM where the
         method asks one and one is configured) for a PDDL goal whose items' places are
-        unknown: the belief (updated from the graph, stored with it) is sampled per simulation; its step is
+        unknown: the belief (a kind of BELIEFS, `belief` in place of the method's own; updated from the graph,
+        stored with it, made anew when the kind changes) is sampled per simulation; its step is
         kept as a one-step plan for `run`; observe, then search or plan again."""
-        from kgplan.agent.search import configured
+        from kgplan.agent.search import BELIEFS, configured
         from kgplan.language.llm import LLM, LLMConfig
         from kgplan.planners.mcts.search import Budget
         from kgplan.planners.pipeline import parse_goal, remember
 
         how = configured(method)  # NAME[+SWITCH...]
         given = self._llm if isinstance(self._llm, LLM | LLMConfig) else LLMConfig.from_env()
-        ask = how.needs_llm or (how.uses_llm and (isinstance(given, LLM) or given.configured))
+        needs = how.needs_llm or (belief is not None and BELIEFS[belief].needs_llm)
+        ask = needs or (how.uses_llm and (isinstance(given, LLM) or given.configured))
         f = parse_goal(goal, self.graph, {e.name: e.type for e in self.graph.entities()})
-        d = how.searcher(self.graph, f, self.llm if ask else None).decide(
+        d = how.searcher(self.graph, f, self.llm if ask else None, belief=belief).decide(
             self.graph, Budget(simulations, seconds), lock=self.writes)  # held while the belief is stored
         if d.step is not None:
             with self.writes:

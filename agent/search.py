@@ -94,7 +94,8 @@ def _llm_policy(given: PriorInput) -> Prior:
 BELIEFS: Registry[BeliefKind] = Registry("belief")
 BELIEFS.add(BeliefKind("uniform", "no commonsense: every place equally likely", lambda llm: None))
 BELIEFS.add(BeliefKind("embedding", "softmax of the MiniLM similarity of item and place", _embedding))
-BELIEFS.add(BeliefKind("llm", "LLM-MCTS: the LLM's sampled answers of where each item is, counted",
+BELIEFS.add(BeliefKind("llm", "LLM-MCTS: the LLM's sampled answers of where each item is (3-shot, places matched "
+                       "by MiniLM), counted",
                        _llm_belief, needs_llm=True))
 BELIEFS.add(BeliefKind("learned", "place statistics of scene graphs (the JSON file named by KGPLAN_PLACE_COUNTS)",
                        lambda llm: learned_from(os.environ.get("KGPLAN_PLACE_COUNTS"))))
@@ -113,16 +114,18 @@ PRIORS.add(PriorKind("llm_policy", "LLM-MCTS: next actions sampled from the LLM 
 
 @dataclass
 class Searcher:
-    """A search method's searcher for one goal on one graph (grounded once: reuse it for the episode)."""
+    """A search method's searcher for one goal on one graph (grounded once: reuse it for the episode), with its
+    belief kind's name and prior."""
 
     search: Search
     belief: BeliefPrior | None
+    belief_kind: str = ""
 
     def decide(self, graph: WorldGraph, budget: Budget, history: tuple[str, ...] = (),
                lock: AbstractContextManager = nullcontext()) -> Decision:
         """One decision on the graph's current state and stored belief (see graph_io.decide; `lock` is held while
         the belief is stored)."""
-        return decide(graph, self.search, budget, self.belief, history, lock)
+        return decide(graph, self.search, budget, self.belief, history, lock, self.belief_kind)
 
 
 @dataclass(frozen=True)
@@ -168,18 +171,22 @@ class SearchMethod:
         return self.without_llm if llm is None and self.without_llm else (self.belief, self.prior)
 
     def searcher(self, graph: WorldGraph, goal: Formula, llm: LLM | None = None,
-                 rng: random.Random | None = None, examples: Sequence[Example] = ()) -> Searcher:
+                 rng: random.Random | None = None, examples: Sequence[Example] = (),
+                 belief: str | None = None) -> Searcher:
         """This method's searcher for `goal` on the graph (`llm` where it needs one; `examples` for an LLM
-        policy's prompt)."""
+        policy's prompt; `belief`, a kind of BELIEFS in place of its own)."""
         if self.belief is None:
             raise InputError(f"search method {self.name!r} makes no tree search: plan for the goal or a sub-goal")
         if self.needs_llm and llm is None:
             raise InputError(f"search method {self.name!r} needs an LLM")
-        belief, prior_kind = self.kinds(llm)
+        own, prior_kind = self.kinds(llm)
+        belief = belief or own
+        if BELIEFS[belief].needs_llm and llm is None:
+            raise InputError(f"belief {belief!r} needs an LLM")
         rollout = PRIORS[self.rollout_prior].make(PriorInput(graph.domain, goal, llm, UniformPrior()))
         prior = PRIORS[prior_kind].make(PriorInput(graph.domain, goal, llm, rollout, examples, self.settings))
         search = searcher(graph, goal, prior, rollout, dataclasses.replace(self.settings), rng)
-        return Searcher(search, BELIEFS[belief].make(llm))
+        return Searcher(search, BELIEFS[belief].make(llm), belief)
 
 
 # kgplan's own improvements, each addable to any method as `METHOD+SWITCH`

@@ -1,12 +1,19 @@
 """Benchmarks: each prints a table and writes JSON results (`kgplan bench NAME --help`)."""
 
+from __future__ import annotations
+
 import json
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.table import Table
+
+from kgplan.errors import InputError
+
+if TYPE_CHECKING:
+    from kgplan.language.llm import LLM
 
 
 def console() -> Console:
@@ -46,3 +53,21 @@ def target_table(title: str, targets: Mapping[str, bool]) -> Table:
     for name, ok in targets.items():
         table.add_row(name, verdict(ok))
     return table
+
+
+def bench_llm(kind: str, record: Path | None = None, replay: Path | None = None) -> LLM | None:
+    """The LLM of a benchmark's `--llm`: none; openai, the endpoint of KGPLAN_LLM_* (in a `Recording` whose
+    `replies` the benchmark writes to `record`, where given); replay, the replies a `--record` wrote to `replay`.
+    InputError where the endpoint or the file is missing."""
+    if kind == "none":
+        return None
+    from kgplan.language.llm import NOT_CONFIGURED, LLMConfig, OpenAIClient, Recording, Replay
+
+    if kind == "replay":
+        if replay is None:
+            raise InputError("--llm replay needs --llm-replay PATH")
+        return Replay(json.loads(replay.read_text()))
+    config = LLMConfig.from_env()
+    if not config.configured:
+        raise InputError(f"--llm openai: {NOT_CONFIGURED}")
+    return Recording(OpenAIClient(config)) if record else OpenAIClient(config)

@@ -54,8 +54,8 @@ from pathlib import Path
 import numpy as np
 from rich.table import Table
 
+from kgplan.benchmarks import bench_llm, write_json
 from kgplan.benchmarks import console as bench_console
-from kgplan.benchmarks import write_json
 from kgplan.benchmarks.twx import fmt, mean, seed_range, wilson
 from kgplan.graph.model import Delta, Entity, Fact, Unknown
 from kgplan.planners.mcts.belief import BeliefPrior, Lifelong, learned_prior, place_counts, uniform
@@ -550,6 +550,7 @@ def main(argv: list[str] | None = None) -> int:
     from kgplan.agent.search import BELIEFS, SEARCH_METHODS, SWITCHES, configured
     from kgplan.domains.model import resolve_domain
     from kgplan.errors import InputError
+    from kgplan.language.llm import Recording
     from kgplan.planners.mcts.belief import BeliefSpec
     from kgplan.planners.mcts.graph_io import sightings
     from kgplan.planners.mcts.search import Settings
@@ -598,7 +599,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--save-examples", type=Path, metavar="PATH",
                    help="write the LLM policy's examples (expert tasks in generated homes of seeds "
                         f"{CORPUS_SEEDS}-{CORPUS_SEEDS + 29}, the file KGPLAN_POLICY_EXAMPLES names) and stop")
-    p.add_argument("--json", type=Path, help="write the results here (the PNG goes beside it)")
+    p.add_argument("--json", type=Path, default=Path("results/rearrange.json"),
+                   help="write the results here, the PNG beside it (default %(default)s)")
     args = p.parse_args(argv)
     out = bench_console()
     methods = [m.strip() for m in args.methods.split(",") if m.strip()]
@@ -622,25 +624,15 @@ def main(argv: list[str] | None = None) -> int:
         write_examples(args.save_examples, examples := policy_examples())
         out.print(f"{len(examples)} examples of the LLM policy: {args.save_examples}")
         return 0
-    llm, examples, recording = None, [], None
-    if args.llm == "openai":
-        from kgplan.language.llm import NOT_CONFIGURED, LLMConfig, OpenAIClient, Recording
-
-        config = LLMConfig.from_env()
-        if not config.configured:
-            out.print(f"[red]error:[/red] --llm openai: {NOT_CONFIGURED}")
-            return 2
-        llm, examples = OpenAIClient(config), policy_examples()
-        if args.record:
-            llm = recording = Recording(llm)
-    elif args.llm == "replay":
-        if not args.llm_replay:
-            out.print("[red]error:[/red] --llm replay needs --llm-replay PATH")
-            return 2
-        from kgplan.language.llm import Replay
-
-        llm, examples = Replay(json.loads(args.llm_replay.read_text())), policy_examples()
-    elif need := [m for m in methods if hows[m].needs_llm] + [b for b in beliefs if BELIEFS[b].needs_llm]:
+    try:
+        llm = bench_llm(args.llm, args.record, args.llm_replay)
+    except InputError as e:
+        out.print(f"[red]error:[/red] {e}")
+        return 2
+    recording = llm if isinstance(llm, Recording) else None
+    examples = policy_examples() if llm is not None else []
+    need = [m for m in methods if hows[m].needs_llm] + [b for b in beliefs if BELIEFS[b].needs_llm]
+    if llm is None and need:
         methods = [m for m in methods if m not in need]
         beliefs = [b for b in beliefs if b not in need]
         out.print(f"{', '.join(need)} skipped: they need an LLM (--llm openai)")
@@ -684,8 +676,8 @@ def main(argv: list[str] | None = None) -> int:
                   f"steps, {ep.decision_seconds / max(ep.decisions, 1):.2f} s/decision"
                   f"{f', {ep.llm_calls} LLM calls ({ep.search_llm_calls} in decisions)' if llm else ''}",
                   highlight=False)
-        if args.json:  # the episodes so far: nothing lost if the run is cut short
-            write_json(args.json, {"settings": settings, "episodes": [asdict(e) for e in episodes]})
+        # the episodes so far: nothing lost if the run is cut short
+        write_json(args.json, {"settings": settings, "episodes": [asdict(e) for e in episodes]})
         if recording:
             write_json(args.record, recording.replies)
 
@@ -754,7 +746,7 @@ def main(argv: list[str] | None = None) -> int:
                           "success_rate": wins / len(at), "wilson_95": list(wilson(wins, len(at))),
                           "belief_top1": mean([t for _, t in at])})
     out.print(f"total {time.perf_counter() - start_time:.0f} s")
-    png = args.json.with_suffix(".png") if args.json else Path("results/rearrange.png")
+    png = args.json.with_suffix(".png")
     plot({(f"{m}[{bl}]" if bl else m, b, f, lim): s for (m, bl, b, f, lim), s in results.items()}, families, png,
          limits)
     out.print(f"plot: {png}")
@@ -764,13 +756,12 @@ def main(argv: list[str] | None = None) -> int:
                       f"{c['success_rate']:.0%} ({c['wilson_95'][0]:.0%}-{c['wilson_95'][1]:.0%}), "
                       f"belief top-1 {c['belief_top1']:.0%}", highlight=False)
         plot_lifelong(curve, png.with_name(png.stem + "_lifelong.png"), max(limits))
-    if args.json:
-        write_json(args.json, {"settings": settings,
-                               "results": [{"method": m, "belief": bl, "budget": b, "family": f, "limit": lim, **s}
-                                           for (m, bl, b, f, lim), s in results.items()],
-                               "belief_accuracy": place, "lifelong": curve,
-                               "episodes": [asdict(e) for e in episodes]})
-        out.print(f"json: {args.json}")
+    write_json(args.json, {"settings": settings,
+                           "results": [{"method": m, "belief": bl, "budget": b, "family": f, "limit": lim, **s}
+                                       for (m, bl, b, f, lim), s in results.items()],
+                           "belief_accuracy": place, "lifelong": curve,
+                           "episodes": [asdict(e) for e in episodes]})
+    out.print(f"json: {args.json}")
     return 0
 
 

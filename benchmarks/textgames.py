@@ -12,6 +12,7 @@ Without an LLM, MC-DML's prior is uniform and it writes no reflections (mcdml_no
 
     kgplan bench textgames --games textworld-coin-easy,textworld-cooking-easy --seeds 0-2 --simulations 20 --steps 20
     kgplan bench textgames --llm openai --methods mcdml,uct_game --seeds 0-2   # KGPLAN_LLM_* (needs logprobs)
+    kgplan bench textgames --llm openai --record replies.json ...   # then --llm replay --llm-replay replies.json ...
 """
 
 from __future__ import annotations
@@ -25,18 +26,19 @@ from pathlib import Path
 from rich.table import Table
 
 from kgplan.agent.explore import explore
+from kgplan.benchmarks import bench_llm, write_json
 from kgplan.benchmarks import console as bench_console
-from kgplan.benchmarks import write_json
 from kgplan.benchmarks.twx import fmt, mean, seed_range, wilson
+from kgplan.errors import InputError
 from kgplan.games.base import GameUnavailable, Observation
 from kgplan.games.mcdml import GAME_SEARCHES, Played, play
 from kgplan.games.textworld import TW_GAMES, TextWorld
-from kgplan.language.llm import LLM, LLMConfig, OpenAIClient
+from kgplan.language.llm import Recording
 
 PDDLEGO = "pddlego"
 
 
-class Recording:
+class LastSeen:
     """A TextWorld game that keeps its last observation (the PDDLEGO loop's final score)."""
 
     def __init__(self, game: TextWorld) -> None:
@@ -60,9 +62,9 @@ class Recording:
 
 def pddlego(game: TextWorld, name: str, seed: int) -> Played:
     """The PDDLEGO loop on the seed (the coin or cooking domain of kgplan.games.GAMES)."""
-    recording, start = Recording(game), time.perf_counter()
-    ep = explore(recording, "textworld-coin" if name.startswith("textworld-coin") else "textworld-cooking", seed)
-    last = recording.last
+    seen, start = LastSeen(game), time.perf_counter()
+    ep = explore(seen, "textworld-coin" if name.startswith("textworld-coin") else "textworld-cooking", seed)
+    last = seen.last
     return Played(seed, last.score, last.won, game.lost, ep.steps, seconds=time.perf_counter() - start)
 
 
@@ -127,8 +129,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seeds", type=seed_range, default=seed_range("0-2"))
     ap.add_argument("--steps", type=int, default=20, help="moves per episode at most (every method)")
     ap.add_argument("--simulations", type=int, default=20, help="MC-DML and UCT: simulations per root")
-    ap.add_argument("--llm", choices=["none", "openai"], default="none",
-                    help="none: MC-DML with a uniform prior and no reflections; openai: KGPLAN_LLM_* (log-probs)")
+    ap.add_argument("--llm", choices=["none", "openai", "replay"], default="none",
+                    help="none: MC-DML with a uniform prior and no reflections; openai: KGPLAN_LLM_* (log-probs); "
+                         "replay: the replies of --llm-replay")
+    ap.add_argument("--record", type=Path, metavar="PATH", help="--llm openai: write every reply here, in order")
+    ap.add_argument("--llm-replay", type=Path, metavar="PATH", help="--llm replay: the replies --record wrote")
     ap.add_argument("--json", type=Path, default=Path("results/textgames.json"))
     ap.add_argument("--plot", type=Path, default=Path("results/textgames.png"))
     args = ap.parse_args(argv)
@@ -142,7 +147,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.steps < 1 or args.simulations < 1:
         ap.error("--steps and --simulations must be at least 1")
     out = bench_console()
-    llm: LLM | None = OpenAIClient(LLMConfig.from_env()) if args.llm == "openai" else None
+    try:
+        llm = bench_llm(args.llm, args.record, args.llm_replay)
+    except InputError as e:
+        out.print(f"[red]error:[/red] {e}")
+        return 2
     runs: list[Run] = []
 
     def write() -> dict[str, dict[str, dict]]:
@@ -151,6 +160,8 @@ def main(argv: list[str] | None = None) -> int:
                                "results": results, "episodes": [{"game": r.game, "method": r.method,
                                                                  "episodes": [asdict(e) for e in r.episodes]}
                                                                 for r in runs]})
+        if isinstance(llm, Recording):
+            write_json(args.record, llm.replies)
         return results
 
     for name in games:

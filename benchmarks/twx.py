@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import functools
-import math
 import statistics
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
@@ -35,14 +34,14 @@ from kgplan.games.base import Room, shortest
 from kgplan.games.twx import CoinReplica
 
 
-def wilson(successes: int, n: int, z: float = 1.96) -> tuple[float, float]:
-    """The 95% Wilson score interval of a success rate."""
+def wilson(successes: int, n: int) -> tuple[float, float]:
+    """The 95% Wilson score interval of a success rate (scipy's; (0, 1) for no trials)."""
     if n == 0:
         return 0.0, 1.0
-    p = successes / n
-    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
-    return max(0.0, centre - half), min(1.0, centre + half)
+    from scipy.stats import binomtest  # scipy comes with unified-planning (ConfigSpace)
+
+    ci = binomtest(successes, n).proportion_ci(method="wilson")
+    return float(ci.low), float(ci.high)
 
 
 def seed_range(text: str) -> list[int]:

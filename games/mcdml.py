@@ -2,7 +2,8 @@
 and restoring its state, with the LLM's prior over the admissible commands at each node.
 
 At a node the prior is the softmax (temperature 5) of the log-probabilities the LLM gives each command's
-index as the first token of its reply (the top 20; an index absent from them counts -10); the prompt holds
+index as the first token of its reply (the top 20; an index absent from them counts -10; a letter in place
+of the index where there are more than 10 commands: `labels`); the prompt holds
 the in-trial memory (the previous observation with `look` and `inventory`, the action, the observation now)
 and the cross-trial memory (reflections the LLM writes whenever a simulation reaches a losing state, at most
 3 per root). Selection is PUCT, Q + c sqrt(N + 1) / (n + 1) P; a new node is rolled out at random to the
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 import math
 import random
+import string
 import time
 from dataclasses import dataclass, field, replace
 from typing import Protocol
@@ -106,14 +108,24 @@ def softmax(xs: list[float], temperature: float = 1.0) -> list[float]:
     return [x / sum(e) for x in e]
 
 
-def log_prob_prior(top: dict[str, float], n: int, temperature: float = 5.0, absent: float = -10.0) -> list[float]:
-    """The prior over `n` commands from the log-probabilities of their indices' tokens ("0", "1", ...;
-    surrounding spaces ignored, the likeliest spelling kept), `absent` for an index not among them."""
+def labels(n: int) -> list[str]:
+    """The labels of `n` commands in the prior's prompt: their indices 0-9 (the paper's) up to 10 commands, else
+    letters A-Z, a-z, then indices: each a single token where a tokenizer splits numbers into digits (Qwen's,
+    Llama's), whose first token would name "1" for every command from 10 to 19."""
+    if n <= 10:
+        return [str(i) for i in range(n)]
+    return [*(string.ascii_uppercase + string.ascii_lowercase)[:n], *map(str, range(52, n))]
+
+
+def log_prob_prior(top: dict[str, float], names: list[str], temperature: float = 5.0,
+                   absent: float = -10.0) -> list[float]:
+    """The prior over the commands labelled `names` from the log-probabilities of the labels' tokens
+    (surrounding spaces ignored, the likeliest spelling kept), `absent` for a label not among them."""
     best: dict[str, float] = {}
     for token, lp in top.items():
         key = token.strip()
         best[key] = max(lp, best.get(key, -math.inf))
-    return softmax([best.get(str(i), absent) for i in range(n)], temperature)
+    return softmax([best.get(name, absent) for name in names], temperature)
 
 
 def entropy(p: list[float]) -> float:
@@ -285,15 +297,16 @@ class MCDML:
                  if self.s.in_trial and node.prev_action else f"Now: {node.text}")
         lessons = (f"Lessons from earlier tries of this game: {' '.join(self.memory)}\n"
                    if self.s.cross_trial and self.memory else "")
-        commands = "\n".join(f"{i}: {a}" for i, a in enumerate(node.actions))
+        names = labels(len(node.actions))
+        commands = "\n".join(f"{x}: {a}" for x, a in zip(names, node.actions, strict=True))
         prompt = (f"{lessons}{state}\nWhich command is the most promising to try next?\n{commands}\n"
-                  "Answer with the command's number only.")
+                  f"Answer with the command's {'number' if names[0] == '0' else 'letter'} only.")
         if prompt not in self.cache:
             messages = [{"role": "system", "content": "You play a text adventure game and pick the commands worth "
                                                       "exploring."}, {"role": "user", "content": prompt}]
             choice, _ = self.llm.first_token(messages, top=min(self.s.top, len(node.actions)))
             self.calls += 1
-            self.cache[prompt] = log_prob_prior(choice.top, len(node.actions), self.s.temperature, self.s.absent)
+            self.cache[prompt] = log_prob_prior(choice.top, names, self.s.temperature, self.s.absent)
         return self.cache[prompt]
 
     def reflect(self, lost: bool, trail: list[tuple[str, str]]) -> None:

@@ -21,7 +21,7 @@ from rich.table import Table
 from rich.tree import Tree
 
 from kgplan.agent.agent import DEPTH, Agent, GoalMode, Retriever, TellMode, Unclear, load_observations, problem_file
-from kgplan.agent.search import SEARCH_METHODS
+from kgplan.agent.search import BELIEFS, SEARCH_METHODS
 from kgplan.domains.model import resolve_domain
 from kgplan.domains.verify import ChangeRefused
 from kgplan.errors import InputError, KgplanError, LLMError
@@ -752,6 +752,9 @@ def plan(
         help="Decide one step by a tree search over the belief about unknown places instead (a one-step plan; "
              "observe, then decide again); `kgplan list searches` says what each method is.")] = None,
     simulations: Annotated[int, typer.Option(min=1, help="Simulations per decision (with --search).")] = 100,
+    belief: Annotated[BELIEFS.choice | None, typer.Option(
+        help="With --search: where the items probably are, from this belief in place of the method's own "
+             "(llm needs an LLM).")] = None,
     answer: Answer = None,
     goal_mode: Annotated[GoalMode, typer.Option(help="write: the LLM writes the task's goal from what --retriever "
                                                      "shows it (L3M+P); propose: it names what the task is about and "
@@ -772,7 +775,7 @@ def plan(
             if task is not None and not as_json:
                 out.print(f"goal: {text}", highlight=False)
             if search:
-                decide(a.search(text, str(search), simulations=simulations), as_json)
+                decide(a.search(text, str(search), simulations=simulations, belief=belief and str(belief)), as_json)
                 return
             r = a.plan(goal=text, planner=str(planner), timeout=timeout, prune=prune, memory_mb=memory)
         if as_json:

@@ -27,7 +27,7 @@ from mcp.types import EmptyResult, SubscribeRequestParams, ToolAnnotations, Unsu
 from pydantic import BaseModel, Field
 
 from kgplan.agent.agent import Agent, GoalMode, Retriever, TellMode, quiet
-from kgplan.agent.search import SEARCH_METHODS
+from kgplan.agent.search import BELIEFS, SEARCH_METHODS
 from kgplan.domains.formula import Param
 from kgplan.domains.model import Domain
 from kgplan.games.scene import Key, Scene, SceneNode
@@ -217,10 +217,13 @@ def create_server(agent: Agent) -> MCPServer:
 
     @server.tool(annotations=PLANS)
     @said
-    def decide(goal: str, method: SEARCH_METHODS.field = "puct_dr", simulations: int = 100) -> views.DecisionOut:
+    def decide(goal: str, method: SEARCH_METHODS.field = "puct_dr", simulations: int = 100,
+               belief: BELIEFS.field | None = None) -> views.DecisionOut:
         """Decide one step towards a PDDL goal whose items' places are unknown, by a tree search over where they
-        probably are; the step is kept for `run`. Observe what it shows, then decide again."""
-        return views.do_decide(agent, views.DecideIn(goal=goal, method=method, simulations=simulations), quiet)
+        probably are (`belief`: that belief in place of the method's own); the step is kept for `run`. Observe
+        what it shows, then decide again."""
+        return views.do_decide(agent, views.DecideIn(goal=goal, method=method, simulations=simulations,
+                                                     belief=belief), quiet)
 
     @server.tool(annotations=WRITES)
     @said

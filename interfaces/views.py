@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel, Field, ValidationError
 
 from kgplan.agent.agent import DEPTH, Agent, GoalMode, Progress, Retriever, TellMode, Unclear
-from kgplan.agent.search import SEARCH_METHODS
+from kgplan.agent.search import BELIEFS, SEARCH_METHODS
 from kgplan.errors import InputError, KgplanError
 from kgplan.games import GAMES
 from kgplan.games.scene import Scene
@@ -71,6 +71,9 @@ class DecideIn(BaseModel):
                                                                  "kgplan.agent.search)")
     simulations: int = Field(100, ge=1, le=100_000)
     seconds: float | None = Field(None, gt=0, le=600, description="A wall-clock bound on the decision")
+    belief: BELIEFS.field | None = Field(None, description="Where the items probably are, from this belief in place "
+                                         "of the method's own (its registry: kgplan.agent.search.BELIEFS; llm needs "
+                                         "an LLM)")
 
 
 class ExploreIn(BaseModel):
@@ -328,7 +331,7 @@ def do_plan(agent: Agent, body: PlanIn, progress: Progress) -> PlanOut | Clarifi
 
 def do_decide(agent: Agent, body: DecideIn, progress: Progress) -> DecisionOut:
     progress(f"deciding a step for {body.goal} with {body.method}")
-    d = agent.search(body.goal, body.method, simulations=body.simulations, seconds=body.seconds)
+    d = agent.search(body.goal, body.method, simulations=body.simulations, seconds=body.seconds, belief=body.belief)
     return DecisionOut(step=str(d.step) if d.step else None, simulations=d.simulations, llm_calls=d.llm_calls,
                        seconds=d.seconds, value=d.value, visits=d.visits, beta=d.beta)
 

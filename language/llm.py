@@ -397,12 +397,12 @@ def with_instruction(messages: list[dict], instruction: str) -> list[dict]:
     return [*messages, {"role": "user", "content": instruction}]
 
 
-Reply = str | BaseModel | LLMError | Callable[[list[dict]], "str | BaseModel"]
+Reply = str | BaseModel | TokenChoice | LLMError | Callable[[list[dict]], "str | BaseModel | TokenChoice"]
 
 
 class ScriptedLLM(LLM):
-    """Replies given in advance, in order: text, pydantic objects, callables of the messages, or an `LLMError`
-    to raise (an endpoint that failed).
+    """Replies given in advance, in order: text, pydantic objects, `TokenChoice`s (`first_token`), callables of the
+    messages, or an `LLMError` to raise (an endpoint that failed).
 
     Every prompt is kept in `prompts`; each reply is validated against the call's schema like a real one.
     """
@@ -424,6 +424,8 @@ class ScriptedLLM(LLM):
                 raise reply
             if callable(reply):
                 reply = reply(messages)
+            if isinstance(reply, TokenChoice):
+                raise LLMError(f"ScriptedLLM: call {len(self.prompts)} ({schema.__name__}) has a first token's reply")
             text = reply.model_dump_json() if isinstance(reply, BaseModel) else reply
             result = parse_reply(text, schema)
         except LLMError as e:
@@ -448,6 +450,18 @@ class ScriptedLLM(LLM):
             records.append(self._record(start))
         return texts, records
 
+    def first_token(self, messages: list[dict], top: int = 20, max_tokens: int = 2) -> tuple[TokenChoice, CallRecord]:
+        """The next reply, a `TokenChoice` (or a callable of the messages giving one)."""
+        start = time.perf_counter()
+        self.prompts.append(copy.deepcopy(messages))
+        reply = self.replies.popleft() if self.replies else LLMError("ScriptedLLM: no reply left for log-probabilities")
+        reply = reply(messages) if callable(reply) and not isinstance(reply, LLMError) else reply
+        if not isinstance(reply, TokenChoice):
+            error = reply if isinstance(reply, LLMError) else LLMError(f"ScriptedLLM: {reply!r} is no TokenChoice")
+            self._record(start, str(error))
+            raise error
+        return reply, self._record(start)
+
     def _record(self, start: float, error: str | None = None) -> CallRecord:
         record = CallRecord(self.model, "json_schema", 0, 0, time.perf_counter() - start, 1, error)
         self.records.append(record)
@@ -456,7 +470,8 @@ class ScriptedLLM(LLM):
 
 class Recording(LLM):
     """`inner`, its replies kept in order in `replies` for `Replay`: a structured reply as its schema's name and
-    JSON, each sampled text, an error as its reason and the refused reply (`raw`, None when the endpoint failed).
+    JSON, each sampled text, a first token's reply with its alternatives (`top`), an error as its reason and the
+    refused reply (`raw`, None when the endpoint failed).
     Its `records` are the inner client's."""
 
     def __init__(self, inner: LLM) -> None:
@@ -485,6 +500,15 @@ class Recording(LLM):
             self._keep({"reply": text})
         return texts, records
 
+    def first_token(self, messages: list[dict], top: int = 20, max_tokens: int = 2) -> tuple[TokenChoice, CallRecord]:
+        try:
+            choice, record = self.inner.first_token(messages, top, max_tokens)
+        except LLMError as e:
+            self._keep({"error": e.reason, "raw": e.raw})
+            raise
+        self._keep({"reply": choice.text, "top": choice.top})
+        return choice, record
+
     def _keep(self, entry: dict) -> None:
         self.replies.append(entry)
 
@@ -494,5 +518,5 @@ class Replay(ScriptedLLM):
     their order: a seeded run makes the same calls."""
 
     def __init__(self, entries: Sequence[dict]) -> None:
-        super().__init__([LLMError(e["error"], e.get("raw")) if "error" in e else e["reply"] for e in entries],
-                         "replay")
+        super().__init__([LLMError(e["error"], e.get("raw")) if "error" in e else
+                          TokenChoice(e["reply"], e["top"]) if "top" in e else e["reply"] for e in entries], "replay")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -33,10 +33,6 @@ class ActionScores(BaseModel):
 
 class Reflection(BaseModel):
     reflection: str
-
-
-class PlaceChoice(BaseModel):
-    place: str
 
 
 def action_text(step: Step, templates: Mapping[str, str]) -> str:
@@ -146,21 +142,65 @@ class LLMPrior(_Asking):
         self.memory.reflections.append(reply.reflection.strip())
 
 
-def llm_belief(llm: LLM, samples: int = 5, floor: float = bl.FLOOR) -> bl.BeliefPrior:
-    """A commonsense prior sampled from an LLM as in LLM-MCTS: `samples` answers to "where is the item
-    most likely?" per item, counted, floored (an answer that is no place counts for nothing)."""
+# LLM-MCTS's belief prompt: three worked examples of invented homes and items (none of the benchmarks' items)
+BELIEF_EXAMPLES = (
+    ("stapler", ("bed", "bookshelf", "desk", "kitchen table", "sink"), "desk, bookshelf"),
+    ("ketchup", ("bathtub", "fridge", "kitchen cabinet", "sofa"), "fridge, kitchen cabinet"),
+    ("hairbrush", ("bathroom counter", "dining table", "dresser", "stove"), "bathroom counter, dresser"),
+)
+
+
+def belief_prompt(item: str, places: Sequence[str]) -> list[dict]:
+    """The question of where in a home `item` is likely to be, among `places`, after the 3 worked examples as
+    earlier turns of the chat (a small chat model answers the last question then, in the examples' form)."""
+    def asked(i: str, p: Sequence[str]) -> dict:
+        return {"role": "user", "content": f"Places: {', '.join(p)}.\nItem: {i}"}
+
+    shots = [m for i, p, a in BELIEF_EXAMPLES for m in (asked(i, p), {"role": "assistant", "content": a})]
+    return [{"role": "system", "content": "Name the places of a home where the item is likely to be, one or more "
+                                          "of the places listed, the likeliest first."}, *shots, asked(item, places)]
+
+
+def named_places(reply: str) -> list[str]:
+    """The places an answer names: its first line, cut at commas, semicolons, "and" and "or"."""
+    line = reply.strip().split("\n")[0]
+    return [p for p in (x.strip(" .") for x in re.split(r"[,;]|\band\b|\bor\b", line)) if p]
+
+
+def llm_belief(llm: LLM, samples: int = 5, temperature: float = 0.6, floor: float = 1e-3,
+               similarity: Callable[[Sequence[str], Sequence[str]], np.ndarray] | None = None) -> bl.BeliefPrior:
+    """LLM-MCTS's commonsense belief: per item kind (the name without its copy number), `samples` answers sampled
+    at `temperature` (top-p 0.9) to a 3-shot prompt (BELIEF_EXAMPLES) among the home's place kinds; each place an
+    answer names is mapped to the most similar place kind by sentence-embedding cosine and counted once per answer;
+    a kind's count is shared among its places, normalised and floored at `floor`. Asked once per item kind and
+    set of place kinds (copies of an item, and the same item again, ask nothing)."""
+    if similarity is None:
+        from kgplan.language.retrieval import similarity  # the embedding model loads when first used
+    cache: dict[tuple[str, tuple[str, ...]], dict[str, float]] = {}
+
+    def counts(kind: str, kinds: tuple[str, ...]) -> dict[str, float]:
+        if (kind, kinds) not in cache:
+            words = [k.replace("_", " ") for k in kinds]
+            replies, _ = llm.sample(belief_prompt(kind.replace("_", " "), words), samples, temperature,
+                                    max_tokens=32, stop=("\n",), top_p=0.9)
+            out = dict.fromkeys(kinds, 0.0)
+            for named in filter(None, map(named_places, replies)):
+                for j in set(np.argmax(similarity(named, words), axis=1).tolist()):
+                    out[kinds[j]] += 1
+            cache[kind, kinds] = out
+        return cache[kind, kinds]
 
     def make(items: Mapping[str, str], places: Mapping[str, str]) -> dict[str, bl.Dist]:
+        if not places:
+            return {i: {} for i in items}
+        kind = {p: bl.kind_of(p) for p in places}
+        size = Counter(kind.values())
         out = {}
         for item in items:
-            counts = dict.fromkeys(places, 0.0)
-            for _ in range(samples):
-                reply, _ = llm.complete([{"role": "user", "content":
-                                          f"In a home, where is the {item.replace('_', ' ')} most likely to be? "
-                                          f"Answer with one of: {', '.join(places)}"}], PlaceChoice)
-                if (place := reply.place.strip().lower().replace(" ", "_")) in counts:
-                    counts[place] += 1
-            out[item] = bl.floored(bl.normalised(counts) or dict.fromkeys(places, 1.0), floor)
+            c = counts(bl.kind_of(item), tuple(sorted(size)))
+            named = sum(c.values())  # none: every kind alike
+            out[item] = bl.floored({p: (c[kind[p]] / named if named else 1 / len(size)) / size[kind[p]]
+                                    for p in places}, floor)
         return out
 
     return make

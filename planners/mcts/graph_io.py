@@ -42,14 +42,18 @@ def write_beliefs(graph: WorldGraph, beliefs: Mapping[str, bl.Dist]) -> None:
 
 def beliefs_for(graph: WorldGraph, spec: bl.BeliefSpec, items: Sequence[str], make: bl.BeliefPrior | None,
                 facts: set[GroundAtom], objects: Mapping[str, str], fresh: bool = False,
-                average: bool = True) -> dict[str, bl.Dist]:
+                average: bool = True, kind: str = "") -> dict[str, bl.Dist]:
     """The beliefs about `items`, written back: the prior (commonsense from `make`, else uniform; made once
-    per item and stored with the evidence; made anew for an item found before and unknown again, and for
-    every item if `fresh`: a prior that learns as the graph sees) mixed with
+    per item and stored with the evidence and the name of its belief `kind`, whose change starts the evidence
+    anew; made anew for an item found before and unknown again, and for every item if `fresh`: a prior that
+    learns as the graph sees) mixed with
     a uniform belief by how well it has predicted where this episode's items were found and were not
     (`bl.reliability`; not if `average` is off: the prior as made), given what the graph knows."""
     places = bl.places(spec, graph.domain, objects)
     evidence = json.loads(graph.get_meta(EVIDENCE_KEY) or '{"prior": {}, "found": {}}')
+    if evidence.get("kind", kind) != kind:
+        evidence = {"prior": {}, "found": {}}
+    evidence["kind"] = kind
     prior, found = evidence["prior"], evidence["found"]
     if missing := [i for i in items if fresh or i not in prior or i in found]:
         for i in missing:
@@ -111,9 +115,10 @@ def searcher(graph: WorldGraph, goal: Formula, prior: Prior, rollout_prior: Prio
 
 
 def decide(graph: WorldGraph, search: Search, budget: Budget, prior: bl.BeliefPrior | None = None,
-           history: tuple[str, ...] = (), lock: AbstractContextManager = nullcontext()) -> Decision:
-    """One decision on the graph's current state and belief (initialised with the commonsense `prior`,
-    or uniform, for unknown items that have none yet; updated with what the graph knows, averaged with
+           history: tuple[str, ...] = (), lock: AbstractContextManager = nullcontext(), kind: str = "") -> Decision:
+    """One decision on the graph's current state and belief (initialised with the commonsense `prior` of the
+    belief `kind`, or uniform, for unknown items that have none yet or a prior of another kind; updated with
+    what the graph knows, averaged with
     uniform if the search's settings say `averaging`; stored). A lifelong
     prior is given the graph's sightings. `lock` is held while the belief is read, updated and stored, not
     while the search runs (it reads the state read then)."""
@@ -124,6 +129,7 @@ def decide(graph: WorldGraph, search: Search, budget: Budget, prior: bl.BeliefPr
     with lock:
         objects, facts, _ = graph.snapshot()
         unknown = [i for i in unknown_items(graph, spec, objects, set(facts)) if i in search.observe.items]
-        beliefs = beliefs_for(graph, spec, unknown, prior, set(facts), objects, fresh, search.settings.averaging)
+        beliefs = beliefs_for(graph, spec, unknown, prior, set(facts), objects, fresh, search.settings.averaging,
+                              kind)
     known = frozenset(a for a in facts if all(x in search.task.objects for x in a[1]))
     return search.decide(known, beliefs, budget, history)

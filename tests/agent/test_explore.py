@@ -68,8 +68,10 @@ def test_refused_observation_leaves_graph_unchanged(coin_world):
 
 
 def test_wilson_and_seeds():
+    from scipy.stats import norm
+
     lo, hi = wilson(50, 50)
-    assert lo == pytest.approx(50 / (50 + 1.96**2)) and hi == 1.0  # all successes: n / (n + z²)
+    assert lo == pytest.approx(50 / (50 + norm.ppf(0.975) ** 2)) and hi == 1.0  # all successes: n / (n + z²)
     lo, hi = wilson(5, 10)
     assert round(lo, 4) == 0.2366 and round(hi, 4) == 0.7634
     assert seed_range("10-12,15") == [10, 11, 12, 15]

@@ -13,11 +13,11 @@ import pytest
 
 from kgplan.agent.agent import Agent
 from kgplan.agent.search import BELIEFS, PAPER, PRIORS, SEARCH_METHODS, SearchMethod, configured
-from kgplan.errors import InputError
+from kgplan.errors import InputError, LLMError
 from kgplan.graph.backends import open_graph
 from kgplan.graph.model import Fact
 from kgplan.language.llm import ScriptedLLM
-from kgplan.language.mcts import ActionScores, LLMPolicy, LLMPrior, PlaceChoice
+from kgplan.language.mcts import ActionScores, LLMPolicy, LLMPrior
 from kgplan.language.retrieval import similarity
 from kgplan.planners.mcts import graph_io
 from kgplan.planners.mcts.belief import embedding_prior
@@ -142,7 +142,7 @@ def test_agent_search_is_a_one_step_plan_that_run_executes(agent: Agent) -> None
 def test_agent_search_takes_switches_and_asks_the_llm_only_where_one_is_given(tmp_path: Path) -> None:
     def reply(messages: list[dict]):
         asked = messages[0]["content"]
-        return PlaceChoice(place="counter") if "most likely to be" in asked else ActionScores(scores=[])
+        return "counter" if "Name the places of a home" in asked else ActionScores(scores=[])
 
     llm = ScriptedLLM([reply] * 200)
     with Agent(f"sqlite:{tmp_path / 'a.db'}", llm=llm) as a:
@@ -157,15 +157,42 @@ def test_agent_search_takes_switches_and_asks_the_llm_only_where_one_is_given(tm
         assert d.llm_calls == 0 and b.belief("milk") == pytest.approx({"fridge": 0.5, "counter": 0.5})
 
 
+def test_agent_search_takes_a_belief_in_place_of_the_methods_own(tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """`belief` (a kind of BELIEFS) replaces the method's own; a stored belief of another kind is made anew (the
+    LLM asked once per item kind), one of the same kind is kept; the LLM's belief needs an LLM."""
+    llm = ScriptedLLM(["counter"] * 5)
+    with Agent(f"sqlite:{tmp_path / 'a.db'}", llm=llm) as a:
+        a.graph.init(DOMAIN, problem=PROBLEM)
+        a.search("(in milk fridge)", method="uct", simulations=5)
+        assert a.belief("milk") == pytest.approx({"fridge": 0.5, "counter": 0.5}) and not llm.prompts
+        d = a.search("(in milk fridge)", method="uct", simulations=5, belief="llm")
+        assert len(llm.prompts) == 5 and llm.prompts[0][-1]["content"].endswith("Item: milk") and d.llm_calls == 0
+        belief = a.belief("milk")
+        assert belief["counter"] == pytest.approx(1 / 1.001) and belief["fridge"] == pytest.approx(0.001 / 1.001)
+        a.search("(in milk fridge)", method="uct", simulations=5, belief="llm")
+        assert len(llm.prompts) == 5 and a.belief("milk") == belief  # the same kind: kept, not asked again
+        a.search("(in milk fridge)", method="uct", simulations=5, belief="uniform")
+        assert a.belief("milk") == pytest.approx({"fridge": 0.5, "counter": 0.5})
+        with pytest.raises(InputError, match="unknown belief 'minilm'"):
+            a.search("(in milk fridge)", method="uct", belief="minilm")
+    for name in ("KGPLAN_LLM_BASE_URL", "OPENAI_API_KEY", "OPENAI_BASE_URL"):
+        monkeypatch.delenv(name, raising=False)
+    with Agent(f"sqlite:{tmp_path / 'b.db'}") as b:
+        b.graph.init(DOMAIN, problem=PROBLEM)
+        with pytest.raises(LLMError, match="no LLM is configured"):
+            b.search("(in milk fridge)", method="uct", belief="llm")
+
+
 def test_a_tell_during_a_search_is_applied_while_the_search_goes_on(tmp_path: Path) -> None:
     """The search holds the writers' lock only to store the belief and its step: a sentence told while it searches
     (here: while its policy waits on the LLM) is applied then, not after the search."""
     searching, told = threading.Event(), threading.Event()
     waited: list[bool] = []
 
-    def policy(messages: list[dict]) -> PlaceChoice | ActionScores:
-        if "most likely to be" in messages[0]["content"]:
-            return PlaceChoice(place="counter")
+    def policy(messages: list[dict]) -> str | ActionScores:
+        if "Name the places of a home" in messages[0]["content"]:
+            return "counter"
         if not searching.is_set():
             searching.set()
             waited.append(told.wait(120))  # False (after 120 s, not a hang) if the tell waits for the search

@@ -9,7 +9,7 @@ import pytest
 
 from kgplan.benchmarks import rearrange
 from kgplan.language.llm import ScriptedLLM
-from kgplan.language.mcts import ActionScores, PlaceChoice, Reflection
+from kgplan.language.mcts import ActionScores, Reflection
 from tests.support.fake_llm import FakeServer, ok
 
 
@@ -32,6 +32,14 @@ def test_rearrange_bench_writes_each_method_and_family(tmp_path, monkeypatch: py
                 "llm_calls_per_decision", "seconds_per_decision"} <= set(r)
     assert rows["uct", 5, "simple", 15]["simulations_per_decision"] == 5
     assert out.with_suffix(".png").stat().st_size > 0
+
+
+def test_the_json_and_the_png_go_under_results_by_default(tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert rearrange.main(["--seeds", "3", "--scenes", "generated", "--methods", "uct", "--families", "simple",
+                           "--simulations", "2", "--limits", "2"]) == 0
+    assert json.loads((tmp_path / "results" / "rearrange.json").read_text())["results"]
+    assert (tmp_path / "results" / "rearrange.png").stat().st_size > 0
 
 
 def test_methods_come_from_the_registry(capsys: pytest.CaptureFixture[str]) -> None:
@@ -85,8 +93,8 @@ def test_rearrange_episode_with_a_scripted_llm_prior() -> None:
 
     def reply(messages: list[dict]):
         text = messages[0]["content"]
-        if "most likely to be" in text:
-            return PlaceChoice(place="kitchen_counter")
+        if "Name the places of a home" in text:
+            return "kitchen counter"
         if "This attempt failed" in text:
             return Reflection(reflection="look on the counters first")
         return ActionScores(scores=[])
@@ -99,7 +107,7 @@ def test_rearrange_episode_with_a_scripted_llm_prior() -> None:
     assert ep.success and ep.steps <= 8
     # five belief samples for the item, then at most 3 prior/reflection calls per decision
     assert 5 < ep.llm_calls <= 5 + 3 * ep.decisions and ep.llm_calls == len(llm.prompts)
-    assert any("most likely to be" in p[0]["content"] for p in llm.prompts)
+    assert any("Name the places of a home" in p[0]["content"] for p in llm.prompts)
 
 
 def test_learned_belief_of_a_scene_is_fit_on_the_others_only() -> None:
@@ -159,7 +167,7 @@ def test_the_llm_policy_through_an_endpoint(tmp_path, server: FakeServer, monkey
     with; `--llm openai` with no endpoint is an error."""
     def answer(request: dict):
         text = request["messages"][0]["content"]
-        return ok({"place": "kitchen_counter"} if "most likely to be" in text else "walk to kitchen counter")(request)
+        return ok("kitchen counter" if "Name the places of a home" in text else "walk to kitchen counter")(request)
 
     out = tmp_path / "r.json"
     args = ["--seeds", "1", "--scenes", "generated", "--methods", "llm_mcts", "--families", "simple",
@@ -192,6 +200,25 @@ def test_the_llm_policy_through_an_endpoint(tmp_path, server: FakeServer, monkey
     (e2,) = json.loads(again.read_text())["episodes"]
     assert {k: v for k, v in e2.items() if k != "decision_seconds"} == {k: v for k, v in e.items()
                                                                         if k != "decision_seconds"}
+
+
+def test_the_llm_belief_is_asked_once_per_item_kind(tmp_path, server: FakeServer,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """`--belief llm`: its place accuracy asks about every item of the home (5 samples each); the episode asks
+    nothing more (its items' answers are cached per item kind and place set)."""
+    monkeypatch.setenv("KGPLAN_LLM_BASE_URL", server.url)
+    monkeypatch.setenv("KGPLAN_LLM_MODEL", "fake-model")
+    server.script = [ok("fridge, kitchen counter")] * 500
+    out = tmp_path / "r.json"
+    assert rearrange.main(["--seeds", "1", "--scenes", "generated", "--methods", "llm_mcts_no_policy", "--belief",
+                           "llm", "--families", "simple,comp2", "--simulations", "2", "--limits", "2", "--llm",
+                           "openai", "--json", str(out)]) == 0
+    data = json.loads(out.read_text())
+    assert all("Name the places of a home" in r["messages"][0]["content"] for r in server.requests)
+    assert len(server.requests) == 5 * len(rearrange.ITEMS)
+    assert [(e["belief"], e["llm_calls"]) for e in data["episodes"]] == [("llm", 0), ("llm", 0)]
+    (accuracy,) = data["belief_accuracy"]
+    assert accuracy["belief"] == "llm" and accuracy["items"] == len(rearrange.ITEMS)
 
 
 def test_saved_examples_are_the_llm_policy_examples_of_search_methods(tmp_path, monkeypatch) -> None:

@@ -12,7 +12,8 @@ import pytest
 
 from kgplan.errors import LLMError
 from kgplan.games.base import Observation
-from kgplan.games.mcdml import GAME_SEARCHES, MCDML, Settings, log_prob_prior, play
+from kgplan.games.mcdml import GAME_SEARCHES, MCDML, Settings, labels, log_prob_prior, play
+from kgplan.language.llm import ScriptedLLM, TokenChoice
 from tests.support.fake_llm import FakeServer, ok
 
 
@@ -62,10 +63,23 @@ def logprobs(top: dict[str, float]):
 
 
 def test_the_prior_is_a_softmax_at_temperature_5_with_minus_10_for_absent_indices():
-    prior = log_prob_prior({"0": -0.5, " 1": -1.5, "1": -3.0, "go": -0.1}, 3)
+    prior = log_prob_prior({"0": -0.5, " 1": -1.5, "1": -3.0, "go": -0.1}, ["0", "1", "2"])
     z = math.exp(-0.1) + math.exp(-0.3) + math.exp(-2.0)  # -0.5/5, -1.5/5 (" 1" beats "1"), -10/5
     assert prior == pytest.approx([math.exp(-0.1) / z, math.exp(-0.3) / z, math.exp(-2.0) / z])
     assert prior == pytest.approx([0.50805, 0.41596, 0.07599], abs=1e-5)
+
+
+def test_more_than_10_commands_are_labelled_by_letters_whose_tokens_give_the_prior():
+    """A tokenizer that splits numbers into digits (Qwen's) starts "11" with "1": past 10 commands the labels
+    are letters, one token each."""
+    assert labels(3) == ["0", "1", "2"] and labels(12)[-2:] == ["K", "L"] and labels(54)[50:] == ["y", "z", "52", "53"]
+    game = Corridor(1)
+    game.moves = [f"wait {i}" for i in range(11)] + ["forward"]
+    llm = ScriptedLLM([TokenChoice("L", {"L": -0.1, "1": -2.0})])
+    decision = MCDML(game, Settings(simulations=1, dynamic_depth=False), llm).decide(game.reset(0))
+    prompt = llm.prompts[0][-1]["content"]
+    assert "\nA: wait 0\n" in prompt and "\nL: forward\n" in prompt and prompt.endswith("command's letter only.")
+    assert decision.gold_rank == 1 and decision.gold_prob == pytest.approx(1 / (1 + 11 * math.exp(-9.9 / 5)))
 
 
 def test_the_client_asks_for_log_probabilities_and_reads_the_first_tokens(server: FakeServer):

@@ -131,6 +131,11 @@ def test_cli_plan_search_mcts_and_show_belief(tmp_path: Path, monkeypatch: pytes
     assert "fridge" in shown and "counter" in shown and "bed" not in shown.split("where milk is")[1]
     bad = cli.invoke(app, ["plan", "--goal", "(in milk bed)", "--search", "bfs"])
     assert bad.exit_code == 2 and "puct_dr" in bad.output  # the choices, from the registry
+    r = cli.invoke(app, ["plan", "--goal", "(in milk bed)", "--search", "puct_dr", "--belief", "uniform"])
+    assert r.exit_code == 0 and "decided (" in r.output, r.output
+    assert cli.invoke(app, ["show", "--belief", "milk"]).output.count("0.500") == 2  # MiniLM's replaced
+    bad = cli.invoke(app, ["plan", "--goal", "(in milk bed)", "--search", "puct_dr", "--belief", "minilm"])
+    assert bad.exit_code == 2 and "learned" in bad.output
 
 
 def cli(*args: str, input: str | None = None) -> tuple[int, str]:

@@ -94,6 +94,7 @@ def test_mcp_writes_verified_changes_and_describes_the_domain(store: str) -> Non
             assert {hints[n] for n in ("change", "tell", "run", "undo")} == {(False, True)}
             assert "fd" in tools["plan"].input_schema["properties"]["planner"]["enum"]
             assert "puct_dr" in tools["decide"].input_schema["properties"]["method"]["enum"]
+            assert '"llm"' in json.dumps(tools["decide"].input_schema["properties"]["belief"])
 
             d = structured(await client.call_tool("domain", {}))
             assert d["types"]["food"] == "item" and {"pick_up", "move"} <= {x["name"] for x in d["actions"]}

@@ -19,6 +19,7 @@ from kgplan.language.llm import (
     Recording,
     Replay,
     ScriptedLLM,
+    TokenChoice,
     choice,
     enum_model,
     strict_schema,
@@ -299,6 +300,28 @@ def test_recorded_replies_replay_in_order(server: FakeServer) -> None:
     assert old.sample(MESSAGES, 1, 0.6, 8)[0] == ["walk to kitchen"]
     with pytest.raises(LLMError, match="boom"):
         old.complete(MESSAGES, Fact)
+
+def test_first_token_replies_are_recorded_and_replayed(server: FakeServer) -> None:
+    """MC-DML's log-probability calls: a recording keeps each first token's alternatives (and an endpoint without
+    them as an error), its replay answers the same; a first-token reply where a structured one is asked is an
+    LLMError."""
+    server.script = [ok("1", top_logprobs={"1": -0.2, " 0": -1.7}), ok("1")]
+    llm = Recording(server.client())
+
+    def calls(llm: Any) -> list:
+        first = llm.first_token(MESSAGES, top=2)[0]
+        with pytest.raises(LLMError) as none:
+            llm.first_token(MESSAGES)
+        return [first, str(none.value)]
+
+    recorded = calls(llm)
+    assert recorded[0] == TokenChoice("1", {"1": -0.2, " 0": -1.7}) and "no log-probabilities" in recorded[1]
+    assert llm.replies[0] == {"reply": "1", "top": {"1": -0.2, " 0": -1.7}}
+    replay = Replay(json.loads(json.dumps(llm.replies)))
+    assert calls(replay) == recorded and (replay.usage.calls, replay.usage.failed) == (2, 1)
+    with pytest.raises(LLMError, match="first token"):
+        Replay(llm.replies[:1]).complete(MESSAGES, Fact)
+
 
 def test_cli_flags_choose_the_endpoint(server: FakeServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from typer.testing import CliRunner

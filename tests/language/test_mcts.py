@@ -14,7 +14,6 @@ from kgplan.language.mcts import (
     LLMPolicy,
     LLMPrior,
     Memory,
-    PlaceChoice,
     Reflection,
     action_text,
     allowed_actions,
@@ -98,12 +97,28 @@ def test_a_search_where_every_simulation_fails_writes_a_reflection_within_k() ->
     assert asked and "lesson 4" in asked[-1] and "lesson 1" not in asked[-1]  # the memory is in the prompt
 
 
-def test_llm_belief_counts_sampled_answers() -> None:
-    llm = ScriptedLLM([PlaceChoice(place=p) for p in ("fridge", "fridge", "Bed", "the moon")])
-    places = {"fridge": "container", "bed": "surface", "sink": "surface"}
-    b = llm_belief(llm, samples=4, floor=0.0)({"milk": "item"}, places)
-    assert b["milk"] == pytest.approx({"fridge": 2 / 3, "bed": 1 / 3})
-    assert "milk" in llm.prompts[0][0]["content"] and "fridge, bed, sink" in llm.prompts[0][0]["content"]
+def test_llm_belief_counts_the_places_of_sampled_3_shot_answers_matched_by_embeddings() -> None:
+    """LLM-MCTS's belief: M answers to a 3-shot prompt, each naming one or more places (matched to the place kinds
+    by MiniLM, counted once per answer; a kind's count shared among its copies), normalised and floored at 1e-3;
+    asked once per item kind and set of places."""
+    llm = ScriptedLLM(["fridge, kitchen counter", "the refrigerator", "Bed and fridge and the fridge", "fridge."])
+    places = {"fridge": "container", "kitchen_counter": "surface", "bed": "surface", "bed_2": "surface",
+              "sink": "surface"}
+    b = llm_belief(llm, samples=4)
+    milk = b({"milk": "item", "milk_2": "item"}, places)
+    z = 1 + 1e-3
+    assert milk["milk"] == pytest.approx({"fridge": 4 / 6 / z, "kitchen_counter": 1 / 6 / z, "bed": 1 / 12 / z,
+                                          "bed_2": 1 / 12 / z, "sink": 1e-3 / z})
+    assert milk["milk_2"] == milk["milk"] and len(llm.prompts) == 4  # one item kind: asked 4 times
+    prompt = llm.prompts[0]  # the instructions, 3 examples as earlier turns, then the question
+    assert [m["role"] for m in prompt] == ["system", *["user", "assistant"] * 3, "user"]
+    assert prompt[1]["content"].endswith("Item: stapler") and prompt[2]["content"] == "desk, bookshelf"
+    assert prompt[-1]["content"] == "Places: bed, fridge, kitchen counter, sink.\nItem: milk"
+    assert b({"milk": "item"}, places) == {"milk": milk["milk"]} and len(llm.prompts) == 4  # cached
+    llm.replies.extend(["sink"] * 4)
+    other = b({"milk": "item"}, {"sink": "surface", "bed": "surface"})["milk"]
+    assert other["sink"] > other["bed"]
+    assert len(llm.prompts) == 8  # another set of places: asked again
 
 
 def test_goals_and_steps_in_words() -> None:
