@@ -25,7 +25,17 @@ from kgplan.planners.budget import Budget, Exhausted, bounded, check_instances
 from kgplan.planners.engines import PLANNERS
 from kgplan.planners.problem import Task
 from kgplan.planners.relevance import Relevance
-from kgplan.planners.solve import Attempt, PlanResult, Status, cancel, check_limits, finish, prepare, start
+from kgplan.planners.solve import (
+    Attempt,
+    PlanResult,
+    Status,
+    cancel,
+    check_limits,
+    finish,
+    prepare,
+    start,
+    universal_goal_grounded,
+)
 from kgplan.planners.state import State, Step, simulate
 from kgplan.planners.whynot import Cause, GoalRefused, contradictions, explain, explain_graph
 
@@ -124,7 +134,8 @@ def plan(graph: WorldGraph, goal_text: str, *, planner: str = "fd", timeout: flo
                 notes.append("the goal contradicts itself or the domain's invariants: no planner was run")
                 _why(report, graph, state, goal, notes)
             else:
-                _plan(report, graph, state, objects, goal, prune, budget, notes, progress)
+                _plan(report, graph, state, objects, universal_goal_grounded(goal, state), prune, budget, notes,
+                      progress)
         except Exhausted as e:
             report.status, report.plan, report.winner = Status(e.status), [], ""
             notes.append(str(e))

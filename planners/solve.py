@@ -268,6 +268,29 @@ def expand_quantifiers(f: Formula, state: State) -> Formula:
     return f
 
 
+def universal_goal_grounded(goal: Formula, state: State) -> Formula:
+    """A goal of literals and `forall`s over literals (every clothing washed, every phone silent) as the conjunction
+    of its instances over `state`'s objects (a plan makes none, so the two are the same goal); any other goal as it
+    is. Fast Downward makes a `forall` goal an axiom, which its heuristics see through poorly (the laundry goal over
+    every cloth ran past 60 s, its conjunction took 1 s), and pruning regresses each literal of a conjunction."""
+    def universal(f: Formula) -> bool:
+        if isinstance(f, Not):
+            return isinstance(f.arg, Atom | Equals)
+        if isinstance(f, And):
+            return all(map(universal, f.args))
+        if isinstance(f, Quantified):
+            return f.kind == "forall" and universal(f.body)
+        return isinstance(f, Atom | Equals)
+
+    if not universal(goal) or not any(isinstance(q, Quantified) for q in formula.subformulas(goal)):
+        return goal
+    def conjuncts(f: Formula) -> list[Formula]:
+        return [c for a in f.args for c in conjuncts(a)] if isinstance(f, And) else [f]
+
+    ground = And(tuple(dict.fromkeys(conjuncts(expand_quantifiers(goal, state)))))
+    return ground if _literals_only(ground) else goal
+
+
 def _fold(kind: type[And] | type[Or], parts: list[Formula]) -> Formula:
     """A conjunction or disjunction of `parts` with constant parts folded."""
     unit, zero = (TRUE, FALSE) if kind is And else (FALSE, TRUE)
