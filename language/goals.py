@@ -70,11 +70,15 @@ class Literal(Candidate):
 
 
 def gloss(domain: Domain, atom: GroundAtom, value: bool, over: str | None) -> str:
-    """A goal literal in English: "the porch lamp is on", "not: the porch lamp is on", "no phone is ringing"."""
-    quantifier = "every" if value else "no"
+    """A goal literal in English: "the porch lamp is on", "not: the porch lamp is on", "no phone is ringing"; where
+    domain.toml words the false value (`negated`), by it: "the porch lamp is off", "every phone is silent"."""
+    meta = domain.meta.get("predicates", {}).get(atom.predicate, {})
+    negated = None if value else meta.get("negated")
+    quantifier = "every" if value or negated else "no"
     args = [f"{quantifier} {words(over)}" if a == VAR and over else words(a) for a in atom.args]
-    glossed = domain.meta.get("predicates", {}).get(atom.predicate, {}).get("gloss")
-    said = domain.gloss(atom.predicate, args) if glossed else " ".join([words(atom.predicate), *args])  # unique
+    if negated:
+        return negated.format(*args)
+    said = domain.gloss(atom.predicate, args) if meta.get("gloss") else " ".join([words(atom.predicate), *args])
     return said if value or over else f"not: {said}"
 
 
@@ -132,7 +136,10 @@ def literals(domain: Domain, named: dict[str, str], scope: str, kinds: Collectio
                     out += [(atom, v, over) for v in (True, False)
                             if (v or p in negatable) and can_hold(atom, v, over)]
     # each is chosen by its gloss (a small model copies a gloss that fits the task better than it picks a letter)
-    return [Literal(gloss(domain, atom, value, over), atom, value, over) for atom, value, over in out]
+    said = [gloss(domain, atom, value, over) for atom, value, over in out]
+    twice = {x for x, n in Counter(said).items() if n > 1}
+    return [Literal(f"{x} ({words(atom.predicate)})" if x in twice else x, atom, value, over)
+            for x, (atom, value, over) in zip(said, out, strict=True)]
 
 
 def parts(facts: Iterable[GroundAtom], named: Collection[str]) -> set[str]:

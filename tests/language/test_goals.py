@@ -269,3 +269,16 @@ def test_only_literals_that_can_hold_are_proposed(world: WorldGraph) -> None:
     out = goals.choose(llm, world, "Make sure Omar's phone is not ringing.")
     assert out.goal == "(and (not (phone_ringing omar_phone)))", out.error
     assert "- phone omar phone is ringing" not in llm.prompts[1][-1]["content"].split("\n")  # it does not ring now
+
+
+def test_a_false_value_is_shown_as_domain_toml_words_it(tmp_path: Path) -> None:
+    """domain.toml's `negated` words a literal's false value: "the den lamp is off", "every phone is silent" (a small
+    model copies the gloss that says what the task says; "not: the den lamp is on" it read as the lamp on)."""
+    domain = simulation(tmp_path)
+    present = goals.kinds_present(domain, {"light", "phone"})
+    named = goals.literals(domain, {"the_den_lamp": "light"}, goals.NAMED, [], present)
+    assert {c.id: c.pddl for c in named} == {"the den lamp is on": "(light_on the_den_lamp)",
+                                             "the den lamp is off": "(not (light_on the_den_lamp))"}
+    every = goals.literals(domain, {}, goals.ALL, ["phone"], present)
+    assert {c.id: c.pddl for c in every} == {"every phone is ringing": "(forall (?x - phone) (phone_ringing ?x))",
+                                             "every phone is silent": "(forall (?x - phone) (not (phone_ringing ?x)))"}
