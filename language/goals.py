@@ -5,15 +5,18 @@ A task in English becomes a PDDL goal in four stages, each accounted (seconds, t
 1. `words`: the model says whether the task is about named things or all things of a kind (`scope`), copies the
    phrases naming one person, room or thing, and names the kinds (domain types) it is about (enums);
 2. `ground`: the phrases are matched to entities as `tell` matches them (language.propose.ground): a phrase that
-   several entities fit is a question to the model, then a `Clarification`, not a guess;
+   several entities fit is a question to the model what it names, those entities or every thing of their kind
+   (answered by the option's text), then a `Clarification`, not a guess;
 3. `candidates`: the goal literals the domain admits over them: for named things every type-correct atom of a
    predicate some action changes, and its negation where no exactly-one invariant gives the predicate one value
    (a light may be off; a thing is always somewhere); for all things of a kind the same literals with one place
    quantified over a type that has objects (``(forall (?x - phone) (not (phone_ringing ?x)))``), the other places
-   filled by named entities; the kinds named narrow a place's types where they fit it;
-4. `choose`: the model picks, for each predicate with candidates, one literal or "none" (enums in the schema); two
-   chosen facts that an invariant excludes are a question to the model, then a `Clarification`. The goal is their
-   conjunction, checked against the domain and the graph's objects (domains.verify.check_goal).
+   filled by named entities; the kinds named narrow a place's types where they fit it; only literals that can hold
+   (an action makes them so, or they hold now), shown by domain.toml's glosses (`negated` for the false value);
+4. `choose`: the model picks, for each predicate with candidates, one literal or "none" (enums in the schema); the
+   chosen facts of one invariant instance that exclude each other are one question to the model (which of them, or
+   none), then a `Clarification`. The goal is their conjunction, checked against the domain and the graph's objects
+   (domains.verify.check_goal).
 
 The worked examples come from domain.toml's `[[goal_examples]]` (invented tasks over invented mini-situations); their
 candidates and answers are computed by the same code. The prompt shows the glossed predicates and the actions.
