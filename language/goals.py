@@ -45,6 +45,8 @@ from kgplan.language.propose import (
     Candidate,
     _named,
     _Stage,
+    answer,
+    choice_schema,
     replaced,
     which,
     words,
@@ -184,42 +186,6 @@ def lines(cands: list[Literal]) -> str:
     return "\n".join(f"- {c.id}" for c in cands)
 
 
-def _instance(c: Literal) -> GroundAtom:
-    """A literal's atom with a quantified place as a variable of its type (any object of the kind)."""
-    return GroundAtom(c.atom.predicate, tuple(f"?{c.over}" if a == VAR else a for a in c.atom.args))
-
-
-def fields(domain: Domain, cands: list[Literal]) -> dict[str, list[Literal]]:
-    """The choice reply's fields (name -> its candidates, in order): one per state variable, the true literals of one
-    instance of the largest exactly-one invariant over their predicate (a thing's place, whichever predicate says
-    it: one choice among them, so two places cannot both be chosen), else one per predicate."""
-    groups = sorted((g for g in domain.invariants if g.exactly_one), key=lambda g: -len(g.parts))
-    members: dict[tuple, list[Literal]] = {}
-    for c in cands:
-        g = next((i for i, g in enumerate(groups) if c.value and c.atom.predicate in {p.predicate for p in g.parts}),
-                 None)
-        if g is None:
-            key: tuple = (c.atom.predicate,)
-        else:
-            part = next(p for p in groups[g].parts if p.predicate == c.atom.predicate)
-            key = (g, part.key(_instance(c).args))
-        members.setdefault(key, []).append(c)
-    names = {k: " or ".join(dict.fromkeys(c.atom.predicate for c in ms)) for k, ms in members.items()}
-    twice = {n for n, k in Counter(names.values()).items() if k > 1}
-    return {f"{n} ({', '.join(map(words, k[1]))})" if n in twice and len(k) > 1 else n: members[k]
-            for k, n in names.items()}
-
-
-def field_schema(by_field: dict[str, list[Literal]]) -> type[BaseModel]:
-    """One choice per field among its candidates' glosses, or "none"."""
-    return enum_model("Choice", **{n: (choice([*(c.id for c in ms), NONE]), NONE) for n, ms in by_field.items()})
-
-
-def field_answer(by_field: dict[str, list[Literal]], chosen: Collection[str]) -> dict[str, str]:
-    """The reply to `field_schema` that chooses the ids `chosen` (one per field)."""
-    return {n: next((c.id for c in ms if c.id in chosen), NONE) for n, ms in by_field.items()}
-
-
 @dataclass(frozen=True)
 class Example:
     text: str
@@ -240,10 +206,8 @@ def examples(domain: Domain) -> list[Example]:
                          kinds_present(domain, objects.values()), sole(objects))
         if not (goal := set(ex["goal"])) <= {c.pddl for c in cands}:
             continue  # a literal this domain cannot say (another domain's predicate)
-        by_field = fields(domain, cands)
         out.append(Example(ex["text"], {"scope": ex["scope"], "mentions": ex["mentions"], "kinds": kinds},
-                           lines([c for ms in by_field.values() for c in ms]),
-                           field_answer(by_field, {c.id for c in cands if c.pddl in goal})))
+                           lines(cands), answer(cands, {c.id for c in cands if c.pddl in goal})))
     return out
 
 
@@ -284,14 +248,12 @@ def choose(llm: LLM, graph: WorldGraph, task: str, *, answers: dict[str, str] | 
                 ", ".join(map(words, sorted(scope))) if scope else "anything the graph holds")
             return out
         with _Stage(out, "choose"):
-            by_field = fields(domain, cands)
-            reply, record = llm.complete(choose_goal_messages(
-                domain, shown, task, lines([c for ms in by_field.values() for c in ms])), field_schema(by_field))
+            reply, record = llm.complete(choose_goal_messages(domain, shown, task, lines(cands)),
+                                         choice_schema(cands))
             out.calls.append(record)
-        among = {c.id: len(ms) for ms in by_field.values() for c in ms}
         by_id = {c.id: c for c in cands}
         chosen = [by_id[i] for i in reply.model_dump().values() if i != NONE]
-        chosen = _one_of_each_conflict(llm, domain, first, chosen, among, answers, out)
+        chosen = _one_of_each_conflict(llm, domain, first, chosen, answers, out)
     except LLMError as e:
         out.error = str(e)
         return out
@@ -310,20 +272,17 @@ def choose(llm: LLM, graph: WorldGraph, task: str, *, answers: dict[str, str] | 
     return out
 
 
-def _one_of_each_conflict(llm: LLM, domain: Domain, first: Messages, chosen: list[Literal], among: dict[str, int],
+def _one_of_each_conflict(llm: LLM, domain: Domain, first: Messages, chosen: list[Literal],
                           answers: dict[str, str], out: Outcome) -> list[Literal]:
     """The chosen literals where several of them cannot all hold (one instance of an invariant; a quantified literal
-    stands for any object of its kind; they come from different fields of the reply, as invariants overlap) keep the
-    one chosen in the field with the most candidates (`among`: id -> its field's size; chosen among the others' kinds
-    too), else the one the user (`answers`) or the model, asked, says (or none of them); `out.clarification` is set
-    where the task does not tell."""
+    stands for any object of its kind) keep the one the user (`answers`) or the model, asked, says (the model may say
+    none of them: made to choose for every predicate, it chooses some the task does not ask for); `out.clarification`
+    is set where the task does not tell. All the literals of the instance make one question (asked pair by pair, the
+    first pair may hold neither of the two the task asks for)."""
     while crowd := _crowded(domain, chosen):
         key = " or ".join(c.pddl for c in crowd)
         glosses = {c.pddl: c.id for c in crowd}
-        most = max(among[c.id] for c in crowd)
-        if len(wide := [c for c in crowd if among[c.id] == most]) == 1:  # chosen among the others' kinds too
-            picked = wide[0].pddl
-        elif (picked := answers.get(key)) not in glosses and (
+        if (picked := answers.get(key)) not in glosses and (
                 picked := which(llm, first, "Which of these must hold when the task is done?",
                                 glosses | {NEITHER: "none of them"}, out, by_text=True)) is None:
             out.clarification = Clarification(
@@ -335,12 +294,15 @@ def _one_of_each_conflict(llm: LLM, domain: Domain, first: Messages, chosen: lis
 
 def _crowded(domain: Domain, chosen: list[Literal]) -> list[Literal]:
     """The chosen true literals of the first invariant instance that more than one of them falls in, or []."""
+    def instance(c: Literal) -> GroundAtom:
+        return GroundAtom(c.atom.predicate, tuple(f"?{c.over}" if a == VAR else a for a in c.atom.args))
+
     for g in domain.invariants:
         parts = {part.predicate: part for part in g.parts}
         by_key: dict[tuple[str, ...], list[Literal]] = {}
         for c in chosen:
             if c.value and (part := parts.get(c.atom.predicate)):
-                by_key.setdefault(part.key(_instance(c).args), []).append(c)
+                by_key.setdefault(part.key(instance(c).args), []).append(c)
         if crowd := next((cs for cs in by_key.values() if len(cs) > 1), None):
             return crowd
     return []

@@ -213,34 +213,38 @@ def test_a_word_the_model_says_names_every_thing_of_a_kind_is_quantified(world: 
     assert lettered.goal is None and "answer" in lettered.error  # an option as shown, or "unclear": not a letter
 
 
-def test_a_things_places_are_one_choice_which_may_be_none(world: WorldGraph) -> None:
-    """The places of the book the task does not speak of (held by Lena, on the bed: an invariant says one of them) are
-    one field of the reply, so at most one can be chosen; the model says none."""
+def test_two_conflicting_conditions_the_task_does_not_ask_for_are_both_dropped(world: WorldGraph) -> None:
+    """Made to answer for every predicate, the model chose two places for the book the task does not speak of; asked
+    which one must hold, it may say none of them, and both go."""
     task = "Switch on the bedroom light; Lena is reading the dune book on the bed."
     llm = ScriptedLLM([json.dumps({"scope": "named", "mentions": ["the bedroom light", "Lena", "the dune book",
                                                                   "the bed"], "kinds": []}),
-                       json.dumps({"switched_on": "bedroom light is switched on", "held_by or on": "none"})])
+                       json.dumps({"switched_on": "bedroom light is switched on",
+                                   "held_by": "item dune book is held by person lena",
+                                   "on": "item dune book is on bedroom bed"}),
+                       json.dumps({"answer": "none of them"})])
     out = goals.choose(llm, world, task)
     assert out.goal == "(and (switched_on bedroom_light))", out.error
-    assert llm.prompts[1][-1]["content"].split("\nCandidates:\n")[1].split("\n") == [
-        "- item dune book is held by person lena", "- item dune book is on bedroom bed",
-        "- bedroom light is switched on", "- not: bedroom light is switched on"]
+    question = llm.prompts[2][-1]["content"]
+    assert "Question: Which of these must hold when the task is done?" in question
+    assert "\n- none of them\n" in question
 
 
-def test_every_place_of_every_thing_of_a_kind_is_one_choice(world: WorldGraph) -> None:
-    """Every cloth's places (held by the robot, inside the basket or another container, on furniture) are one field:
-    asked per predicate, the 0.5B model chose a place in each, and no question between them got an answer other than
-    the first option or "unclear"."""
+def test_every_chosen_condition_of_one_invariant_makes_one_question(world: WorldGraph) -> None:
+    """Three places chosen for every cloth (each excludes the others): one question with all three (asked pair by pair,
+    the first pair may hold neither of the two, and the 0.5B model answered "unclear"); the one chosen stays."""
     basket = "item every cloth is inside laundry basket"
+    places = ["the robot robot holds item every cloth", basket, "item every cloth is on bedroom bed"]
     llm = ScriptedLLM([json.dumps({"scope": "all", "mentions": [], "kinds": ["cloth"]}),
-                       json.dumps({"clean": "every cloth is clean", "holding or inside or on": basket})])
+                       json.dumps({"clean": "every cloth is clean", "holding": places[0], "inside": places[1],
+                                   "on": places[2]}),
+                       json.dumps({"answer": basket})])
     out = goals.choose(llm, world, "Wash all the clothes and put them in the laundry basket.")
-    assert out.goal == "(and (forall (?x - cloth) (clean ?x)) (forall (?x - cloth) (inside ?x laundry_basket)))", \
+    assert out.goal == ("(and (forall (?x - cloth) (clean ?x)) (forall (?x - cloth) (inside ?x laundry_basket)))"), \
         out.error
-    lines = llm.prompts[1][-1]["content"].split("\nCandidates:\n")[1].split("\n")
-    start = lines.index("- the robot robot holds item every cloth")  # the field's candidates shown together
-    assert all(x.startswith(("- item every cloth is inside", "- item every cloth is on")) for x in lines[start + 1:])
-    assert len(lines) - start == 11 and len(llm.prompts) == 2  # no question: no two places could be chosen
+    assert len(llm.prompts) == 3
+    options = llm.prompts[2][-1]["content"].split("\nOptions:\n")[1].split("\n")[:4]
+    assert sorted(options) == sorted([*(f"- {p}" for p in places), "- none of them"])
 
 
 def test_only_literals_that_can_hold_are_proposed(world: WorldGraph) -> None:
@@ -278,51 +282,3 @@ def test_a_false_value_is_shown_as_domain_toml_words_it(tmp_path: Path) -> None:
     every = goals.literals(domain, {}, goals.ALL, ["phone"], present)
     assert {c.id: c.pddl for c in every} == {"every phone is ringing": "(forall (?x - phone) (phone_ringing ?x))",
                                              "every phone is silent": "(forall (?x - phone) (not (phone_ringing ?x)))"}
-
-
-SHELF_DOMAIN = """(define (domain shelves) (:requirements :typing)
-  (:types item table shelf shelf_level agent room)
-  (:predicates (in_agent_hand ?a - item ?b - agent) (placed_at_table ?a - item ?b - table)
-    (placed_at_shelf ?a - item ?b - shelf) (on_shelf_level ?a - item ?b - shelf_level)
-    (shelf_has_level ?a - shelf ?b - shelf_level) (room_has ?a - room ?b - (either table shelf)))
-  (:action place_at_table :parameters (?a - item ?b - table ?c - agent)
-    :precondition (in_agent_hand ?a ?c) :effect (and (not (in_agent_hand ?a ?c)) (placed_at_table ?a ?b)))
-  (:action remove_from_table :parameters (?a - item ?b - table ?c - agent)
-    :precondition (placed_at_table ?a ?b) :effect (and (not (placed_at_table ?a ?b)) (in_agent_hand ?a ?c)))
-  (:action place_at_shelf :parameters (?a - item ?b - shelf ?e - shelf_level ?c - agent)
-    :precondition (and (in_agent_hand ?a ?c) (shelf_has_level ?b ?e))
-    :effect (and (not (in_agent_hand ?a ?c)) (placed_at_shelf ?a ?b) (on_shelf_level ?a ?e)))
-  (:action remove_from_shelf :parameters (?a - item ?b - shelf ?e - shelf_level ?c - agent)
-    :precondition (and (placed_at_shelf ?a ?b) (on_shelf_level ?a ?e))
-    :effect (and (not (placed_at_shelf ?a ?b)) (not (on_shelf_level ?a ?e)) (in_agent_hand ?a ?c))))"""
-SHELF_PROBLEM = """(define (problem p) (:domain shelves)
-  (:objects pen - item den_table - table den_shelf hall_shelf - shelf shelf_level_1 shelf_level_2 - shelf_level
-            robo - agent den hall - room)
-  (:init (room_has den den_table) (room_has den den_shelf) (room_has hall hall_shelf) (in_agent_hand pen robo)
-         (shelf_has_level den_shelf shelf_level_1) (shelf_has_level den_shelf shelf_level_2)
-         (shelf_has_level hall_shelf shelf_level_1) (shelf_has_level hall_shelf shelf_level_2)))"""
-
-
-def test_a_place_chosen_among_all_a_things_places_outweighs_one_chosen_alone(tmp_path: Path) -> None:
-    """Two invariants overlap (a thing is on a level or a table or held; on a shelf or a table or held): the first
-    makes the field of the pen's places, the shelf is a field of its own. The table chosen among the levels and the
-    table outweighs the shelf chosen alone (no question: the 0.5B answered such questions by the option's position),
-    while a level and the shelf do not exclude each other."""
-    from kgplan.domains.model import Domain, Problem
-    from kgplan.graph.backends import open_graph
-
-    (tmp_path / "domain.pddl").write_text(SHELF_DOMAIN)
-    g = open_graph(f"sqlite:{tmp_path / 'g.db'}")
-    g.init(Domain.load(tmp_path / "domain.pddl"))
-    g.load_problem(Problem.parse(SHELF_PROBLEM, "p"))
-    words = json.dumps({"scope": "named", "mentions": ["the pen", "the den table", "the den shelf"], "kinds": []})
-    places = "on_shelf_level or placed_at_table"
-    llm = ScriptedLLM([words, json.dumps({places: "placed at table pen den table",
-                                          "placed_at_shelf": "placed at shelf pen den shelf"})])
-    out = goals.choose(llm, g, "Put the pen on the den table.")
-    assert out.goal == "(and (placed_at_table pen den_table))", out.error
-    assert len(llm.prompts) == 2
-    llm = ScriptedLLM([words, json.dumps({places: "on shelf level pen shelf level 2",
-                                          "placed_at_shelf": "placed at shelf pen den shelf"})])
-    out = goals.choose(llm, g, "Put the pen on the second level of the den shelf.")
-    assert out.goal == "(and (on_shelf_level pen shelf_level_2) (placed_at_shelf pen den_shelf))", out.error
