@@ -222,12 +222,12 @@ def test_two_conflicting_conditions_the_task_does_not_ask_for_are_both_dropped(w
                        json.dumps({"switched_on": "bedroom light is switched on",
                                    "held_by": "item dune book is held by person lena",
                                    "on": "item dune book is on bedroom bed"}),
-                       json.dumps({"answer": "none of them"})])
+                       json.dumps({"answer": "c"})])
     out = goals.choose(llm, world, task)
     assert out.goal == "(and (switched_on bedroom_light))", out.error
     question = llm.prompts[2][-1]["content"]
     assert "Question: Which of these must hold when the task is done?" in question
-    assert "\n- none of them\n" in question
+    assert "\nc) none of them\n" in question
 
 
 def test_every_chosen_condition_of_one_invariant_makes_one_question(world: WorldGraph) -> None:
@@ -238,13 +238,13 @@ def test_every_chosen_condition_of_one_invariant_makes_one_question(world: World
     llm = ScriptedLLM([json.dumps({"scope": "all", "mentions": [], "kinds": ["cloth"]}),
                        json.dumps({"clean": "every cloth is clean", "holding": places[0], "inside": places[1],
                                    "on": places[2]}),
-                       json.dumps({"answer": basket})])
+                       json.dumps({"answer": "b"})])
     out = goals.choose(llm, world, "Wash all the clothes and put them in the laundry basket.")
     assert out.goal == ("(and (forall (?x - cloth) (clean ?x)) (forall (?x - cloth) (inside ?x laundry_basket)))"), \
         out.error
     assert len(llm.prompts) == 3
     options = llm.prompts[2][-1]["content"].split("\nOptions:\n")[1].split("\n")[:4]
-    assert sorted(options) == sorted([*(f"- {p}" for p in places), "- none of them"])
+    assert options == [f"{i}) {p}" for i, p in zip("abcd", [*places, "none of them"], strict=True)]
 
 
 def test_only_literals_that_can_hold_are_proposed(world: WorldGraph) -> None:
