@@ -5,15 +5,18 @@ A task in English becomes a PDDL goal in four stages, each accounted (seconds, t
 1. `words`: the model says whether the task is about named things or all things of a kind (`scope`), copies the
    phrases naming one person, room or thing, and names the kinds (domain types) it is about (enums);
 2. `ground`: the phrases are matched to entities as `tell` matches them (language.propose.ground): a phrase that
-   several entities fit is a question to the model, then a `Clarification`, not a guess;
+   several entities fit is a question to the model what it names, those entities or every thing of their kind
+   (answered by the option's text), then a `Clarification`, not a guess;
 3. `candidates`: the goal literals the domain admits over them: for named things every type-correct atom of a
    predicate some action changes, and its negation where no exactly-one invariant gives the predicate one value
    (a light may be off; a thing is always somewhere); for all things of a kind the same literals with one place
    quantified over a type that has objects (``(forall (?x - phone) (not (phone_ringing ?x)))``), the other places
-   filled by named entities; the kinds named narrow a place's types where they fit it;
-4. `choose`: the model picks, for each predicate with candidates, one literal or "none" (enums in the schema); two
-   chosen facts that an invariant excludes are a question to the model, then a `Clarification`. The goal is their
-   conjunction, checked against the domain and the graph's objects (domains.verify.check_goal).
+   filled by named entities; the kinds named narrow a place's types where they fit it; only literals that can hold
+   (an action makes them so, or they hold now), shown by domain.toml's glosses (`negated` for the false value);
+4. `choose`: the model picks, for each predicate with candidates, one literal or "none" (enums in the schema); the
+   chosen facts of one invariant instance that exclude each other are one question to the model (which of them, or
+   none), then a `Clarification`. The goal is their conjunction, checked against the domain and the graph's objects
+   (domains.verify.check_goal).
 
 The worked examples come from domain.toml's `[[goal_examples]]` (invented tasks over invented mini-situations); their
 candidates and answers are computed by the same code. The prompt shows the glossed predicates and the actions.
@@ -44,7 +47,6 @@ from kgplan.language.propose import (
     _Stage,
     answer,
     choice_schema,
-    conflict,
     replaced,
     which,
     words,
@@ -53,7 +55,7 @@ from kgplan.language.update import Clarification, Outcome
 
 NAMED, ALL = "named", "all"  # the scopes of a task
 VAR = "?x"
-NEITHER = "*neither"  # the model's answer that the task asks for neither of two conflicting conditions
+NEITHER = "*neither"  # the model's answer that the task asks for none of the conflicting conditions
 MAX_KINDS = 4
 
 
@@ -71,11 +73,15 @@ class Literal(Candidate):
 
 
 def gloss(domain: Domain, atom: GroundAtom, value: bool, over: str | None) -> str:
-    """A goal literal in English: "the porch lamp is on", "not: the porch lamp is on", "no phone is ringing"."""
-    quantifier = "every" if value else "no"
+    """A goal literal in English: "the porch lamp is on", "not: the porch lamp is on", "no phone is ringing"; where
+    domain.toml words the false value (`negated`), by it: "the porch lamp is off", "every phone is silent"."""
+    meta = domain.meta.get("predicates", {}).get(atom.predicate, {})
+    negated = None if value else meta.get("negated")
+    quantifier = "every" if value or negated else "no"
     args = [f"{quantifier} {words(over)}" if a == VAR and over else words(a) for a in atom.args]
-    glossed = domain.meta.get("predicates", {}).get(atom.predicate, {}).get("gloss")
-    said = domain.gloss(atom.predicate, args) if glossed else " ".join([words(atom.predicate), *args])  # unique
+    if negated:
+        return negated.format(*args)
+    said = domain.gloss(atom.predicate, args) if meta.get("gloss") else " ".join([words(atom.predicate), *args])
     return said if value or over else f"not: {said}"
 
 
@@ -99,12 +105,17 @@ def sole(entities: dict[str, str]) -> dict[str, str]:
 
 
 def literals(domain: Domain, named: dict[str, str], scope: str, kinds: Collection[str], present: Collection[str],
-             alone: dict[str, str] | None = None) -> list[Literal]:
+             alone: dict[str, str] | None = None, now: Collection[GroundAtom] | None = None) -> list[Literal]:
     """The goal literals over the named entities (name -> type); for scope `all`, with one place quantified over a
     type of `present`: within the `kinds` named (the most general of theirs that fit the place; where kinds are
     named, only places that one fits), the other places filled by the named entities, else by those `alone` of
-    their type (the laundry basket)."""
+    their type (the laundry basket). Only literals that can hold: some action makes them so, or (a literal without
+    a quantifier) the facts true `now` say it holds already (no action makes a cloth dirty)."""
     negatable = set(domain.predicates) - replaced(domain)
+    made = {(e.atom.predicate, e.add) for a in domain.actions.values() for e in a.effects}
+
+    def can_hold(atom: GroundAtom, value: bool, over: str | None) -> bool:
+        return (atom.predicate, value) in made or (now is not None and over is None and (atom in now) == value)
     out: list[tuple[GroundAtom, bool, str | None]] = []
     for p in sorted(set(domain.predicates) - domain.static_predicates()):
         params = domain.predicates[p].params
@@ -124,9 +135,14 @@ def literals(domain: Domain, named: dict[str, str], scope: str, kinds: Collectio
         for places, over in spots:
             for args in itertools.product(*places):
                 if len(set(args)) == len(args):
-                    out += [(GroundAtom(p, args), v, over) for v in (True, False) if v or p in negatable]
+                    atom = GroundAtom(p, args)
+                    out += [(atom, v, over) for v in (True, False)
+                            if (v or p in negatable) and can_hold(atom, v, over)]
     # each is chosen by its gloss (a small model copies a gloss that fits the task better than it picks a letter)
-    return [Literal(gloss(domain, atom, value, over), atom, value, over) for atom, value, over in out]
+    said = [gloss(domain, atom, value, over) for atom, value, over in out]
+    twice = {x for x, n in Counter(said).items() if n > 1}
+    return [Literal(f"{x} ({words(atom.predicate)})" if x in twice else x, atom, value, over)
+            for x, (atom, value, over) in zip(said, out, strict=True)]
 
 
 def parts(facts: Iterable[GroundAtom], named: Collection[str]) -> set[str]:
@@ -219,12 +235,14 @@ def choose(llm: LLM, graph: WorldGraph, task: str, *, answers: dict[str, str] | 
                     domain, {e: everything[e] for e in scope}, owns, everything)
             entities = {e: everything[e] for e in sorted(scope, key=natural)}
             present, alone = kinds_present(domain, set(everything.values())), sole(everything)
-            cands = (literals(domain, entities, scope_of, kinds, present, alone)
-                     or literals(domain, entities, scope_of, [], present, alone))  # kinds no place takes
+            now = {f.atom for f in graph.facts_about(sorted(scope))}
+            cands = (literals(domain, entities, scope_of, kinds, present, alone, now)
+                     or literals(domain, entities, scope_of, [], present, alone, now))  # kinds no place takes
             if not cands and scope_of == NAMED:  # "Amy's bedroom" for its light: what the named entities own
                 scope |= {f for e in scope for f in owns.get(e, ())}
+                now = {f.atom for f in graph.facts_about(sorted(scope))}
                 cands = literals(domain, {e: everything[e] for e in sorted(scope, key=natural)}, NAMED, [], present,
-                                 alone)
+                                 alone, now)
         if not cands:
             out.error = "the task could not be grounded: no goal of the domain is about " + (
                 ", ".join(map(words, sorted(scope))) if scope else "anything the graph holds")
@@ -256,23 +274,35 @@ def choose(llm: LLM, graph: WorldGraph, task: str, *, answers: dict[str, str] | 
 
 def _one_of_each_conflict(llm: LLM, domain: Domain, first: Messages, chosen: list[Literal],
                           answers: dict[str, str], out: Outcome) -> list[Literal]:
-    """The chosen literals where two of them cannot both hold (an invariant; a quantified one stands for any object
-    of its kind) keep the one the user (`answers`) or the model, asked, says (the model may say neither: made to
-    choose for every predicate, it chooses some the task does not ask for); `out.clarification` is set where the
-    task does not tell."""
-    def instance(c: Literal) -> GroundAtom:
-        return GroundAtom(c.atom.predicate, tuple(f"?{c.over}" if a == VAR else a for a in c.atom.args))
-
-    while (both := conflict(domain, [instance(c) for c in chosen if c.value])) is not None:
-        pair = [c for c in chosen if c.value and instance(c) in both]
-        key = " or ".join(c.pddl for c in pair)
-        glosses = {c.pddl: c.id for c in pair}
+    """The chosen literals where several of them cannot all hold (one instance of an invariant; a quantified literal
+    stands for any object of its kind) keep the one the user (`answers`) or the model, asked, says (the model may say
+    none of them: made to choose for every predicate, it chooses some the task does not ask for); `out.clarification`
+    is set where the task does not tell. All the literals of the instance make one question (asked pair by pair, the
+    first pair may hold neither of the two the task asks for)."""
+    while crowd := _crowded(domain, chosen):
+        key = " or ".join(c.pddl for c in crowd)
+        glosses = {c.pddl: c.id for c in crowd}
         if (picked := answers.get(key)) not in glosses and (
-                picked := which(llm, first, "Which one must hold when the task is done?",
-                                glosses | {NEITHER: "neither of them"}, out)) is None:
+                picked := which(llm, first, "Which of these must hold when the task is done?",
+                                glosses | {NEITHER: "none of them"}, out)) is None:
             out.clarification = Clarification(
                 key, f"Which one must hold when the task is done: {' or '.join(glosses.values())}?", list(glosses))
             return chosen
-        chosen = [c for c in chosen if c not in pair or c.pddl == picked]
+        chosen = [c for c in chosen if c not in crowd or c.pddl == picked]
     return chosen
 
+
+def _crowded(domain: Domain, chosen: list[Literal]) -> list[Literal]:
+    """The chosen true literals of the first invariant instance that more than one of them falls in, or []."""
+    def instance(c: Literal) -> GroundAtom:
+        return GroundAtom(c.atom.predicate, tuple(f"?{c.over}" if a == VAR else a for a in c.atom.args))
+
+    for g in domain.invariants:
+        parts = {part.predicate: part for part in g.parts}
+        by_key: dict[tuple[str, ...], list[Literal]] = {}
+        for c in chosen:
+            if c.value and (part := parts.get(c.atom.predicate)):
+                by_key.setdefault(part.key(instance(c).args), []).append(c)
+        if crowd := next((cs for cs in by_key.values() if len(cs) > 1), None):
+            return crowd
+    return []

@@ -297,9 +297,12 @@ def ground(llm: LLM, graph: WorldGraph, first: Messages, text: str, mentions: li
             kind, top = spelled, max(spelled, key=lambda j: row[j])
         tied = sorted((j for j in kind if row[j] >= TIE * row[top]), key=lambda j: -row[j])[:MAX_OPTIONS]
         options = [names[j] for j in tied]
-        every = {} if kinds is None else {EVERY: f"every {words(types[options[0]])}"}
-        if len(options) > 1 and (pick := which(llm, first, f"Which one does '{m}' name?",
-                                               {o: words(o) for o in options} | every, out)) is None:
+        shown = {o: words(o) for o in options}
+        if len(options) > 1 and (pick := (
+                which(llm, first, f"Which one does '{m}' name?", shown, out) if kinds is None else
+                # a goal's word may name every thing of the kind: "which one" would leave only "unclear" to answer
+                which(llm, first, f"What does '{m}' name?", {EVERY: f"every {words(types[options[0]])}"} | shown,
+                      out, by_text=True))) is None:
             out.clarification = Clarification(
                 m, f"Which one does '{m}' mean: {', '.join(map(words, options))}?", options, [*map(words, options)])
             return named
@@ -335,15 +338,18 @@ def _named(llm: LLM, graph: WorldGraph, text: str, stage: str, messages: Message
     return Named(reply, entities, static, owns)
 
 
-def which(llm: LLM, first: Messages, question: str, options: dict[str, str], out: Outcome) -> str | None:
+def which(llm: LLM, first: Messages, question: str, options: dict[str, str], out: Outcome, *,
+          by_text: bool = False) -> str | None:
     """The option (of value -> how it is shown) the model answers a question about the text of `first` (the
-    messages of the first question about it) with, or None where it says the text does not tell."""
-    letters = dict(zip(ids(), options, strict=False))  # ids() is endless
-    schema = enum_model("Which", answer=[*letters, UNCLEAR])
+    messages of the first question about it) with, or None where it says the text does not tell. The answer is a
+    letter, or with `by_text` the option as shown (a small model copies the text that fits the task better than it
+    picks a letter)."""
+    keys = {options[o]: o for o in options} if by_text else dict(zip(ids(), options, strict=False))  # ids() is endless
+    schema = enum_model("Which", answer=[*keys, UNCLEAR])
     reply, record = llm.complete(which_messages(first, question, "\n".join(
-        f"{i}) {options[o]}" for i, o in letters.items())), schema)
+        f"- {i}" if by_text else f"{i}) {options[o]}" for i, o in keys.items())), schema)
     out.calls.append(record)
-    return letters.get(reply.answer)
+    return keys.get(reply.answer)
 
 
 def tell(llm: LLM, graph: WorldGraph, text: str, *, answers: dict[str, str] | None = None, dry_run: bool = False,

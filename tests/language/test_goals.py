@@ -73,7 +73,8 @@ def test_an_all_task_is_a_quantified_literal_over_the_kind_and_planned(world: Wo
     assert report.goal == "(and (forall (?x - phone) (not (phone_ringing ?x))))" and report.solved
     lines = llm.prompts[1][-1]["content"].split("\n")
     # quantified over the kind named, the thing alone of its type filling the other place (the robot)
-    assert "- phone no phone is ringing" in lines and "- phone every phone is ringing" in lines
+    assert "- phone no phone is ringing" in lines
+    assert "- phone every phone is ringing" not in lines  # no action makes a phone ring
     assert "- the robot robot holds item every phone" in lines
     assert not any("cloth" in x or "dish" in x for x in lines)
 
@@ -111,7 +112,7 @@ def test_a_phrase_several_entities_fit_is_a_clarification_then_answered(world: W
     assert set(asked.options) == {"red_mug", "blue_mug"}
     first, which = llm.prompts  # the question after the prefix of the words question, which a server computed
     assert which[:-1] == first[:-1] and which[-1]["content"].startswith(
-        f"Task: {task}\nQuestion: Which one does 'the mug' name?\nOptions:\n")
+        f"Task: {task}\nQuestion: What does 'the mug' name?\nOptions:\n- every cup\n")
     llm.replies.extend([words, lambda m: json.dumps({"held_by": "item red mug is held by person sandra"})])
     report = agent.plan(task, propose=True, answers={"the mug": "red_mug"})
     assert report.goal == "(and (held_by red_mug sandra))" and report.solved
@@ -122,7 +123,7 @@ def test_the_bundled_l3mp_goal_examples_answer_with_their_candidates(tmp_path: P
     exactly them."""
     domain = simulation(tmp_path)
     shown = goals.examples(domain)
-    assert len(shown) == len(domain.meta["goal_examples"]) == 6
+    assert len(shown) == len(domain.meta["goal_examples"]) == 8
     for ex, meta in zip(shown, domain.meta["goal_examples"], strict=True):
         picked = {i for i in ex.answer.values() if i != goals.NONE}
         cands = goals.literals(domain, {n: meta["objects"][n] for n in meta["named"]}, meta["scope"],
@@ -195,21 +196,26 @@ def test_a_named_level_in_a_named_room_proposes_that_rooms_shelf(tmp_path: Path)
 
 
 def test_a_word_the_model_says_names_every_thing_of_a_kind_is_quantified(world: WorldGraph) -> None:
-    """"the phones" fits both phones about as well: the question which one it names offers "every phone" too, and the
-    model's answer makes the goal quantified over the kind (not a clarification, not one phone)."""
+    """"the phones" fits both phones about as well: the question what it names (not "which one", which leaves a task
+    about all of them only "unclear" to answer) offers "every phone" first, and the model, answering with the option's
+    text (not a letter), makes the goal quantified over the kind (not a clarification, not one phone)."""
     task = "Can you silence all the phones?"
-    llm = ScriptedLLM([json.dumps({"scope": "named", "mentions": ["the phones"], "kinds": []}),
-                       json.dumps({"answer": "c"}), json.dumps({"phone_ringing": "phone no phone is ringing"})])
+    words = json.dumps({"scope": "named", "mentions": ["the phones"], "kinds": []})
+    llm = ScriptedLLM([words, json.dumps({"answer": "every phone"}),
+                       json.dumps({"phone_ringing": "phone no phone is ringing"})])
     out = goals.choose(llm, world, task)
     assert out.goal == "(and (forall (?x - phone) (not (phone_ringing ?x))))", out.error
-    options = llm.prompts[1][-1]["content"].split("Options:\n")[1].split("\n")
-    assert options[:3] == ["a) sandra phone", "b) omar phone", "c) every phone"] or options[:3] == [
-        "a) omar phone", "b) sandra phone", "c) every phone"]
+    question, options = llm.prompts[1][-1]["content"].split("\nOptions:\n")
+    assert question == f"Task: {task}\nQuestion: What does 'the phones' name?"
+    assert options.split("\n")[:3] in (["- every phone", "- sandra phone", "- omar phone"],
+                                        ["- every phone", "- omar phone", "- sandra phone"])
+    lettered = goals.choose(ScriptedLLM([words, json.dumps({"answer": "a"})]), world, task)
+    assert lettered.goal is None and "answer" in lettered.error  # an option as shown, or "unclear": not a letter
 
 
 def test_two_conflicting_conditions_the_task_does_not_ask_for_are_both_dropped(world: WorldGraph) -> None:
     """Made to answer for every predicate, the model chose two places for the book the task does not speak of; asked
-    which one must hold, it may say neither, and both go."""
+    which one must hold, it may say none of them, and both go."""
     task = "Switch on the bedroom light; Lena is reading the dune book on the bed."
     llm = ScriptedLLM([json.dumps({"scope": "named", "mentions": ["the bedroom light", "Lena", "the dune book",
                                                                   "the bed"], "kinds": []}),
@@ -220,4 +226,59 @@ def test_two_conflicting_conditions_the_task_does_not_ask_for_are_both_dropped(w
     out = goals.choose(llm, world, task)
     assert out.goal == "(and (switched_on bedroom_light))", out.error
     question = llm.prompts[2][-1]["content"]
-    assert "Question: Which one must hold when the task is done?" in question and "\nc) neither of them\n" in question
+    assert "Question: Which of these must hold when the task is done?" in question
+    assert "\nc) none of them\n" in question
+
+
+def test_every_chosen_condition_of_one_invariant_makes_one_question(world: WorldGraph) -> None:
+    """Three places chosen for every cloth (each excludes the others): one question with all three (asked pair by pair,
+    the first pair may hold neither of the two, and the 0.5B model answered "unclear"); the one chosen stays."""
+    basket = "item every cloth is inside laundry basket"
+    places = ["the robot robot holds item every cloth", basket, "item every cloth is on bedroom bed"]
+    llm = ScriptedLLM([json.dumps({"scope": "all", "mentions": [], "kinds": ["cloth"]}),
+                       json.dumps({"clean": "every cloth is clean", "holding": places[0], "inside": places[1],
+                                   "on": places[2]}),
+                       json.dumps({"answer": "b"})])
+    out = goals.choose(llm, world, "Wash all the clothes and put them in the laundry basket.")
+    assert out.goal == ("(and (forall (?x - cloth) (clean ?x)) (forall (?x - cloth) (inside ?x laundry_basket)))"), \
+        out.error
+    assert len(llm.prompts) == 3
+    options = llm.prompts[2][-1]["content"].split("\nOptions:\n")[1].split("\n")[:4]
+    assert options == [f"{i}) {p}" for i, p in zip("abcd", [*places, "none of them"], strict=True)]
+
+
+def test_only_literals_that_can_hold_are_proposed(world: WorldGraph) -> None:
+    """No action makes a phone ring: "the phone is ringing" is proposed only where it rings now (a goal that holds
+    already), "not ringing" always (answering the phone makes it so); over every phone, only "no phone is ringing"."""
+    from kgplan.domains.formula import GroundAtom
+
+    domain = world.domain
+    present = goals.kinds_present(domain, {"phone"})
+    ringing = GroundAtom("phone_ringing", ("sandra_phone",))
+
+    def said(now: set[GroundAtom] | None, scope: str = goals.NAMED) -> set[str]:
+        named = {"sandra_phone": "phone"} if scope == goals.NAMED else {}
+        return {c.pddl for c in goals.literals(domain, named, scope, ["phone"], present, None, now)
+                if c.atom.predicate == "phone_ringing"}
+
+    assert said(set()) == {"(not (phone_ringing sandra_phone))"}
+    assert said({ringing}) == {"(phone_ringing sandra_phone)", "(not (phone_ringing sandra_phone))"}
+    assert said({ringing}, goals.ALL) == {"(forall (?x - phone) (not (phone_ringing ?x)))"}
+    llm = ScriptedLLM([json.dumps({"scope": "named", "mentions": ["Omar's phone"], "kinds": []}),
+                       json.dumps({"phone_ringing": "not: phone omar phone is ringing"})])
+    out = goals.choose(llm, world, "Make sure Omar's phone is not ringing.")
+    assert out.goal == "(and (not (phone_ringing omar_phone)))", out.error
+    assert "- phone omar phone is ringing" not in llm.prompts[1][-1]["content"].split("\n")  # it does not ring now
+
+
+def test_a_false_value_is_shown_as_domain_toml_words_it(tmp_path: Path) -> None:
+    """domain.toml's `negated` words a literal's false value: "the den lamp is off", "every phone is silent" (a small
+    model copies the gloss that says what the task says; "not: the den lamp is on" it read as the lamp on)."""
+    domain = simulation(tmp_path)
+    present = goals.kinds_present(domain, {"light", "phone"})
+    named = goals.literals(domain, {"the_den_lamp": "light"}, goals.NAMED, [], present)
+    assert {c.id: c.pddl for c in named} == {"the den lamp is on": "(light_on the_den_lamp)",
+                                             "the den lamp is off": "(not (light_on the_den_lamp))"}
+    every = goals.literals(domain, {}, goals.ALL, ["phone"], present)
+    assert {c.id: c.pddl for c in every} == {"every phone is ringing": "(forall (?x - phone) (phone_ringing ?x))",
+                                             "every phone is silent": "(forall (?x - phone) (not (phone_ringing ?x)))"}

@@ -9,14 +9,17 @@ from pathlib import Path
 from kgplan.domains.model import BUNDLED, Domain
 
 SIMULATION = """(define (domain simulation) (:requirements :typing :negative-preconditions)
-  (:types room person light window cloth table shelf shelf_level phone kitchenware liquid pen sink - object
-    kitchensink - sink)
+  (:types room person light window cloth table shelf shelf_level phone kitchenware liquid pen sink tv book
+    agent - object kitchensink - sink)
   (:predicates (person_in_room ?a - person ?b - room) (room_has ?a - room ?b - (either light window table shelf))
-    (light_on ?a - light) (window_open ?a - window) (phone_ringing ?a - phone) (cloth_is_clean ?a - cloth)
+    (light_on ?a - light) (tv_on ?a - tv) (faucet_on ?a - sink) (window_open ?a - window) (phone_ringing ?a - phone)
+    (cloth_is_clean ?a - cloth)
     (cloth_is_dry ?a - cloth) (dish_is_clean ?a - kitchenware)
-    (in_person_hand ?a - (either pen cloth phone kitchenware) ?b - person)
-    (placed_at_table ?a - (either cloth phone kitchenware) ?b - table)
-    (placed_at_shelf ?a - (either cloth phone kitchenware) ?b - shelf) (shelf_has_level ?a - shelf ?b - shelf_level)
+    (in_person_hand ?a - (either pen cloth phone kitchenware book) ?b - person)
+    (in_agent_hand ?a - (either pen cloth phone kitchenware book) ?b - agent)
+    (placed_at_table ?a - (either cloth phone kitchenware book) ?b - table)
+    (placed_at_shelf ?a - (either cloth phone kitchenware book) ?b - shelf)
+    (shelf_has_level ?a - shelf ?b - shelf_level)
     (on_shelf_level ?a - (either cloth kitchenware) ?b - shelf_level)
     (placed_at_kitchensink ?a - kitchenware ?b - kitchensink))
   (:action pick :parameters (?a - cloth ?b - person ?t - table ?s - shelf ?l - light ?w - window ?p - phone
@@ -25,10 +28,13 @@ SIMULATION = """(define (domain simulation) (:requirements :typing :negative-pre
                  (window_open ?w) (phone_ringing ?p) (not (cloth_is_clean ?a)) (not (cloth_is_dry ?a))
                  (dish_is_clean ?k)))
   (:action act :parameters (?c - cloth ?s - shelf ?v - shelf_level ?l - light ?w - window ?k - kitchenware
-                            ?n - kitchensink ?p - pen ?h - person)
+                            ?n - kitchensink ?p - pen ?h - person ?t - tv ?r - agent)
     :effect (and (placed_at_shelf ?c ?s) (on_shelf_level ?c ?v) (not (light_on ?l)) (window_open ?w)
                  (cloth_is_clean ?c) (cloth_is_dry ?c) (dish_is_clean ?k) (placed_at_kitchensink ?k ?n)
-                 (in_person_hand ?p ?h) (light_on ?l))))"""
+                 (in_person_hand ?p ?h) (light_on ?l) (tv_on ?t) (faucet_on ?n) (in_agent_hand ?p ?r)))
+  (:action stop :parameters (?w - window ?t - tv ?n - sink ?p - phone ?b - book ?d - table)
+    :effect (and (not (window_open ?w)) (not (tv_on ?t)) (not (faucet_on ?n)) (not (phone_ringing ?p))
+                 (placed_at_table ?b ?d))))"""
 
 
 def simulation(folder: Path) -> Domain:
