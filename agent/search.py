@@ -68,10 +68,10 @@ def _embedding(llm: LLM | None) -> BeliefPrior:
     return embedding_prior(similarity)
 
 
-def _llm_belief(llm: LLM | None) -> BeliefPrior:
+def _llm_belief(llm: LLM | None, logprobs: bool = False) -> BeliefPrior:
     from kgplan.language.mcts import llm_belief  # the LLM client (openai) is imported when first used
 
-    return llm_belief(llm)
+    return llm_belief(llm, logprobs=logprobs)
 
 
 def _llm_prior(given: PriorInput) -> Prior:
@@ -97,6 +97,9 @@ BELIEFS.add(BeliefKind("embedding", "softmax of the MiniLM similarity of item an
 BELIEFS.add(BeliefKind("llm", "LLM-MCTS: the LLM's sampled answers of where each item is (3-shot, places matched "
                        "by MiniLM), counted",
                        _llm_belief, needs_llm=True))
+BELIEFS.add(BeliefKind("llm_logprob", "the LLM's first-token log-probabilities of the places after the same 3-shot "
+                       "prompt (one call per item kind; needs an endpoint that gives them)",
+                       lambda llm: _llm_belief(llm, logprobs=True), needs_llm=True))
 BELIEFS.add(BeliefKind("learned", "place statistics of scene graphs (the JSON file named by KGPLAN_PLACE_COUNTS)",
                        lambda llm: learned_from(os.environ.get("KGPLAN_PLACE_COUNTS"))))
 BELIEFS.add(BeliefKind("lifelong", "where the graph has seen items of each kind, over the MiniLM belief",

@@ -4,6 +4,7 @@ reflections, LLM-MCTS's sampled commonsense belief and its policy, their prompts
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections import Counter, deque
 from collections.abc import Callable, Mapping, Sequence
@@ -168,26 +169,43 @@ def named_places(reply: str) -> list[str]:
 
 
 def llm_belief(llm: LLM, samples: int = 5, temperature: float = 0.6, floor: float = 1e-3,
-               similarity: Callable[[Sequence[str], Sequence[str]], np.ndarray] | None = None) -> bl.BeliefPrior:
+               similarity: Callable[[Sequence[str], Sequence[str]], np.ndarray] | None = None,
+               logprobs: bool = False) -> bl.BeliefPrior:
     """LLM-MCTS's commonsense belief: per item kind (the name without its copy number), `samples` answers sampled
     at `temperature` (top-p 0.9) to a 3-shot prompt (BELIEF_EXAMPLES) among the home's place kinds; each place an
     answer names is mapped to the most similar place kind by sentence-embedding cosine and counted once per answer;
     a kind's count is shared among its places, normalised and floored at `floor`. Asked once per item kind and
-    set of place kinds (copies of an item, and the same item again, ask nothing)."""
-    if similarity is None:
-        from kgplan.language.retrieval import similarity  # the embedding model loads when first used
+    set of place kinds (copies of an item, and the same item again, ask nothing). With `logprobs`, one call per
+    item kind scores the places instead: the probability of the reply's first token, shared among the place kinds
+    whose words begin with it (places with the same first word are not told apart)."""
     cache: dict[tuple[str, tuple[str, ...]], dict[str, float]] = {}
+
+    def sampled(prompt: list[dict], words: list[str], kinds: tuple[str, ...]) -> dict[str, float]:
+        nonlocal similarity
+        if similarity is None:
+            from kgplan.language.retrieval import similarity  # the embedding model loads when first used
+        replies, _ = llm.sample(prompt, samples, temperature, max_tokens=32, stop=("\n",), top_p=0.9)
+        out = dict.fromkeys(kinds, 0.0)
+        for named in filter(None, map(named_places, replies)):
+            for j in set(np.argmax(similarity(named, words), axis=1).tolist()):
+                out[kinds[j]] += 1
+        return out
+
+    def scored(prompt: list[dict], words: list[str], kinds: tuple[str, ...]) -> dict[str, float]:
+        choice, _ = llm.first_token(prompt, max_tokens=1)
+        out = dict.fromkeys(kinds, 0.0)
+        for token, logprob in choice.top.items():
+            t = token.strip().lower()
+            starts = [k for k, w in zip(kinds, words, strict=True) if t and w.lower().startswith(t)]
+            for k in starts:
+                out[k] += math.exp(logprob) / len(starts)
+        return out
 
     def counts(kind: str, kinds: tuple[str, ...]) -> dict[str, float]:
         if (kind, kinds) not in cache:
             words = [k.replace("_", " ") for k in kinds]
-            replies, _ = llm.sample(belief_prompt(kind.replace("_", " "), words), samples, temperature,
-                                    max_tokens=32, stop=("\n",), top_p=0.9)
-            out = dict.fromkeys(kinds, 0.0)
-            for named in filter(None, map(named_places, replies)):
-                for j in set(np.argmax(similarity(named, words), axis=1).tolist()):
-                    out[kinds[j]] += 1
-            cache[kind, kinds] = out
+            cache[kind, kinds] = (scored if logprobs else sampled)(belief_prompt(kind.replace("_", " "), words),
+                                                                    words, kinds)
         return cache[kind, kinds]
 
     def make(items: Mapping[str, str], places: Mapping[str, str]) -> dict[str, bl.Dist]:

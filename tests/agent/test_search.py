@@ -37,8 +37,8 @@ def test_the_methods_and_their_kinds() -> None:
     assert SEARCH_METHODS.names() == ["explore", "uct", "llm_mcts", "llm_mcts_no_policy", "llm_mcts_uniform_belief",
                                       "llm_mcts_full_obs", "is_mcts", "dr_mcts", "puct", "puct_dr", "puct_lifelong",
                                       "puct_llm"]
-    assert all(m.help for m in SEARCH_METHODS) and BELIEFS.names() == ["uniform", "embedding", "llm", "learned",
-                                                                       "lifelong"]
+    assert all(m.help for m in SEARCH_METHODS) and BELIEFS.names() == ["uniform", "embedding", "llm", "llm_logprob",
+                                                                       "learned", "lifelong"]
     assert PRIORS.names() == ["uniform", "belief_mass", "llm", "llm_policy"]
     assert not SEARCH_METHODS["explore"].tree
     assert [m.name for m in SEARCH_METHODS if m.needs_llm] == ["puct_llm"]

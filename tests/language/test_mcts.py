@@ -4,9 +4,11 @@ cache), DR-MCTS over the LLM policy, goals and steps in words."""
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
-from kgplan.language.llm import ScriptedLLM
+from kgplan.language.llm import ScriptedLLM, TokenChoice
 from kgplan.language.mcts import (
     ActionScore,
     ActionScores,
@@ -119,6 +121,21 @@ def test_llm_belief_counts_the_places_of_sampled_3_shot_answers_matched_by_embed
     other = b({"milk": "item"}, {"sink": "surface", "bed": "surface"})["milk"]
     assert other["sink"] > other["bed"]
     assert len(llm.prompts) == 8  # another set of places: asked again
+
+
+def test_llm_belief_by_log_probabilities_shares_a_first_token_among_the_places_it_begins() -> None:
+    """One call per item kind: each of the reply's first-token alternatives gives its probability to the place
+    kinds whose words begin with it, split among them (the two kitchen places share 'kitchen')."""
+    top = {" fridge": math.log(0.5), "kitchen": math.log(0.3), " bed": math.log(0.1), "The": math.log(0.1)}
+    llm = ScriptedLLM([TokenChoice("fridge", top)])
+    places = {"fridge": "container", "kitchen_counter": "surface", "kitchen_table": "surface", "bed": "surface",
+              "bed_2": "surface"}
+    b = llm_belief(llm, logprobs=True, floor=0.0)
+    milk = b({"milk": "item", "milk_2": "item"}, places)
+    assert milk["milk"] == pytest.approx({"fridge": 0.5 / 0.9, "kitchen_counter": 0.15 / 0.9,
+                                          "kitchen_table": 0.15 / 0.9, "bed": 0.05 / 0.9, "bed_2": 0.05 / 0.9})
+    assert milk["milk_2"] == milk["milk"] and len(llm.prompts) == 1
+    assert llm.prompts[0][-1]["content"] == "Places: bed, fridge, kitchen counter, kitchen table.\nItem: milk"
 
 
 def test_goals_and_steps_in_words() -> None:
