@@ -282,21 +282,19 @@ def universal_goal_grounded(goal: Formula, state: State) -> Formula:
             return f.kind == "forall" and universal(f.body)
         return isinstance(f, Atom | Equals)
 
-    if not universal(goal) or not any(isinstance(q, Quantified) for q in formula.subformulas(goal)):
+    if not universal(goal) or not formula.quantifiers(goal):
         return goal
-    def conjuncts(f: Formula) -> list[Formula]:
-        return [c for a in f.args for c in conjuncts(a)] if isinstance(f, And) else [f]
-
-    ground = And(tuple(dict.fromkeys(conjuncts(expand_quantifiers(goal, state)))))
+    ground = expand_quantifiers(goal, state)
     return ground if _literals_only(ground) else goal
 
 
 def _fold(kind: type[And] | type[Or], parts: list[Formula]) -> Formula:
-    """A conjunction or disjunction of `parts` with constant parts folded."""
+    """A conjunction or disjunction of `parts` with constant parts folded, nested ones of its kind merged into it
+    and repeated parts dropped."""
     unit, zero = (TRUE, FALSE) if kind is And else (FALSE, TRUE)
     if zero in parts:
         return zero
-    rest = tuple(p for p in parts if p != unit)
+    rest = tuple(dict.fromkeys(q for p in parts for q in (p.args if isinstance(p, kind) else (p,)) if q != unit))
     return rest[0] if len(rest) == 1 else kind(rest)
 
 
