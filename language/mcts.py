@@ -178,12 +178,11 @@ def llm_belief(llm: LLM, samples: int = 5, temperature: float = 0.6, floor: floa
     set of place kinds (copies of an item, and the same item again, ask nothing). With `logprobs`, one call per
     item kind scores the places instead: the probability of the reply's first token, shared among the place kinds
     whose words begin with it (places with the same first word are not told apart)."""
+    if similarity is None:
+        from kgplan.language.retrieval import similarity  # the embedding model loads when first used
     cache: dict[tuple[str, tuple[str, ...]], dict[str, float]] = {}
 
     def sampled(prompt: list[dict], words: list[str], kinds: tuple[str, ...]) -> dict[str, float]:
-        nonlocal similarity
-        if similarity is None:
-            from kgplan.language.retrieval import similarity  # the embedding model loads when first used
         replies, _ = llm.sample(prompt, samples, temperature, max_tokens=32, stop=("\n",), top_p=0.9)
         out = dict.fromkeys(kinds, 0.0)
         for named in filter(None, map(named_places, replies)):
