@@ -38,7 +38,7 @@ def wilson(successes: int, n: int) -> tuple[float, float]:
     """The 95% Wilson score interval of a success rate (scipy's; (0, 1) for no trials)."""
     if n == 0:
         return 0.0, 1.0
-    from scipy.stats import binomtest  # scipy comes with unified-planning (ConfigSpace)
+    from scipy.stats import binomtest
 
     ci = binomtest(successes, n).proportion_ci(method="wilson")
     return float(ci.low), float(ci.high)
