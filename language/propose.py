@@ -55,6 +55,7 @@ TIE = 0.9  # entities of the best one's type fitting a word at least this share 
 MAX_OPTIONS = 8  # of those, the best, for the model to choose from (or to say the sentence does not tell)
 OWNED_FIRST = 0.7  # an owned entity is taken when it fits at least this share of the best fit
 MAX_MENTIONS = 8
+ARTICLES = {("the",), ("a",), ("an",)}  # a phrase naming an entity by its whole name may start with one
 NONE = "none"  # a predicate none of whose candidates happened
 EVERY = "*every"  # the option "every <type>" of a goal's question which thing a word names
 Mentions = enum_model("Mentions", mentions=(
@@ -271,8 +272,12 @@ def ground(llm: LLM, graph: WorldGraph, first: Messages, text: str, mentions: li
     index = entity_index(graph)
     names = index.names
     named = {m: a for m, a in answers.items() if m in mentions and a in index.texts}
-    for m in [m for m in mentions if m not in named]:  # one phrase copied for two things: each by its whole name
-        if parts := spelled_out(m, names):
+    whole = {tuple(tokens(n)): n for n in names}
+    for m in [m for m in mentions if m not in named]:
+        said = tuple(w for w in tokens(m) if w != "s")  # a possessive's "s"
+        if e := whole.get(said) or whole.get(said[1:] if said[:1] in ARTICLES else ()):  # "the glass": glass
+            named[m] = e
+        elif parts := spelled_out(m, names):  # one phrase copied for two things: each by its whole name
             mentions = [x for x in mentions if x != m]
             named |= {words(e): e for e in parts}
     asked = [m for m in mentions if m not in named]

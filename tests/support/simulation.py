@@ -10,14 +10,14 @@ from kgplan.domains.model import BUNDLED, Domain
 
 SIMULATION = """(define (domain simulation) (:requirements :typing :negative-preconditions)
   (:types room person light window cloth table shelf shelf_level phone kitchenware liquid pen sink tv book
-    agent - object kitchensink - sink)
-  (:predicates (person_in_room ?a - person ?b - room) (room_has ?a - room ?b - (either light window table shelf))
+    remote agent - object kitchensink - sink)
+  (:predicates (person_in_room ?a - person ?b - room) (room_has ?a - room ?b - (either light window table shelf tv))
     (light_on ?a - light) (tv_on ?a - tv) (faucet_on ?a - sink) (window_open ?a - window) (phone_ringing ?a - phone)
     (cloth_is_clean ?a - cloth)
     (cloth_is_dry ?a - cloth) (dish_is_clean ?a - kitchenware)
-    (in_person_hand ?a - (either pen cloth phone kitchenware book) ?b - person)
+    (in_person_hand ?a - (either pen cloth phone kitchenware book remote) ?b - person)
     (in_agent_hand ?a - (either pen cloth phone kitchenware book) ?b - agent)
-    (placed_at_table ?a - (either cloth phone kitchenware book) ?b - table)
+    (placed_at_table ?a - (either cloth phone kitchenware book remote) ?b - table)
     (placed_at_shelf ?a - (either cloth phone kitchenware book) ?b - shelf)
     (shelf_has_level ?a - shelf ?b - shelf_level)
     (on_shelf_level ?a - (either cloth kitchenware) ?b - shelf_level)
