@@ -5,7 +5,8 @@ A state change in English becomes a verified delta in four stages, each accounte
 
 1. `mentions`: the model copies the words of the sentence that name people, rooms and things (a list of
    short strings; worked examples first);
-2. `ground`: MiniLM embeddings match each to an entity. The entities a matched entity owns through a
+2. `ground`: a word that is an entity's whole name (an article and a possessive's "s" aside) names it; MiniLM
+   embeddings match the others to an entity. The entities a matched entity owns through a
    static fact (a room's fixtures; not a shelf level that every shelf has) are tried first for the other
    words where they are of the kind the word best fits ("the sink": the kitchen's; "the book": not the
    living room's bookshelf). Of the entities of the best one's type, those whose whole name the sentence spells

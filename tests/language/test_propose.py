@@ -228,3 +228,26 @@ def test_a_named_rooms_fixture_is_preferred_only_of_the_kind_the_word_fits(world
     out = propose.tell(llm, world, text)
     assert out.change is not None, out.error
     assert F("(held_by dune_book lena)") in out.change.delta.add
+
+
+GLASS = """(define (problem glass) (:domain simulation)
+  (:objects helen - person the_kitchen michael_bedroom - room glass - kitchenware the_glass_castle_book - book
+            the_kitchen_table - table)
+  (:init (person_in_room helen michael_bedroom) (room_has the_kitchen the_kitchen_table)
+         (placed_at_table glass the_kitchen_table) (placed_at_table the_glass_castle_book the_kitchen_table)))"""
+
+
+def test_a_phrase_that_is_an_entitys_whole_name_names_it(tmp_path: Path) -> None:
+    """"the glass" is the entity glass, an article aside: by meaning alone, "the glass castle book" fits it better."""
+    from kgplan.domains.model import Problem
+    from kgplan.graph.backends import open_graph
+
+    g = open_graph(f"sqlite:{tmp_path / 'g.db'}")
+    g.init(simulation(tmp_path))
+    g.load_problem(Problem.parse(GLASS, "glass"))
+    text = "Helen went to the kitchen and picked up the glass."
+    llm = ScriptedLLM([json.dumps({"mentions": ["Helen", "the kitchen", "the glass"]}),
+                       lambda m: json.dumps(chosen(m, in_person_hand="now: helen holds glass"))])
+    out = propose.tell(llm, g, text)
+    assert out.change is not None and F("(in_person_hand glass helen)") in out.change.delta.add, out.error
+    assert not any("castle" in line for line in llm.prompts[1][-1]["content"].split("\n"))
