@@ -80,8 +80,18 @@ def words(name: str) -> str:
 
 def tokens(text: str) -> list[str]:
     """The lower-case letter and digit runs of a text or an entity's name (a name's words, where a sentence says
-    them: "Amy's bedroom" spells out amy_bedroom)."""
-    return re.findall(r"[a-z0-9]+", text.lower())
+    them: "Amy's bedroom" spells out amy_bedroom), a number's ordinal ending dropped ("the 6th level":
+    shelf_level_6)."""
+    return [re.sub(r"^(\d+)(?:st|nd|rd|th)$", r"\1", t) for t in re.findall(r"[a-z0-9]+", text.lower())]
+
+
+def fixtures_said(text: str, named: Collection[str], owns: dict[str, set[str]]) -> dict[str, str]:
+    """The things a named entity owns (a named room's fixtures) whose names' other words the sentence says ("placed
+    the robe in the dryer" in the laundry room: the_laundry_room_dryer), as words -> entity: a small model often
+    copies only the person, the room and the thing moved."""
+    said = set(tokens(text))
+    return {words(e): e for owner in named for e in sorted(owns.get(owner, ())) if e not in named
+            and (rest := set(tokens(e)) - set(tokens(owner)) - {"the"}) and rest <= said}
 
 
 def spelled_out(mention: str, names: Iterable[str]) -> list[str]:
@@ -369,9 +379,10 @@ def tell(llm: LLM, graph: WorldGraph, text: str, *, answers: dict[str, str] | No
     try:
         shown = [(e.text, e.mentions, e.lines, e.answer) for e in shots]
         first = propose_messages(shown, text)
-        named = _named(llm, graph, text, "mentions", first, Mentions, answers, out).entities
+        found = _named(llm, graph, text, "mentions", first, Mentions, answers, out)
         if out.clarification:
             return out
+        named = found.entities | fixtures_said(text, set(found.entities.values()), found.owns)
         with _Stage(out, "candidates"):
             scope = set(named.values())
             entities = {e.name: e.type for e in graph.entities(scope)}

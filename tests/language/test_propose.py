@@ -251,3 +251,53 @@ def test_a_phrase_that_is_an_entitys_whole_name_names_it(tmp_path: Path) -> None
     out = propose.tell(llm, g, text)
     assert out.change is not None and F("(in_person_hand glass helen)") in out.change.delta.add, out.error
     assert not any("castle" in line for line in llm.prompts[1][-1]["content"].split("\n"))
+
+
+LEVELS = """(define (problem levels) (:domain simulation)
+  (:objects gregory mary - person robert_bedroom the_kitchen - room brian_cardigan - cloth
+            robert_bedroom_shelf - shelf robert_bedroom_table - table
+            shelf_level_1 shelf_level_2 shelf_level_3 shelf_level_4 shelf_level_5 shelf_level_6 - shelf_level)
+  (:init (person_in_room gregory the_kitchen) (person_in_room mary the_kitchen) (in_person_hand brian_cardigan gregory)
+         (room_has robert_bedroom robert_bedroom_shelf) (room_has robert_bedroom robert_bedroom_table)
+         (shelf_has_level robert_bedroom_shelf shelf_level_1) (shelf_has_level robert_bedroom_shelf shelf_level_2)
+         (shelf_has_level robert_bedroom_shelf shelf_level_3) (shelf_has_level robert_bedroom_shelf shelf_level_4)
+         (shelf_has_level robert_bedroom_shelf shelf_level_5) (shelf_has_level robert_bedroom_shelf shelf_level_6)))"""
+
+
+@pytest.fixture
+def levels(tmp_path: Path) -> WorldGraph:
+    from kgplan.domains.model import Problem
+    from kgplan.graph.backends import open_graph
+
+    g = open_graph(f"sqlite:{tmp_path / 'g.db'}")
+    g.init(simulation(tmp_path))
+    g.load_problem(Problem.parse(LEVELS, "levels"))
+    return g
+
+
+def test_a_named_rooms_fixture_the_sentence_names_is_proposed_though_not_copied(levels: WorldGraph) -> None:
+    """The model copied the person, the room and the thing moved, not "the table": the room's table, whose other
+    words the sentence says, is proposed as well (and not the room's shelf, which it does not say)."""
+    text = "Gregory went to Robert's bedroom and placed Brian's cardigan on the table."
+    llm = ScriptedLLM([json.dumps({"mentions": ["Gregory", "Robert's bedroom", "Brian's cardigan"]}),
+                       lambda m: json.dumps(chosen(m, person_in_room="now: gregory is in robert bedroom",
+                                                   placed_at_table="now: brian cardigan is on robert bedroom table"))])
+    out = propose.tell(llm, levels, text)
+    assert out.change is not None, out.error
+    assert F("(placed_at_table brian_cardigan robert_bedroom_table)") in out.change.delta.add
+    assert not any("shelf" in line for line in llm.prompts[1][-1]["content"].split("\n"))
+
+
+def test_a_level_named_by_its_ordinal_is_grounded_without_a_question(levels: WorldGraph) -> None:
+    """"the 6th level of the shelf" fits the six levels about as well by meaning; the sentence says 6 (an ordinal's
+    ending aside), so the level is shelf_level_6 with no question, and the shelf is the named room's."""
+    text = "Gregory went to Robert's bedroom and placed Brian's cardigan on the 6th level of the shelf."
+    llm = ScriptedLLM([json.dumps({"mentions": ["Gregory", "Robert's bedroom", "Brian's cardigan",
+                                                "the 6th level of the shelf"]}),
+                       lambda m: json.dumps(chosen(m, on_shelf_level="now: brian cardigan is on shelf level 6",
+                                                   placed_at_shelf="now: brian cardigan is on robert bedroom shelf"))])
+    out = propose.tell(llm, levels, text)
+    assert out.clarification is None and out.change is not None, out.error
+    assert len(llm.prompts) == 2
+    assert {F("(on_shelf_level brian_cardigan shelf_level_6)"),
+            F("(placed_at_shelf brian_cardigan robert_bedroom_shelf)")} <= set(out.change.delta.add)
