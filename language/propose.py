@@ -15,9 +15,14 @@ A state change in English becomes a verified delta in four stages, each accounte
    outcome is a `Clarification` with those entities, not a guess;
 3. `candidates`: the single-fact changes the domain admits for the named entities: every type-correct atom of
    a changing predicate over them that is false now (it may become true), and every true one that no
-   exactly-one invariant replaces (it may stop being true); shown as glosses ("now: wren holds ivo scarf");
+   exactly-one invariant replaces (it may stop being true); shown as glosses ("now: wren holds ivo scarf").
+   The things the named ones own, or whose names hold a named one's whole name, count as named where the sentence
+   says the other words of their names (`said_with`: "the dryer" in the named laundry room, "the remote for
+   Michael's bedroom TV"; a small model often copies only the person, the room and one thing);
 4. `choose`: the model picks, for each predicate with candidates, one as shown or "none" (enums in the schema;
-   not letters, whose answer for a predicate the 0.5B copied from the worked examples). The
+   not letters, whose answer for a predicate the 0.5B copied from the worked examples). It is asked twice, the
+   second time with the candidates in reverse order, and only what it picks both times is taken (the 0.5B's
+   choice of a side effect, "no longer clean" for "picked up", changes with the order). The
    old place or value of what it makes true is removed by the domain's exactly-one invariants, never by the
    model; two chosen facts that the invariants exclude are a targeted question to the model, then (if the
    sentence does not tell) a `Clarification` between them. Each fact of the delta records how it was chosen
@@ -85,13 +90,20 @@ def tokens(text: str) -> list[str]:
     return [re.sub(r"^(\d+)(?:st|nd|rd|th)$", r"\1", t) for t in re.findall(r"[a-z0-9]+", text.lower())]
 
 
-def fixtures_said(text: str, named: Collection[str], owns: dict[str, set[str]]) -> dict[str, str]:
-    """The things a named entity owns (a named room's fixtures) whose names' other words the sentence says ("placed
-    the robe in the dryer" in the laundry room: the_laundry_room_dryer), as words -> entity: a small model often
-    copies only the person, the room and the thing moved."""
+def said_with(text: str, named: Collection[str], names: Iterable[str], owns: dict[str, set[str]]) -> dict[str, str]:
+    """The entities a named one owns (a named room's fixtures), or whose names hold a named one's whole name (the
+    remote of michael_bedroom_tv), where the sentence says the other words of their names ("placed the robe in the
+    dryer" in the laundry room: the_laundry_room_dryer; "the remote for Michael's bedroom TV"), as words -> entity: a
+    small model often copies only the person, the room and one thing."""
     said = set(tokens(text))
-    return {words(e): e for owner in named for e in sorted(owns.get(owner, ())) if e not in named
-            and (rest := set(tokens(e)) - set(tokens(owner)) - {"the"}) and rest <= said}
+    of = {e: set(tokens(e)) for e in names}
+    out = {}
+    for owner in named:
+        mine = set(tokens(owner))
+        for e in sorted({e for e, ws in of.items() if mine < ws} | owns.get(owner, set())):
+            if e not in named and (rest := of.get(e, set(tokens(e))) - mine - {"the"}) and rest <= said:
+                out[words(e)] = e
+    return out
 
 
 def spelled_out(mention: str, names: Iterable[str]) -> list[str]:
@@ -382,7 +394,8 @@ def tell(llm: LLM, graph: WorldGraph, text: str, *, answers: dict[str, str] | No
         found = _named(llm, graph, text, "mentions", first, Mentions, answers, out)
         if out.clarification:
             return out
-        named = found.entities | fixtures_said(text, set(found.entities.values()), found.owns)
+        named = found.entities | said_with(text, set(found.entities.values()), [e.name for e in graph.entities()],
+                                           found.owns)
         with _Stage(out, "candidates"):
             scope = set(named.values())
             entities = {e.name: e.type for e in graph.entities(scope)}
@@ -394,14 +407,17 @@ def tell(llm: LLM, graph: WorldGraph, text: str, *, answers: dict[str, str] | No
             return out
         with _Stage(out, "choose"):
             schema = choice_schema(cands)
-            lines = candidate_lines(c.id for c in cands)
-            chosen_reply, record = llm.complete(propose_messages(shown, text, lines), schema)
-            out.calls.append(record)
+            replies = []
+            for order in [cands, cands[::-1]][:len(cands)]:  # the second time in reverse order (one: the same)
+                reply, record = llm.complete(propose_messages(shown, text, candidate_lines(c.id for c in order)),
+                                             schema)
+                out.calls.append(record)
+                replies.append(reply.model_dump())
     except LLMError as e:
         out.error, out.failed = str(e), e
         return out
     by_id = {c.id: c for c in cands}
-    chosen = [by_id[i] for i in chosen_reply.model_dump().values() if i != NONE]
+    chosen = [by_id[i] for p, i in replies[0].items() if i != NONE and all(r[p] == i for r in replies)]
     return _apply(llm, graph, first, out, chosen, len(cands), named, answers, record.model, dry_run, lock)
 
 

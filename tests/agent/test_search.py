@@ -210,7 +210,8 @@ def test_a_tell_during_a_search_is_applied_while_the_search_goes_on(tmp_path: Pa
             a.search("(in milk fridge)", method="llm_mcts", simulations=10)))
         search.start()
         assert searching.wait(120)
-        llm.replies.extendleft([lambda m: json.dumps(choose_in(m)), json.dumps({"mentions": ["milk", "counter"]})])
+        choice = [lambda m: json.dumps(choose_in(m))] * 2  # asked twice
+        llm.replies.extendleft([*choice, json.dumps({"mentions": ["milk", "counter"]})])
         out = a.tell("The milk is on the counter.")
         told.set()
         search.join()

@@ -270,7 +270,7 @@ def test_tell_asks_instead_of_guessing_and_the_answer_completes_it(client: TestC
     assert asked == {"status": "needs_clarification", "question": "Which one does 'the mug' mean: red mug, blue mug?",
                      "word": "the mug", "answers": {}, "options": [{"value": "red_mug", "label": "red mug"},
                                                                    {"value": "blue_mug", "label": "blue mug"}]}
-    script(agent, mentions("Sandra", "the mug"), lambda m: pick(m, held_by=HELD))
+    script(agent, mentions("Sandra", "the mug"), *[lambda m: pick(m, held_by=HELD)] * 2)
     r = client.post("/api/tell", json={"text": text, "answers": {**asked["answers"], asked["word"]: "blue_mug"}})
     assert r.status_code == 200 and r.json()["status"] == "applied", r.text
     change = r.json()["change"]

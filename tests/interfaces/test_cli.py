@@ -387,7 +387,8 @@ def test_tell_asks_which_one_and_an_answer_completes_it(store: Path, server: Fak
     unclear = [ok({"mentions": ["Sandra", "the mug"]}), ok({"answer": "unclear"})]
 
     def held(mug: str) -> list[Script]:  # told again with the answer: the change is chosen
-        return [ok({"mentions": ["Sandra", "the mug"]}), chooses(held_by=f"now: item {mug} is held by person sandra")]
+        choice = chooses(held_by=f"now: item {mug} is held by person sandra")
+        return [ok({"mentions": ["Sandra", "the mug"]}), choice, choice]  # the choice asked twice
 
     before = graph_state(store)
     server.script += unclear

@@ -154,7 +154,7 @@ def test_mcp_tell_returns_a_question_and_takes_the_answer_in_a_follow_up_call(st
     (not an error, nothing changed); the same call with the answer added applies the change."""
     mentions = ok({"mentions": ["Sandra", "the mug"]})
     server.script += [mentions, ok({"answer": "unclear"}), mentions,
-                      chooses(held_by="now: item red mug is held by person sandra")]
+                      *[chooses(held_by="now: item red mug is held by person sandra")] * 2]
     params = mcp(store, KGPLAN_LLM_BASE_URL=server.url, KGPLAN_LLM_MODEL="fake", OPENAI_API_KEY="sk-test")
     text = "Sandra picked up the mug"
 

@@ -141,7 +141,7 @@ def test_page_inspect_correct_undo_tell_plan(agent: Agent, live_server: str,
         # a sentence that does not tell which mug: the options as buttons, a click completes the change
         agent._llm = ScriptedLLM([mentions("Sandra", "the mug"), json.dumps({"answer": "unclear"}),
                                   mentions("Sandra", "the mug"),
-                                  lambda m: pick(m, held_by="now: item blue mug is held by person sandra")])
+                                  *[lambda m: pick(m, held_by="now: item blue mug is held by person sandra")] * 2])
         page.fill("#ask", "Sandra picked up the mug")
         page.click("#tell-btn")
         page.wait_for_selector("#options button")

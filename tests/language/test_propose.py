@@ -38,12 +38,12 @@ def schema_of(request: dict) -> dict:
 
 
 def test_mentions_then_typed_candidates_then_the_choice_applied(server: FakeServer, world: WorldGraph) -> None:
-    server.script = [ok({"mentions": ["Omar", "the living room", "the light"]}),
-                     ok({"person_at": "now: person omar is in room living room",
-                         "switched_on": "no longer: living room light is switched on"})]
+    reply = {"person_at": "now: person omar is in room living room",
+             "switched_on": "no longer: living room light is switched on"}
+    server.script = [ok({"mentions": ["Omar", "the living room", "the light"]}), ok(reply), ok(reply)]
     out = propose.tell(server.client(), world, MOVE)
     assert out.error is None and out.clarification is None and out.change is not None
-    mentions, choose = server.requests
+    mentions, choose, again = server.requests
     # 1: the words naming people, rooms and things: short strings, the worked example before the sentence
     items = schema_of(mentions)["properties"]["mentions"]
     assert items["items"] == {"type": "string", "minLength": 1, "maxLength": 48} and items["maxItems"] == 8
@@ -56,6 +56,10 @@ def test_mentions_then_typed_candidates_then_the_choice_applied(server: FakeServ
     assert choose["messages"][-1]["content"] == (
         f"Sentence: {MOVE}\nCandidates:\n- now: person omar is in room living room\n"
         "- no longer: living room light is switched on")  # not the room's window or tv: not named
+    # asked again with the candidates in reverse order (what the model chose both times is taken)
+    assert again["messages"][-1]["content"] == (
+        f"Sentence: {MOVE}\nCandidates:\n- no longer: living room light is switched on\n"
+        "- now: person omar is in room living room")
     # one choice per predicate, among its own (type-correct) candidates as shown, or none: no letter an example's
     # answer for the same predicate has (the 0.5B copied those)
     assert {p: v["enum"] for p, v in schema_of(choose)["properties"].items()} == {
@@ -76,7 +80,8 @@ def test_mentions_then_typed_candidates_then_the_choice_applied(server: FakeServ
     assert delta.how["(person_at omar living_room)"] == "chosen by fake-model among 2 candidates"
     assert delta.how["(person_at omar kitchen)"].startswith("removed by the invariant: exactly one of person_at")
     assert set(out.stages) == {"mentions", "ground", "candidates", "choose", "apply"}
-    assert out.stages["mentions"]["prompt_tokens"] == 10 and out.stages["choose"]["completion_tokens"] == 5
+    assert out.stages["mentions"]["prompt_tokens"] == 10
+    assert out.stages["choose"]["completion_tokens"] == 10  # both asks
 
 
 def propose_prefix(world: WorldGraph) -> list[dict]:
@@ -113,7 +118,8 @@ def test_a_word_that_several_entities_fit_is_a_clarification_then_answered(world
     assert "red mug" in which and "blue mug" in which and llm.prompts[1][:-1] == propose_prefix(world)
     before = world.facts()
     assert world.facts() == before
-    llm = ScriptedLLM([json.dumps({"mentions": ["Sandra", "the mug"]}), json.dumps({"clean": "now: red mug is clean"})])
+    llm = ScriptedLLM([json.dumps({"mentions": ["Sandra", "the mug"]}),
+                       *[json.dumps({"clean": "now: red mug is clean"})] * 2])
     out = propose.tell(llm, world, text, answers={"the mug": "red_mug"})
     assert out.clarification is None and out.change is not None, out.error
     assert "- now: red mug is clean" in llm.prompts[1][-1]["content"].split("\n")
@@ -126,10 +132,10 @@ def test_a_name_the_sentence_spells_out_is_grounded_without_a_question(world: Wo
     names the red mug and the bathroom sink in full, so no question is asked and no clarification returned."""
     text = "Sandra put the red mug in the bathroom sink."
     llm = ScriptedLLM([json.dumps({"mentions": ["Sandra", "the mug", "the sink"]}),
-                       lambda m: json.dumps(chosen(m, inside="now: item red mug is inside bathroom sink"))])
+                       *[lambda m: json.dumps(chosen(m, inside="now: item red mug is inside bathroom sink"))] * 2])
     out = propose.tell(llm, world, text)
     assert out.clarification is None and out.change is not None, out.error
-    assert len(llm.prompts) == 2  # the words, then the choice: no "which one" question
+    assert len(llm.prompts) == 3  # the words, then the choice (twice): no "which one" question
     assert F("(inside red_mug bathroom_sink)") in out.change.delta.add
     assert F("(on red_mug living_room_table)") in out.change.delta.remove
 
@@ -138,7 +144,7 @@ def test_two_chosen_places_for_one_thing_are_a_question_between_them(world: Worl
     """First to the model (a targeted question), then, where the sentence does not tell, to the user."""
     text = "Lena took the dune book to the bed."
     replies = [json.dumps({"mentions": ["Lena", "the dune book", "the bed"]}),
-               lambda m: json.dumps(both(m))]
+               lambda m: json.dumps(both(m)), lambda m: json.dumps(both(m))]
     llm = ScriptedLLM([*replies, json.dumps({"answer": "unclear"})])
     out = propose.tell(llm, world, text)
     assert out.change is None and out.clarification is not None
@@ -185,7 +191,8 @@ def test_the_agent_tells_by_proposing_and_a_clarification_is_answered(world: Wor
     assert out.clarification and out.clarification.word == "the mug" and out.change is None
     out = agent.tell(text, propose=True, answers={"the mug": "blue_mug"})
     assert out.clarification and out.clarification.word == "the sink"  # two sinks, and no room named
-    llm.replies.extend([mentions, lambda m: json.dumps(chosen(m, inside="now: item blue mug is inside kitchen sink"))])
+    sink = "now: item blue mug is inside kitchen sink"
+    llm.replies.extend([mentions, *[lambda m: json.dumps(chosen(m, inside=sink))] * 2])
     out = agent.tell(text, propose=True, answers={"the mug": "blue_mug", "the sink": "kitchen_sink"})
     assert out.change is not None and F("(inside blue_mug kitchen_sink)") in out.change.delta.add
     assert F("(inside blue_mug kitchen_cabinet)") in out.change.delta.remove  # by the invariant
@@ -212,9 +219,9 @@ def test_a_phrase_spelling_out_two_names_names_both(world: WorldGraph) -> None:
     handing is proposed; matched by meaning, the phrase named only one of them."""
     text = "Lena handed Sandra the dune book."
     llm = ScriptedLLM([json.dumps({"mentions": ["Lena", "Sandra the dune book"]}),
-                       lambda m: json.dumps(chosen(m, held_by="now: item dune book is held by person sandra"))])
+                       *[lambda m: json.dumps(chosen(m, held_by="now: item dune book is held by person sandra"))] * 2])
     out = propose.tell(llm, world, text)
-    assert out.change is not None and len(llm.prompts) == 2, out.error
+    assert out.change is not None and len(llm.prompts) == 3, out.error
     assert F("(held_by dune_book sandra)") in out.change.delta.add
     assert F("(on dune_book bookshelf)") in out.change.delta.remove
 
@@ -224,7 +231,7 @@ def test_a_named_rooms_fixture_is_preferred_only_of_the_kind_the_word_fits(world
     first among things of the kind the word best fits (which table, which sink), not over a thing of another kind."""
     text = "Lena went to the living room and picked up the book."
     llm = ScriptedLLM([json.dumps({"mentions": ["Lena", "the living room", "the book"]}),
-                       lambda m: json.dumps(chosen(m, held_by="now: item dune book is held by person lena"))])
+                       *[lambda m: json.dumps(chosen(m, held_by="now: item dune book is held by person lena"))] * 2])
     out = propose.tell(llm, world, text)
     assert out.change is not None, out.error
     assert F("(held_by dune_book lena)") in out.change.delta.add
@@ -247,7 +254,7 @@ def test_a_phrase_that_is_an_entitys_whole_name_names_it(tmp_path: Path) -> None
     g.load_problem(Problem.parse(GLASS, "glass"))
     text = "Helen went to the kitchen and picked up the glass."
     llm = ScriptedLLM([json.dumps({"mentions": ["Helen", "the kitchen", "the glass"]}),
-                       lambda m: json.dumps(chosen(m, in_person_hand="now: helen holds glass"))])
+                       *[lambda m: json.dumps(chosen(m, in_person_hand="now: helen holds glass"))] * 2])
     out = propose.tell(llm, g, text)
     assert out.change is not None and F("(in_person_hand glass helen)") in out.change.delta.add, out.error
     assert not any("castle" in line for line in llm.prompts[1][-1]["content"].split("\n"))
@@ -275,17 +282,23 @@ def levels(tmp_path: Path) -> WorldGraph:
     return g
 
 
+TABLE = "now: brian cardigan is on robert bedroom table"
+
+
 def test_a_named_rooms_fixture_the_sentence_names_is_proposed_though_not_copied(levels: WorldGraph) -> None:
     """The model copied the person, the room and the thing moved, not "the table": the room's table, whose other
     words the sentence says, is proposed as well (and not the room's shelf, which it does not say)."""
     text = "Gregory went to Robert's bedroom and placed Brian's cardigan on the table."
     llm = ScriptedLLM([json.dumps({"mentions": ["Gregory", "Robert's bedroom", "Brian's cardigan"]}),
-                       lambda m: json.dumps(chosen(m, person_in_room="now: gregory is in robert bedroom",
-                                                   placed_at_table="now: brian cardigan is on robert bedroom table"))])
+                       *[lambda m: json.dumps(chosen(m, person_in_room="now: gregory is in robert bedroom",
+                                                     placed_at_table=TABLE))] * 2])
     out = propose.tell(llm, levels, text)
     assert out.change is not None, out.error
     assert F("(placed_at_table brian_cardigan robert_bedroom_table)") in out.change.delta.add
     assert not any("shelf" in line for line in llm.prompts[1][-1]["content"].split("\n"))
+
+
+SHELF = "now: brian cardigan is on robert bedroom shelf"
 
 
 def test_a_level_named_by_its_ordinal_is_grounded_without_a_question(levels: WorldGraph) -> None:
@@ -294,10 +307,51 @@ def test_a_level_named_by_its_ordinal_is_grounded_without_a_question(levels: Wor
     text = "Gregory went to Robert's bedroom and placed Brian's cardigan on the 6th level of the shelf."
     llm = ScriptedLLM([json.dumps({"mentions": ["Gregory", "Robert's bedroom", "Brian's cardigan",
                                                 "the 6th level of the shelf"]}),
-                       lambda m: json.dumps(chosen(m, on_shelf_level="now: brian cardigan is on shelf level 6",
-                                                   placed_at_shelf="now: brian cardigan is on robert bedroom shelf"))])
+                       *[lambda m: json.dumps(chosen(m, on_shelf_level="now: brian cardigan is on shelf level 6",
+                                                     placed_at_shelf=SHELF))] * 2])
     out = propose.tell(llm, levels, text)
     assert out.clarification is None and out.change is not None, out.error
-    assert len(llm.prompts) == 2
+    assert len(llm.prompts) == 3  # the words, the choice twice: no question
     assert {F("(on_shelf_level brian_cardigan shelf_level_6)"),
             F("(placed_at_shelf brian_cardigan robert_bedroom_shelf)")} <= set(out.change.delta.add)
+
+
+def test_a_choice_the_model_makes_in_one_order_only_is_dropped(world: WorldGraph) -> None:
+    """Asked again with the candidates in reverse order, the model keeps the move but not the light: only what it
+    chose both times is applied."""
+    llm = ScriptedLLM([json.dumps({"mentions": ["Omar", "the living room", "the light"]}),
+                       json.dumps({"person_at": "now: person omar is in room living room",
+                                   "switched_on": "no longer: living room light is switched on"}),
+                       json.dumps({"person_at": "now: person omar is in room living room", "switched_on": "none"})])
+    out = propose.tell(llm, world, MOVE)
+    assert out.change is not None, out.error
+    assert llm.prompts[2][-1]["content"].split("\n")[2:] == llm.prompts[1][-1]["content"].split("\n")[:1:-1]
+    assert set(out.change.delta.add) == {F("(person_at omar living_room)")}
+    assert F("(switched_on living_room_light)") not in out.change.delta.remove
+
+
+REMOTE = """(define (problem remote) (:domain simulation)
+  (:objects matthew - person gary_bedroom michael_bedroom - room gary_bedroom_table - table
+            michael_bedroom_tv - tv michael_bedroom_tv_remote - remote)
+  (:init (person_in_room matthew michael_bedroom) (room_has gary_bedroom gary_bedroom_table)
+         (room_has michael_bedroom michael_bedroom_tv) (tv_on michael_bedroom_tv)
+         (placed_at_table michael_bedroom_tv_remote gary_bedroom_table)))"""
+
+
+def test_a_thing_whose_name_holds_a_named_ones_is_proposed_where_the_sentence_says_its_other_words(
+        tmp_path: Path) -> None:
+    """The model copied "Michael's bedroom TV" for "the remote for Michael's bedroom TV": the remote, whose name is
+    the TV's and a word the sentence says, is proposed too."""
+    from kgplan.domains.model import Problem
+    from kgplan.graph.backends import open_graph
+
+    g = open_graph(f"sqlite:{tmp_path / 'g.db'}")
+    g.init(simulation(tmp_path))
+    g.load_problem(Problem.parse(REMOTE, "remote"))
+    text = "Matthew went to Gary's bedroom and picked up the remote for Michael's bedroom TV."
+    held = "now: matthew holds michael bedroom tv remote"
+    llm = ScriptedLLM([json.dumps({"mentions": ["Matthew", "Gary's bedroom", "Michael's bedroom TV"]}),
+                       *[lambda m: json.dumps(chosen(m, in_person_hand=held))] * 2])
+    out = propose.tell(llm, g, text)
+    assert out.change is not None, out.error
+    assert F("(in_person_hand michael_bedroom_tv_remote matthew)") in out.change.delta.add

@@ -138,7 +138,7 @@ def test_chat_mixes_changes_and_tasks(tmp_path: Path, monkeypatch: pytest.Monkey
     from tests.support.fake_llm import mentions, pick
 
     llm = ScriptedLLM([json.dumps({"kind": "state_change"}), mentions("Omar", "the apple", "the kitchen table"),
-                       lambda m: pick(m, on="now: item apple is on kitchen table"),  # tell proposes, then chooses
+                       *[lambda m: pick(m, on="now: item apple is on kitchen table")] * 2,  # proposes, chooses twice
                        json.dumps({"kind": "task"}), json.dumps({"entities": ["apple"]}),
                        json.dumps({"goal": "(holding robot apple)"})])
     monkeypatch.setattr(cli, "_llm", lambda: llm)
@@ -150,7 +150,7 @@ def test_chat_mixes_changes_and_tasks(tmp_path: Path, monkeypatch: pytest.Monkey
     assert res.exit_code == 0, res.output
     assert "+ (on apple kitchen_table)" in res.output and "goal: (holding robot apple)" in res.output
     assert "2. (pick_up robot apple kitchen_table kitchen)" in res.output and "Executed 2 of 2 steps" in res.output
-    assert "Could you bring me the apple?" in llm.prompts[3][-1]["content"]
+    assert "Could you bring me the apple?" in llm.prompts[4][-1]["content"]
 
 
 def test_a_sentence_can_remove_an_entity(world: WorldGraph) -> None:
