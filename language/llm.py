@@ -20,12 +20,14 @@ from abc import ABC, abstractmethod
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
-import openai
 from pydantic import BaseModel, ValidationError, create_model
 
 from kgplan.errors import InputError, LLMError
+
+if TYPE_CHECKING:  # imported by the client that uses it: importing it takes most of a CLI command's start
+    import openai
 
 M = TypeVar("M", bound=BaseModel)
 Mode = Literal["json_schema", "json_object", "text"]
@@ -254,6 +256,8 @@ class OpenAIClient(LLM):
         if not self.config.configured:
             raise LLMError(NOT_CONFIGURED)
         self.mode: Mode = self.config.response_format  # lowered for good when the endpoint rejects a format
+        import openai
+
         self._client = openai.OpenAI(
             base_url=self.config.base_url,
             api_key=self.config.api_key or "none",  # local servers need no key, the client insists on one
@@ -262,6 +266,8 @@ class OpenAIClient(LLM):
         )
 
     def complete(self, messages: list[dict], schema: type[M]) -> tuple[M, CallRecord]:
+        import openai
+
         start, attempts = time.perf_counter(), 0
 
         def fail(message: str, raw: str | None = None, usage: Any = None) -> LLMError:
@@ -332,6 +338,8 @@ class OpenAIClient(LLM):
 
     def _create(self, body: dict[str, Any], what: str, start: float) -> tuple[Any, int]:
         """One request as it is (no reply format) and its attempts; a failure recorded and raised as LLMError."""
+        import openai
+
         try:
             raw_response = self._client.chat.completions.with_raw_response.create(**body)
             return raw_response.parse(), raw_response.retries_taken + 1
@@ -342,6 +350,8 @@ class OpenAIClient(LLM):
 
     def _format_rejected(self, e: openai.OpenAIError) -> bool:
         """An error status that names the reply format: 400 from vLLM, 422 or 500 from llama-cpp-python."""
+        import openai
+
         return (self.mode != "text" and isinstance(e, openai.APIStatusError) and e.status_code in (400, 422, 500)
                 and any(w in str(e).lower() for w in FORMAT_WORDS))
 
@@ -385,6 +395,8 @@ class OpenAIClient(LLM):
 def _retried(e: openai.OpenAIError) -> bool:
     """Whether the openai client retried this error before raising it (connection errors, timeouts, 408/409/429,
     5xx)."""
+    import openai
+
     return isinstance(e, openai.APIConnectionError) or (
         isinstance(e, openai.APIStatusError) and (e.status_code in (408, 409, 429) or e.status_code >= 500))
 

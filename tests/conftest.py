@@ -6,12 +6,15 @@ import os
 import threading
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
 from kgplan.domains.model import BUNDLED, Domain, Problem, resolve_domain
 from kgplan.graph.world import WorldGraph
-from tests.support.fake_llm import FakeServer
+
+if TYPE_CHECKING:  # imported where used: the tests' child processes import this module, not the LLM client
+    from tests.support.fake_llm import FakeServer
 
 HOUSEHOLD = BUNDLED / "household"
 ROOT = Path(__file__).resolve().parent.parent  # the checkout
@@ -99,6 +102,8 @@ def run_steps(run: Path) -> list[Path]:
 @pytest.fixture
 def server() -> Iterator[FakeServer]:
     """A fake OpenAI-compatible endpoint on 127.0.0.1 for one test."""
+    from tests.support.fake_llm import FakeServer
+
     fake = FakeServer()
     thread = threading.Thread(target=fake.httpd.serve_forever, args=(0.01,), daemon=True)
     thread.start()

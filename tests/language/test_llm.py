@@ -340,3 +340,15 @@ def test_cli_flags_choose_the_endpoint(server: FakeServer, tmp_path: Path, monke
     assert res.exit_code == 0, res.output
     assert [r["model"] for r in server.requests] == ["local-qwen", "local-qwen"]
     assert "(on apple kitchen_table)" in res.output and "dry run" in res.output.lower()
+
+
+def test_the_openai_client_is_imported_only_by_the_client_that_uses_it() -> None:
+    """A command line start does not load the openai package (most of its start): only an OpenAIClient does."""
+    import subprocess
+    import sys
+
+    code = ("import sys; import kgplan.interfaces.cli; assert 'openai' not in sys.modules; "
+            "from kgplan.language.llm import LLMConfig, OpenAIClient; OpenAIClient(LLMConfig(base_url='http://x/v1')); "
+            "assert 'openai' in sys.modules")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
