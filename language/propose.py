@@ -17,8 +17,9 @@ A state change in English becomes a verified delta in four stages, each accounte
    a changing predicate over them that is false now (it may become true), and every true one that no
    exactly-one invariant replaces (it may stop being true); shown as glosses ("now: wren holds ivo scarf").
    The things the named ones own, or whose names hold a named one's whole name, count as named where the sentence
-   says the other words of their names (`said_with`: "the dryer" in the named laundry room, "the remote for
-   Michael's bedroom TV"; a small model often copies only the person, the room and one thing);
+   says the other words of their names and nothing named is of their type (`said_with`: "the dryer" in the named
+   laundry room, "the remote for Michael's bedroom TV"; a small model often copies only the person, the room and one
+   thing);
 4. `choose`: the model picks, for each predicate with candidates, one as shown or "none" (enums in the schema;
    not letters, whose answer for a predicate the 0.5B copied from the worked examples). It is asked twice, the
    second time with the candidates in reverse order, and only what it picks both times is taken (the 0.5B's
@@ -90,18 +91,20 @@ def tokens(text: str) -> list[str]:
     return [re.sub(r"^(\d+)(?:st|nd|rd|th)$", r"\1", t) for t in re.findall(r"[a-z0-9]+", text.lower())]
 
 
-def said_with(text: str, named: Collection[str], names: Iterable[str], owns: dict[str, set[str]]) -> dict[str, str]:
+def said_with(text: str, named: Collection[str], types: dict[str, str], owns: dict[str, set[str]]) -> dict[str, str]:
     """The entities a named one owns (a named room's fixtures), or whose names hold a named one's whole name (the
     remote of michael_bedroom_tv), where the sentence says the other words of their names ("placed the robe in the
     dryer" in the laundry room: the_laundry_room_dryer; "the remote for Michael's bedroom TV"), as words -> entity: a
-    small model often copies only the person, the room and one thing."""
-    said = set(tokens(text))
-    of = {e: set(tokens(e)) for e in names}
+    small model often copies only the person, the room and one thing. Only things of a type nothing named has (`types`:
+    name -> type): Deborah and Maria's bedroom named, deborah_bedroom is not."""
+    said, kinds = set(tokens(text)), {types.get(n) for n in named}
+    of = {e: set(tokens(e)) for e in types}
     out = {}
     for owner in named:
         mine = set(tokens(owner))
         for e in sorted({e for e, ws in of.items() if mine < ws} | owns.get(owner, set())):
-            if e not in named and (rest := of.get(e, set(tokens(e))) - mine - {"the"}) and rest <= said:
+            if (e not in named and types.get(e) not in kinds and (rest := of.get(e, set(tokens(e))) - mine - {"the"})
+                    and rest <= said):
                 out[words(e)] = e
     return out
 
@@ -394,8 +397,8 @@ def tell(llm: LLM, graph: WorldGraph, text: str, *, answers: dict[str, str] | No
         found = _named(llm, graph, text, "mentions", first, Mentions, answers, out)
         if out.clarification:
             return out
-        named = found.entities | said_with(text, set(found.entities.values()), [e.name for e in graph.entities()],
-                                           found.owns)
+        named = found.entities | said_with(text, set(found.entities.values()),
+                                           {e.name: e.type for e in graph.entities()}, found.owns)
         with _Stage(out, "candidates"):
             scope = set(named.values())
             entities = {e.name: e.type for e in graph.entities(scope)}

@@ -355,3 +355,30 @@ def test_a_thing_whose_name_holds_a_named_ones_is_proposed_where_the_sentence_sa
     out = propose.tell(llm, g, text)
     assert out.change is not None, out.error
     assert F("(in_person_hand michael_bedroom_tv_remote matthew)") in out.change.delta.add
+
+
+ROOMS = """(define (problem rooms) (:domain simulation)
+  (:objects deborah - person deborah_bedroom maria_bedroom - room deborah_bedroom_window maria_bedroom_window - window)
+  (:init (person_in_room deborah deborah_bedroom) (room_has deborah_bedroom deborah_bedroom_window)
+         (room_has maria_bedroom maria_bedroom_window) (window_open deborah_bedroom_window)
+         (window_open maria_bedroom_window)))"""
+
+
+def test_a_thing_of_a_type_the_sentence_names_one_of_is_not_named_by_the_rest_of_its_name(tmp_path: Path) -> None:
+    """deborah_bedroom holds Deborah's name, and the sentence says "bedroom"; but the bedroom it names is Maria's:
+    only Maria's bedroom and its window are proposed."""
+    from kgplan.domains.model import Problem
+    from kgplan.graph.backends import open_graph
+
+    g = open_graph(f"sqlite:{tmp_path / 'g.db'}")
+    g.init(simulation(tmp_path))
+    g.load_problem(Problem.parse(ROOMS, "rooms"))
+    text = "Deborah went to Maria's bedroom and closed the blinds of the window."
+    closed = "no longer: the blinds of maria bedroom window are open"
+    llm = ScriptedLLM([json.dumps({"mentions": ["Deborah", "Maria's bedroom", "the window"]}),
+                       *[lambda m: json.dumps(chosen(m, person_in_room="now: deborah is in maria bedroom",
+                                                     window_open=closed))] * 2])
+    out = propose.tell(llm, g, text)
+    assert out.change is not None, out.error
+    assert not any("deborah bedroom" in line for line in llm.prompts[1][-1]["content"].split("\n"))
+    assert F("(person_in_room deborah maria_bedroom)") in out.change.delta.add
