@@ -99,14 +99,17 @@ def said_with(text: str, named: Collection[str], types: dict[str, str], owns: di
     name -> type): Deborah and Maria's bedroom named, deborah_bedroom is not."""
     said, kinds = set(tokens(text)), {types.get(n) for n in named}
     of = {e: set(tokens(e)) for e in types}
-    out = {}
+    rest: dict[str, int] = {}  # entity -> the fewest words of its name the sentence says besides a named one's
     for owner in named:
         mine = set(tokens(owner))
-        for e in sorted({e for e, ws in of.items() if mine < ws} | owns.get(owner, set())):
-            if (e not in named and types.get(e) not in kinds and (rest := of.get(e, set(tokens(e))) - mine - {"the"})
-                    and rest <= said):
-                out[words(e)] = e
-    return out
+        for e in {e for e, ws in of.items() if mine < ws} | owns.get(owner, set()):
+            if e not in named and types.get(e) not in kinds and (more := of.get(e, set(tokens(e))) - mine - {"the"}) \
+                    and more <= said:
+                rest[e] = min(rest.get(e, len(more)), len(more))
+    # of a type, those named most closely: the remote whose name is the named TV's and "remote", not the one whose
+    # name is the named room's and "tv remote"
+    fewest = {types.get(e): n for e, n in sorted(rest.items(), key=lambda x: -x[1])}
+    return {words(e): e for e in sorted(rest) if rest[e] == fewest[types.get(e)]}
 
 
 def spelled_out(mention: str, names: Iterable[str]) -> list[str]:

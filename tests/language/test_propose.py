@@ -332,7 +332,7 @@ def test_a_choice_the_model_makes_in_one_order_only_is_dropped(world: WorldGraph
 
 REMOTE = """(define (problem remote) (:domain simulation)
   (:objects matthew - person gary_bedroom michael_bedroom - room gary_bedroom_table - table
-            michael_bedroom_tv - tv michael_bedroom_tv_remote - remote)
+            michael_bedroom_tv - tv michael_bedroom_tv_remote gary_bedroom_tv_remote - remote)
   (:init (person_in_room matthew michael_bedroom) (room_has gary_bedroom gary_bedroom_table)
          (room_has michael_bedroom michael_bedroom_tv) (tv_on michael_bedroom_tv)
          (placed_at_table michael_bedroom_tv_remote gary_bedroom_table)))"""
@@ -341,7 +341,8 @@ REMOTE = """(define (problem remote) (:domain simulation)
 def test_a_thing_whose_name_holds_a_named_ones_is_proposed_where_the_sentence_says_its_other_words(
         tmp_path: Path) -> None:
     """The model copied "Michael's bedroom TV" for "the remote for Michael's bedroom TV": the remote, whose name is
-    the TV's and a word the sentence says, is proposed too."""
+    the TV's and a word the sentence says, is proposed too; not Gary's bedroom's, whose name is the named room's and
+    two words the sentence says."""
     from kgplan.domains.model import Problem
     from kgplan.graph.backends import open_graph
 
@@ -355,6 +356,7 @@ def test_a_thing_whose_name_holds_a_named_ones_is_proposed_where_the_sentence_sa
     out = propose.tell(llm, g, text)
     assert out.change is not None, out.error
     assert F("(in_person_hand michael_bedroom_tv_remote matthew)") in out.change.delta.add
+    assert not any("gary bedroom tv remote" in line for line in llm.prompts[1][-1]["content"].split("\n"))
 
 
 ROOMS = """(define (problem rooms) (:domain simulation)
