@@ -352,3 +352,14 @@ def test_the_openai_client_is_imported_only_by_the_client_that_uses_it() -> None
             "assert 'openai' in sys.modules")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
+
+
+def test_the_local_model_server_says_the_settings_that_point_kgplan_at_it() -> None:
+    """What `local_model --serve` prints: the endpoint and model, and greedy replies in the server's grammar (without
+    them the client sends the schema in the prompt and the server samples at 0.8)."""
+    from kgplan.language.local_model import settings
+
+    config = LLMConfig.from_env(settings("0.5b", 8123))
+    assert config.base_url == "http://127.0.0.1:8123/v1" and config.model == "qwen2.5-coder-0.5b"
+    assert config.temperature == 0.0 and config.response_format == "json_object" and not config.schema_in_prompt
+    assert config.max_tokens == 1024 and config.timeout_s == 600.0
