@@ -237,6 +237,17 @@ def test_a_named_rooms_fixture_is_preferred_only_of_the_kind_the_word_fits(world
     assert F("(held_by dune_book lena)") in out.change.delta.add
 
 
+def small_world(tmp_path: Path, problem: str) -> WorldGraph:
+    """A sqlite graph of the L3M+P stand-in domain holding `problem` (PDDL text)."""
+    from kgplan.domains.model import Problem
+    from kgplan.graph.backends import open_graph
+
+    g = open_graph(f"sqlite:{tmp_path / 'g.db'}")
+    g.init(simulation(tmp_path))
+    g.load_problem(Problem.parse(problem, "small"))
+    return g
+
+
 GLASS = """(define (problem glass) (:domain simulation)
   (:objects helen - person the_kitchen michael_bedroom - room glass - kitchenware the_glass_castle_book - book
             the_kitchen_table - table)
@@ -246,12 +257,7 @@ GLASS = """(define (problem glass) (:domain simulation)
 
 def test_a_phrase_that_is_an_entitys_whole_name_names_it(tmp_path: Path) -> None:
     """"the glass" is the entity glass, an article aside: by meaning alone, "the glass castle book" fits it better."""
-    from kgplan.domains.model import Problem
-    from kgplan.graph.backends import open_graph
-
-    g = open_graph(f"sqlite:{tmp_path / 'g.db'}")
-    g.init(simulation(tmp_path))
-    g.load_problem(Problem.parse(GLASS, "glass"))
+    g = small_world(tmp_path, GLASS)
     text = "Helen went to the kitchen and picked up the glass."
     llm = ScriptedLLM([json.dumps({"mentions": ["Helen", "the kitchen", "the glass"]}),
                        *[lambda m: json.dumps(chosen(m, in_person_hand="now: helen holds glass"))] * 2])
@@ -273,13 +279,7 @@ LEVELS = """(define (problem levels) (:domain simulation)
 
 @pytest.fixture
 def levels(tmp_path: Path) -> WorldGraph:
-    from kgplan.domains.model import Problem
-    from kgplan.graph.backends import open_graph
-
-    g = open_graph(f"sqlite:{tmp_path / 'g.db'}")
-    g.init(simulation(tmp_path))
-    g.load_problem(Problem.parse(LEVELS, "levels"))
-    return g
+    return small_world(tmp_path, LEVELS)
 
 
 TABLE = "now: brian cardigan is on robert bedroom table"
@@ -343,12 +343,7 @@ def test_a_thing_whose_name_holds_a_named_ones_is_proposed_where_the_sentence_sa
     """The model copied "Michael's bedroom TV" for "the remote for Michael's bedroom TV": the remote, whose name is
     the TV's and a word the sentence says, is proposed too; not Gary's bedroom's, whose name is the named room's and
     two words the sentence says."""
-    from kgplan.domains.model import Problem
-    from kgplan.graph.backends import open_graph
-
-    g = open_graph(f"sqlite:{tmp_path / 'g.db'}")
-    g.init(simulation(tmp_path))
-    g.load_problem(Problem.parse(REMOTE, "remote"))
+    g = small_world(tmp_path, REMOTE)
     text = "Matthew went to Gary's bedroom and picked up the remote for Michael's bedroom TV."
     held = "now: matthew holds michael bedroom tv remote"
     llm = ScriptedLLM([json.dumps({"mentions": ["Matthew", "Gary's bedroom", "Michael's bedroom TV"]}),
@@ -369,12 +364,7 @@ ROOMS = """(define (problem rooms) (:domain simulation)
 def test_a_thing_of_a_type_the_sentence_names_one_of_is_not_named_by_the_rest_of_its_name(tmp_path: Path) -> None:
     """deborah_bedroom holds Deborah's name, and the sentence says "bedroom"; but the bedroom it names is Maria's:
     only Maria's bedroom and its window are proposed."""
-    from kgplan.domains.model import Problem
-    from kgplan.graph.backends import open_graph
-
-    g = open_graph(f"sqlite:{tmp_path / 'g.db'}")
-    g.init(simulation(tmp_path))
-    g.load_problem(Problem.parse(ROOMS, "rooms"))
+    g = small_world(tmp_path, ROOMS)
     text = "Deborah went to Maria's bedroom and closed the blinds of the window."
     closed = "no longer: the blinds of maria bedroom window are open"
     llm = ScriptedLLM([json.dumps({"mentions": ["Deborah", "Maria's bedroom", "the window"]}),
