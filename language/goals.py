@@ -48,6 +48,7 @@ from kgplan.language.propose import (
     answer,
     choice_schema,
     replaced,
+    told_apart,
     which,
     words,
 )
@@ -139,10 +140,8 @@ def literals(domain: Domain, named: dict[str, str], scope: str, kinds: Collectio
                     out += [(atom, v, over) for v in (True, False)
                             if (v or p in negatable) and can_hold(atom, v, over)]
     # each is chosen by its gloss (a small model copies a gloss that fits the task better than it picks a letter)
-    said = [gloss(domain, atom, value, over) for atom, value, over in out]
-    twice = {x for x, n in Counter(said).items() if n > 1}
-    return [Literal(f"{x} ({words(atom.predicate)})" if x in twice else x, atom, value, over)
-            for x, (atom, value, over) in zip(said, out, strict=True)]
+    said = told_apart([gloss(domain, atom, value, over) for atom, value, over in out], [atom for atom, _, _ in out])
+    return [Literal(x, atom, value, over) for x, (atom, value, over) in zip(said, out, strict=True)]
 
 
 def parts(facts: Iterable[GroundAtom], named: Collection[str]) -> set[str]:
@@ -222,13 +221,12 @@ def choose(llm: LLM, graph: WorldGraph, task: str, *, answers: dict[str, str] | 
     try:
         first = choose_goal_messages(domain, shown, task)
         every: dict[str, str] = {}  # the words the model says name all things of a kind ("the phones")
-        said, named, static, owns = _named(llm, graph, task, "words", first, words_schema(domain), answers, out,
-                                           every)
+        said, named, static, owns, everything = _named(llm, graph, task, "words", first, words_schema(domain),
+                                                       answers, out, every)
         if out.clarification:
             return out
         scope_of, kinds = (ALL, [*said.kinds, *every.values()]) if every else (said.scope, said.kinds)
         with _Stage(out, "candidates"):
-            everything = {e.name: e.type for e in graph.entities()}
             scope = set(named.values())
             if scope_of == NAMED:
                 scope |= parts(static, scope) | wholes(static, scope, owns) | places(

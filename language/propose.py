@@ -108,7 +108,9 @@ def said_with(text: str, named: Collection[str], types: dict[str, str], owns: di
                 rest[e] = min(rest.get(e, len(more)), len(more))
     # of a type, those named most closely: the remote whose name is the named TV's and "remote", not the one whose
     # name is the named room's and "tv remote"
-    fewest = {types.get(e): n for e, n in sorted(rest.items(), key=lambda x: -x[1])}
+    fewest: dict[str | None, int] = {}
+    for e, n in rest.items():
+        fewest[types.get(e)] = min(n, fewest.get(types.get(e), n))
     return {words(e): e for e in sorted(rest) if rest[e] == fewest[types.get(e)]}
 
 
@@ -186,11 +188,17 @@ def candidates(domain: Domain, entities: dict[str, str], state: Collection[Groun
             elif p not in replaceable:
                 out.append((atom, False))
     out.sort(key=lambda c: not c[1])  # what may become true first
-    shown = [f"{'now' if value else 'no longer'}: {domain.gloss(atom.predicate, [words(a) for a in atom.args])}"
-             for atom, value in out]
+    glosses = [f"{'now' if value else 'no longer'}: {domain.gloss(atom.predicate, [words(a) for a in atom.args])}"
+               for atom, value in out]
+    shown = told_apart(glosses, [atom for atom, _ in out])
+    return [Candidate(said, atom, value) for said, (atom, value) in zip(shown, out, strict=True)]
+
+
+def told_apart(shown: list[str], atoms: list[GroundAtom]) -> list[str]:
+    """The glosses `shown` of `atoms` as ids: one that several of them share gets its predicate after it ("x is on
+    y (placed at table)")."""
     twice = {x for x, n in Counter(shown).items() if n > 1}
-    return [Candidate(f"{said} ({words(atom.predicate)})" if said in twice else said, atom, value)
-            for said, (atom, value) in zip(shown, out, strict=True)]
+    return [f"{x} ({words(a.predicate)})" if x in twice else x for x, a in zip(shown, atoms, strict=True)]
 
 
 def choice_schema(cands: list[Candidate]) -> type[BaseModel]:
@@ -289,11 +297,13 @@ def statics(graph: WorldGraph) -> list[GroundAtom]:
 
 
 def ground(llm: LLM, graph: WorldGraph, first: Messages, text: str, mentions: list[str], owns: dict[str, set[str]],
-           answers: dict[str, str], out: Outcome, kinds: dict[str, str] | None = None) -> dict[str, str]:
+           types: dict[str, str], answers: dict[str, str], out: Outcome, kinds: dict[str, str] | None = None
+           ) -> dict[str, str]:
     """word -> the entity it names (words naming none are left out); `out.clarification` is set instead where
     several entities fit a word and the model, shown them, says the sentence does not tell which.
 
-    `first` are the messages that asked for the words (`which`); `owns` is `owned` of the graph; `answers`
+    `first` are the messages that asked for the words (`which`); `owns` is `owned` of the graph, `types` its entities'
+    types (name -> type); `answers`
     (word -> entity) are the user's. With `kinds` (a goal's), "every <type>" is one more option where several
     entities fit a word: the word -> type the model says it names all of goes there ("the phones")."""
     from kgplan.language.retrieval import embed, entity_index
@@ -312,7 +322,6 @@ def ground(llm: LLM, graph: WorldGraph, first: Messages, text: str, mentions: li
     asked = [m for m in mentions if m not in named]
     if not asked or not names:
         return named
-    types = {e.name: e.type for e in graph.entities()}
     sims = embed(asked) @ index.vectors.T
     best = {m: names[int(row.argmax())] for m, row in zip(asked, sims, strict=True) if row.max() >= MIN_SIMILARITY}
     said = set(tokens(text))
@@ -348,13 +357,14 @@ def ground(llm: LLM, graph: WorldGraph, first: Messages, text: str, mentions: li
 
 
 class Named(NamedTuple):
-    """The first reply (the words naming things), what they name (word -> entity), and the graph's static facts and
-    what each entity owns (`statics`, `owned`), which later stages read too."""
+    """The first reply (the words naming things), what they name (word -> entity), and the graph's static facts, what
+    each entity owns (`statics`, `owned`) and every entity's type (name -> type), which later stages read too."""
 
     reply: BaseModel
     entities: dict[str, str]
     static: list[GroundAtom]
     owns: dict[str, set[str]]
+    types: dict[str, str]
 
 
 def _named(llm: LLM, graph: WorldGraph, text: str, stage: str, messages: Messages, schema: type[BaseModel],
@@ -368,8 +378,10 @@ def _named(llm: LLM, graph: WorldGraph, text: str, stage: str, messages: Message
     with _Stage(out, "ground"):
         static = statics(graph)
         owns = owned(graph.domain, static)
-        entities = ground(llm, graph, messages, text, list(dict.fromkeys(reply.mentions)), owns, answers, out, kinds)
-    return Named(reply, entities, static, owns)
+        types = {e.name: e.type for e in graph.entities()}
+        entities = ground(llm, graph, messages, text, list(dict.fromkeys(reply.mentions)), owns, types, answers, out,
+                          kinds)
+    return Named(reply, entities, static, owns, types)
 
 
 def which(llm: LLM, first: Messages, question: str, options: dict[str, str], out: Outcome, *,
@@ -400,11 +412,10 @@ def tell(llm: LLM, graph: WorldGraph, text: str, *, answers: dict[str, str] | No
         found = _named(llm, graph, text, "mentions", first, Mentions, answers, out)
         if out.clarification:
             return out
-        named = found.entities | said_with(text, set(found.entities.values()),
-                                           {e.name: e.type for e in graph.entities()}, found.owns)
         with _Stage(out, "candidates"):
+            named = found.entities | said_with(text, set(found.entities.values()), found.types, found.owns)
             scope = set(named.values())
-            entities = {e.name: e.type for e in graph.entities(scope)}
+            entities = {e: found.types[e] for e in scope if e in found.types}
             state = {f.atom for f in graph.facts_about(scope)}
             cands = candidates(domain, entities, state)
         if not cands:
@@ -414,7 +425,7 @@ def tell(llm: LLM, graph: WorldGraph, text: str, *, answers: dict[str, str] | No
         with _Stage(out, "choose"):
             schema = choice_schema(cands)
             replies = []
-            for order in [cands, cands[::-1]][:len(cands)]:  # the second time in reverse order (one: the same)
+            for order in [cands] if len(cands) == 1 else [cands, cands[::-1]]:  # again in reverse order
                 reply, record = llm.complete(propose_messages(shown, text, candidate_lines(c.id for c in order)),
                                              schema)
                 out.calls.append(record)
