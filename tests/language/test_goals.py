@@ -13,7 +13,7 @@ from kgplan.language import goals
 from kgplan.language.llm import ScriptedLLM
 from kgplan.language.update import Clarification
 from tests.support.fake_llm import FakeServer, ok
-from tests.support.simulation import simulation
+from tests.support.simulation import simulation, small_world
 
 EXAMPLES = [  # invented tasks over the household domain's predicates
     {"text": "Please leave Ines's scarf on the hall table.", "scope": "named",
@@ -178,12 +178,7 @@ SHELVES = """(define (problem shelves) (:domain simulation)
 def test_a_named_level_in_a_named_room_proposes_that_rooms_shelf(tmp_path: Path) -> None:
     """"level 3 of the shelf in David's bedroom" copied without the shelf: every shelf has a level 3, and the shelf of
     the named room that has it is the one proposed (not the den's)."""
-    from kgplan.domains.model import Problem
-    from kgplan.graph.backends import open_graph
-
-    g = open_graph(f"sqlite:{tmp_path / 'g.db'}")
-    g.init(simulation(tmp_path))
-    g.load_problem(Problem.parse(SHELVES, "shelves"))
+    g = small_world(tmp_path, SHELVES)
     llm = ScriptedLLM([json.dumps({"scope": "named", "mentions": ["Lisa's scarf", "level 3", "David's bedroom"],
                                    "kinds": []}),
                        json.dumps({"on_shelf_level": "lisa scarf is on shelf level 3",

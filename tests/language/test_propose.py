@@ -13,7 +13,7 @@ from kgplan.graph.world import WorldGraph
 from kgplan.language import propose
 from kgplan.language.llm import ScriptedLLM
 from tests.support.fake_llm import FakeServer, ok
-from tests.support.simulation import simulation
+from tests.support.simulation import simulation, small_world
 
 F = Fact.parse
 EXAMPLE = {  # an invented mini-situation over the household domain's predicates
@@ -235,17 +235,6 @@ def test_a_named_rooms_fixture_is_preferred_only_of_the_kind_the_word_fits(world
     out = propose.tell(llm, world, text)
     assert out.change is not None, out.error
     assert F("(held_by dune_book lena)") in out.change.delta.add
-
-
-def small_world(tmp_path: Path, problem: str) -> WorldGraph:
-    """A sqlite graph of the L3M+P stand-in domain holding `problem` (PDDL text)."""
-    from kgplan.domains.model import Problem
-    from kgplan.graph.backends import open_graph
-
-    g = open_graph(f"sqlite:{tmp_path / 'g.db'}")
-    g.init(simulation(tmp_path))
-    g.load_problem(Problem.parse(problem, "small"))
-    return g
 
 
 GLASS = """(define (problem glass) (:domain simulation)

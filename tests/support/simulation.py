@@ -6,7 +6,8 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from kgplan.domains.model import BUNDLED, Domain
+from kgplan.domains.model import BUNDLED, Domain, Problem
+from kgplan.graph.world import WorldGraph
 
 SIMULATION = """(define (domain simulation) (:requirements :typing :negative-preconditions)
   (:types room person light window cloth table shelf shelf_level phone kitchenware liquid pen sink tv book
@@ -42,3 +43,14 @@ def simulation(folder: Path) -> Domain:
     (folder / "domain.pddl").write_text(SIMULATION)
     shutil.copy(BUNDLED / "l3mp" / "domain.toml", folder / "domain.toml")
     return Domain.load(folder / "domain.pddl")
+
+
+def small_world(folder: Path, problem: str) -> WorldGraph:
+    """A sqlite graph in `folder` of the stand-in (with its domain.toml) holding `problem` (PDDL text)."""
+    from kgplan.graph.backends import open_graph
+
+    g = open_graph(f"sqlite:{folder / 'g.db'}")
+    g.init(simulation(folder))
+    g.load_problem(Problem.parse(problem, "small"))
+    return g
+
