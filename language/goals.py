@@ -38,7 +38,7 @@ from kgplan.domains.model import Domain
 from kgplan.errors import InputError
 from kgplan.graph.world import WorldGraph
 from kgplan.language.llm import LLM, LLMError, choice, enum_model
-from kgplan.language.prompts import Messages, choose_goal_messages
+from kgplan.language.prompts import Messages, candidate_lines, choose_goal_messages
 from kgplan.language.propose import (
     MAX_MENTIONS,
     NONE,
@@ -181,10 +181,6 @@ def natural(name: str) -> tuple:
     return tuple(int(x) if x.isdigit() else x for x in re.split(r"(\d+)", name))
 
 
-def lines(cands: list[Literal]) -> str:
-    return "\n".join(f"- {c.id}" for c in cands)
-
-
 @dataclass(frozen=True)
 class Example:
     text: str
@@ -206,7 +202,8 @@ def examples(domain: Domain) -> list[Example]:
         if not (goal := set(ex["goal"])) <= {c.pddl for c in cands}:
             continue  # a literal this domain cannot say (another domain's predicate)
         out.append(Example(ex["text"], {"scope": ex["scope"], "mentions": ex["mentions"], "kinds": kinds},
-                           lines(cands), answer(cands, {c.id for c in cands if c.pddl in goal})))
+                           candidate_lines(c.id for c in cands),
+                           answer(cands, {c.id for c in cands if c.pddl in goal})))
     return out
 
 
@@ -246,8 +243,8 @@ def choose(llm: LLM, graph: WorldGraph, task: str, *, answers: dict[str, str] | 
                 ", ".join(map(words, sorted(scope))) if scope else "anything the graph holds")
             return out
         with _Stage(out, "choose"):
-            reply, record = llm.complete(choose_goal_messages(domain, shown, task, lines(cands)),
-                                         choice_schema(cands))
+            shown_cands = candidate_lines(c.id for c in cands)
+            reply, record = llm.complete(choose_goal_messages(domain, shown, task, shown_cands), choice_schema(cands))
             out.calls.append(record)
         by_id = {c.id: c for c in cands}
         chosen = [by_id[i] for i in reply.model_dump().values() if i != NONE]
