@@ -20,7 +20,7 @@ from kgplan.games import GAMES
 from kgplan.games.base import Environment, Observation, Sensor
 from kgplan.graph.model import Change, Delta
 from kgplan.language.llm import LLM
-from kgplan.language.pddl_edit import NO_PLAN, read
+from kgplan.language.pddl_edit import NO_EFFECTS, NO_PLAN, Effects, read
 from kgplan.planners.pipeline import PlanReport
 from kgplan.planners.state import Step
 
@@ -80,7 +80,7 @@ def explore(env: Environment, game: str, seed: int, planner: str | None = None,
         action: str | None = None
         plan: list[Step] = []
         expected: set = set()
-        step_adds: list = []
+        effects: Effects = NO_EFFECTS
         rereads = 0
         while True:
             show(f"observation: {obs.text.strip()}")
@@ -92,7 +92,8 @@ def explore(env: Environment, game: str, seed: int, planner: str | None = None,
                     ep.reason = f"observation refused: {e}"
                     break
             else:
-                change = _read(agent, action, obs, ep, rounds, show, free_edits, step_adds)
+                change = _read(agent, action, obs, ep, rounds, show, free_edits, effects)
+                effects = NO_EFFECTS if change else effects  # applied with the reading
             delta = change.delta if change else Delta()
             if change:
                 show(f"graph change {change.id}: +{[str(f) for f in delta.add]} -{[str(f) for f in delta.remove]}"
@@ -111,7 +112,8 @@ def explore(env: Environment, game: str, seed: int, planner: str | None = None,
                     rereads += 1
                     ep.rereads += 1
                     show("no plan: the observation is read again")
-                    _read(agent, action, obs, ep, rounds, show, free_edits, step_adds, NO_PLAN)
+                    if _read(agent, action, obs, ep, rounds, show, free_edits, effects, NO_PLAN):
+                        effects = NO_EFFECTS
                     plan = _plan(agent, cfg, planner, ep, show)
                 if not plan and "belief" in agent.domain.meta:  # nothing symbolic: search the belief (MCTS)
                     plan = [d.step] if (d := agent.search(cfg["goal"])).step else []
@@ -120,10 +122,10 @@ def explore(env: Environment, game: str, seed: int, planner: str | None = None,
                     break
             step = plan.pop(0)
             added, removed = agent.effects([step])[0]
-            expected, step_adds, rereads = set(added) | set(removed), [f.atom for f in added], 0
+            expected, rereads = set(added) | set(removed), 0
             action = action_text(step, cfg[env.commands])
-            if action not in obs.admissible:
-                ep.invalid += 1
+            effects = ([f.atom for f in added], [f.atom for f in removed]) if action in obs.admissible else NO_EFFECTS
+            ep.invalid += action not in obs.admissible
             show(f"action {ep.steps + 1}: {action}")
             obs = env.step(action)
             ep.steps += 1
@@ -147,11 +149,11 @@ def start(agent: Agent, domain: Domain, sensor: Sensor, obs: Observation) -> Non
 
 
 def _read(agent: Agent, action: str | None, obs: Observation, ep: Episode, rounds: int,
-          show: Callable[[str], None], free_edits: bool, expected: list, note: str | None = None) -> Change | None:
-    """LLM mode: the change the LLM's reading of an observation made (None if none was applied); `expected`: what
-    the action just taken was to make true."""
+          show: Callable[[str], None], free_edits: bool, effects: Effects, note: str | None = None) -> Change | None:
+    """LLM mode: the change the LLM's reading of an observation made (None if none was applied); `effects`: what
+    the action just taken made true and false, where the game accepted it."""
     out = (agent.read_observation(obs.text, action, rounds) if free_edits else
-           read(agent.llm, agent.graph, action, obs.text, obs.admissible, expected, rounds, note, agent.writes))
+           read(agent.llm, agent.graph, action, obs.text, obs.admissible, effects, rounds, note, agent.writes))
     ep.llm_calls += len(out.calls)
     ep.prompt_tokens += sum(c.prompt_tokens for c in out.calls)
     ep.completion_tokens += sum(c.completion_tokens for c in out.calls)

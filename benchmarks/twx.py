@@ -233,6 +233,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--llm", choices=["oracle", "openai"], default="openai",
                     help="LLM mode: oracle (true edits from the sensor, a check device) or openai (KGPLAN_LLM_*)")
     ap.add_argument("--record", type=Path, default=None, help="LLM mode: write every reply here (after each episode)")
+    ap.add_argument("--trace", type=Path, default=None,
+                    help="write each episode's trace (observations, graph changes, plans, actions) to DIR/seed-N.log")
     ap.add_argument("--coin-anywhere", action="store_true",
                     help="coin: also play each seed's map again with the coin in every room (CoinReplica)")
     args = ap.parse_args(argv)
@@ -252,7 +254,12 @@ def main(argv: list[str] | None = None) -> int:
 
     def play(seed: int) -> Episode:
         before = sum(counter.counted) if counter else 0
-        ep = explore(env, args.game, seed, planner=args.planner, llm=counter, free_edits=args.llm == "oracle")
+        lines: list[str] = []
+        ep = explore(env, args.game, seed, planner=args.planner, llm=counter, free_edits=args.llm == "oracle",
+                     show=lines.append)
+        if args.trace:
+            args.trace.mkdir(parents=True, exist_ok=True)
+            (args.trace / f"seed-{seed}.log").write_text("\n".join(lines) + "\n")
         counted.extend([sum(counter.counted) - before] if counter else [])
         if counter and args.record:
             write_json(args.record, counter.replies)

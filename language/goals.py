@@ -48,6 +48,7 @@ from kgplan.language.propose import (
     answer,
     choice_schema,
     replaced,
+    said_with,
     told_apart,
     which,
     words,
@@ -225,6 +226,7 @@ def choose(llm: LLM, graph: WorldGraph, task: str, *, answers: dict[str, str] | 
         scope_of, kinds = (ALL, [*said.kinds, *every.values()]) if every else (said.scope, said.kinds)
         with _Stage(out, "candidates"):
             scope = set(named.values())
+            scope |= set(said_with(task, scope, everything, owns).values())
             if scope_of == NAMED:
                 scope |= parts(static, scope) | wholes(static, scope, owns) | places(
                     domain, {e: everything[e] for e in scope}, owns, everything)

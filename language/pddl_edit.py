@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import itertools
 import json
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from typing import Annotated, Any
@@ -39,6 +39,7 @@ from kgplan.language.prompts import (
     retry,
 )
 from kgplan.language.propose import replacements
+from kgplan.planners.state import State
 
 NAME = NAME_RE.pattern.strip("^$")
 ATOM = rf"\({NAME}( {NAME})*\)"
@@ -328,6 +329,26 @@ def proposals(domain: Domain, scope: dict[str, str], state: set[GroundAtom]) -> 
     return out
 
 
+def refuted(domain: Domain, templates: dict[str, str], objects: dict[str, str], state: set[GroundAtom],
+            admissible: Collection[str], cands: Iterable[GroundAtom]) -> set[GroundAtom]:
+    """The candidates the game's admissible commands refute: with one of them true, an action whose command the game
+    does not admit now would be possible (a door is not closed where the game offers no "open door" for it). A game
+    may admit more than is possible, so only a command it leaves out tells."""
+    base = State(domain, objects, state)
+    acts = [(domain.actions[a], t) for a, t in templates.items() if a in domain.actions]
+    out = set()
+    for f in cands:
+        with_f = base.copy()
+        with_f.add(f)
+        for act, template in acts:
+            if any(template.format(*(b[p.name].replace("_", " ") for p in act.params)) not in admissible
+                   for b in with_f.bindings(act.params)
+                   if with_f.holds(act.precondition, b) and not base.holds(act.precondition, b)):
+                out.add(f)
+                break
+    return out
+
+
 def about(domain: Domain, atom: GroundAtom, here: str | None, scope: dict[str, str]) -> bool:
     """Whether a candidate is about the place the player is in: an observation tells what is here (an atom with
     a place of `here`'s type names `here`)."""
@@ -421,32 +442,45 @@ def choice_schema(cands: list[GroundAtom], true_now: list[GroundAtom]) -> type[B
 
 @dataclass(frozen=True)
 class Reading:
-    """What the model named (name -> type) and chose, as one delta over a state (`build`)."""
+    """What the model named (name -> type), the facts its names tell (`said`, the blanks filled) and those it chose,
+    as one delta over a state (`build`)."""
 
     named: dict[str, str]
+    said: list[GroundAtom]
     true: list[GroundAtom]
     false: list[GroundAtom]
 
 
-def build(domain: Domain, objects: dict[str, str], state: set[GroundAtom], reading: Reading,
-          expected: Iterable[GroundAtom], text: str) -> Delta:
-    """The delta of a reading: the chosen facts, the old values the invariants remove, the upkeep rules; a
-    placeholder (domain.toml's [explore] `placeholder` predicate holds for it) that an action was expected to
-    put in a fact where the model chose another object is that object (merged into it)."""
+Effects = tuple[Collection[GroundAtom], Collection[GroundAtom]]  # what an action made true, and false
+NO_EFFECTS: Effects = ((), ())
+
+
+def build(domain: Domain, objects: dict[str, str], state: set[GroundAtom], reading: Reading, effects: Effects,
+          text: str) -> Delta:
+    """The delta of a reading after an action the game accepted: the action's `effects` (the domain's model of it),
+    the facts the names tell, the chosen facts, the old values the invariants remove, the upkeep rules. A
+    placeholder (domain.toml's [explore] `placeholder` predicate holds for it) that the action was to put in a fact
+    where the names put another object is that object (merged into it), unless that fact is one the action made
+    false (the move did not happen: "here" is still the old room). A chosen fact that would undo an effect is
+    dropped: a game's admissible commands do what the domain says, so the choice misread."""
     mark = domain.meta.get("explore", {}).get("placeholder")
+    made, unmade = effects
     merged: dict[str, str] = {}
-    for e in expected:
-        for c in reading.true:
+    for e in made:
+        for c in reading.said:
             diff = [(x, y) for x, y in zip(e.args, c.args, strict=False) if x != y]
             if (c.predicate == e.predicate and len(c.args) == len(e.args) and len(diff) == 1
-                    and GroundAtom(mark, (diff[0][0],)) in state):
+                    and GroundAtom(mark, (diff[0][0],)) in state and c not in unmade):
                 merged[diff[0][0]] = diff[0][1]
 
     def sub(a: GroundAtom) -> GroundAtom:
         return GroundAtom(a.predicate, tuple(merged.get(x, x) for x in a.args))
 
-    add = [sub(a) for a in reading.true]
-    after = {sub(a) for a in state} - {sub(a) for a in reading.false}
+    kept, undone = {sub(a) for a in made}, {sub(a) for a in unmade}
+    predicted = ({sub(a) for a in state} - undone) | kept
+    add = [*map(sub, reading.said), *(a for a in map(sub, reading.true)
+                                      if a not in undone and not displaced(domain, [a], predicted) & kept)]
+    after = predicted - ({sub(a) for a in reading.false} - kept)
     after = upkeep(rules(domain), (after - displaced(domain, add, after)) | set(add))
     types = {**reading.named, **objects}
     used = {x for a in after for x in a.args}
@@ -479,6 +513,10 @@ def propose(domain: Domain, objects: dict[str, str], state: set[GroundAtom], ask
                  if a.predicate in {s.predicate for s in asked if s.field == HERE}), None)
     cands = [a for a in proposals(domain, scope, state) if a.predicate not in asked_predicates
              and about(domain, a, here, scope)]
+    if admissible:  # a game that lists no commands refutes nothing
+        gone = refuted(domain, domain.meta.get("explore", {}).get("actions", {}), {**objects, **scope},
+                       state | set(given), set(admissible), cands)
+        cands = [a for a in cands if a not in gone]
     true_now = sorted(a for a in state if a.predicate in told(domain))
     question = choose_question(scope, {str(a): domain.gloss(a.predicate, list(a.args)) for a in cands}
                                if len(cands) <= SHOWN else {}, admissible)
@@ -504,13 +542,14 @@ def examples(domain: Domain) -> list[Shot]:
 
 
 def read(llm: LLM, graph: WorldGraph, action: str | None, observation: str, admissible: Iterable[str] = (),
-         expected: Iterable[GroundAtom] = (), rounds: int = 3, note: str | None = None,
+         effects: Effects = NO_EFFECTS, rounds: int = 3, note: str | None = None,
          lock: AbstractContextManager = nullcontext()) -> EditOutcome:
     """An observation as a verified change, proposed and chosen: the model names the places and things it tells
     (copied words, a type from an enum); the domain proposes the type-correct facts over them, the objects the
     admissible commands name and the problem's objects known beforehand; the model chooses which became true and
     which of the problem's facts stopped being true (enums). A refused choice is asked again with the issues, at
-    most `rounds` replies. `note` (e.g. that the last reading left no plan) goes before the observation."""
+    most `rounds` replies. `effects`: what the action just taken made true and false, where the game accepted it
+    (`build`). `note` (e.g. that the last reading left no plan) goes before the observation."""
     domain = graph.domain
     out = EditOutcome()
     shown = CurrentProblem.of(graph)
@@ -540,7 +579,7 @@ def read(llm: LLM, graph: WorldGraph, action: str | None, observation: str, admi
             picked = chosen.model_dump()
             by_text = {str(a): a for a in [*cands, *true_now]}
             true, false = ([by_text[t] for t in dict.fromkeys(picked.get(k, []))] for k in ("true", "false"))
-            delta = build(domain, objects, state, Reading(named, [*given, *true], false), expected, text)
+            delta = build(domain, objects, state, Reading(named, given, true, false), effects, text)
             if delta.is_empty():
                 return out
             try:

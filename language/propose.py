@@ -114,11 +114,9 @@ def said_with(text: str, named: Collection[str], types: dict[str, str], owns: di
     return {words(e): e for e in sorted(rest) if rest[e] == fewest[types.get(e)]}
 
 
-def spelled_out(mention: str, names: Iterable[str]) -> list[str]:
-    """The entities whose whole names a copied phrase spells out one after another ("Jennifer the magenta pen":
-    jennifer, magenta_pen; a possessive's "s" and words between names are skipped), the longest name first at each
-    word; [] where it spells fewer than two (the phrase then names one thing, matched by meaning)."""
-    words = [w for w in tokens(mention) if w != "s"]
+def whole_names(said: list[str], names: Iterable[str]) -> list[str]:
+    """The entities whose whole names the words `said` spell out one after another, the longest name first at each
+    word (words between names are skipped)."""
     by_first: dict[str, list[tuple[str, ...]]] = defaultdict(list)
     full = {}
     for n in names:
@@ -126,15 +124,38 @@ def spelled_out(mention: str, names: Iterable[str]) -> list[str]:
             by_first[t[0]].append(t)
             full[t] = n
     out, i = [], 0
-    while i < len(words):
-        fits = [t for t in by_first.get(words[i], ()) if tuple(words[i:i + len(t)]) == t]
+    while i < len(said):
+        fits = [t for t in by_first.get(said[i], ()) if tuple(said[i:i + len(t)]) == t]
         if fits:
             t = max(fits, key=len)
             out.append(full[t])
             i += len(t)
         else:
             i += 1
-    return list(dict.fromkeys(out)) if len(set(out)) > 1 else []
+    return list(dict.fromkeys(out))
+
+
+def spelled_out(mention: str, names: Iterable[str]) -> list[str]:
+    """The entities whose whole names a copied phrase spells out ("Jennifer the magenta pen": jennifer, magenta_pen;
+    a possessive's "s" is skipped); [] where it spells fewer than two (the phrase then names one thing, matched by
+    meaning)."""
+    out = whole_names([w for w in tokens(mention) if w != "s"], names)
+    return out if len(out) > 1 else []
+
+
+def unsaid(text: str, mentions: Iterable[str], names: Iterable[str]) -> list[str]:
+    """The entities whose whole names the text spells outside the phrases the model copied (it copied "Karen's
+    bedroom" from "Place the watermelon on the shelf in Karen's bedroom": watermelon): a small model leaves phrases
+    out."""
+    said: list[str | None] = [w for w in tokens(text) if w != "s"]
+    for m in mentions:
+        copied = [w for w in tokens(m) if w != "s"]
+        for i in range(len(said) - len(copied) + 1):
+            if copied and said[i:i + len(copied)] == copied:
+                said[i:i + len(copied)] = [None] * len(copied)
+                break
+    runs = " ".join(w or "|" for w in said).split("|")
+    return list(dict.fromkeys(e for run in runs for e in whole_names(run.split(), names)))
 
 
 def ids() -> Iterable[str]:
@@ -319,6 +340,7 @@ def ground(llm: LLM, graph: WorldGraph, first: Messages, text: str, mentions: li
         elif parts := spelled_out(m, names):  # one phrase copied for two things: each by its whole name
             mentions = [x for x in mentions if x != m]
             named |= {words(e): e for e in parts}
+    named |= {words(e): e for e in unsaid(text, mentions, names) if e not in named.values()}
     asked = [m for m in mentions if m not in named]
     if not asked or not names:
         return named

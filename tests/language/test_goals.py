@@ -134,9 +134,9 @@ def test_the_bundled_l3mp_goal_examples_answer_with_their_candidates(tmp_path: P
 
 
 def test_a_thing_with_no_named_place_gets_the_named_rooms_fixtures(world: WorldGraph) -> None:
-    """"the table in the living room" matched to the room: the room's furniture the apple can be put on is proposed
-    (not its light or window: no change puts an item at them)."""
-    task = "Put the apple on the table in the living room."
+    """The apple to be put somewhere in the living room: the room's furniture it can be put on is proposed (not its
+    light or window: no change puts an item at them). Where the task says "the table", only the table (`said_with`)."""
+    task = "Put the apple down somewhere in the living room."
     llm = ScriptedLLM([json.dumps({"scope": "named", "mentions": ["the apple", "the living room"], "kinds": []}),
                        json.dumps({"on": "item apple is on living room table"})])
     out = goals.choose(llm, world, task)
@@ -175,19 +175,25 @@ SHELVES = """(define (problem shelves) (:domain simulation)
          (placed_at_shelf lisa_scarf den_shelf) (on_shelf_level lisa_scarf shelf_level_4)))"""
 
 
-def test_a_named_level_in_a_named_room_proposes_that_rooms_shelf(tmp_path: Path) -> None:
+@pytest.mark.parametrize(("mentions", "task"), [
+    (["Lisa's scarf", "level 3", "David's bedroom"], "Place Lisa's scarf on level 3 of the shelf in David's bedroom."),
+    (["David's bedroom"], "Place the lisa scarf on the 3rd level of the shelf in David's bedroom.")])
+def test_a_named_level_in_a_named_room_proposes_that_rooms_shelf(tmp_path: Path, mentions: list[str],
+                                                                   task: str) -> None:
     """"level 3 of the shelf in David's bedroom" copied without the shelf: every shelf has a level 3, and the shelf of
-    the named room that has it is the one proposed (not the den's)."""
+    the named room that has it is the one proposed (not the den's). Where the model copied only the room, the thing
+    whose whole name the task spells elsewhere (the scarf) and the room's shelf, whose other word the task says, with
+    its levels, are proposed all the same."""
     g = small_world(tmp_path, SHELVES)
-    llm = ScriptedLLM([json.dumps({"scope": "named", "mentions": ["Lisa's scarf", "level 3", "David's bedroom"],
-                                   "kinds": []}),
+    llm = ScriptedLLM([json.dumps({"scope": "named", "mentions": mentions, "kinds": []}),
                        json.dumps({"on_shelf_level": "lisa scarf is on shelf level 3",
                                    "placed_at_shelf": "lisa scarf is on david bedroom shelf"})])
-    out = goals.choose(llm, g, "Place Lisa's scarf on level 3 of the shelf in David's bedroom.")
+    out = goals.choose(llm, g, task)
     assert out.goal == ("(and (on_shelf_level lisa_scarf shelf_level_3) "
                         "(placed_at_shelf lisa_scarf david_bedroom_shelf))"), out.error
     lines = llm.prompts[1][-1]["content"].split("\n")
-    assert "- lisa scarf is on david bedroom shelf" in lines and not any("den shelf" in x for x in lines)
+    assert "- lisa scarf is on david bedroom shelf" in lines and "- lisa scarf is on shelf level 4" in lines
+    assert not any("den shelf" in x for x in lines)
 
 
 def test_a_word_the_model_says_names_every_thing_of_a_kind_is_quantified(world: WorldGraph) -> None:

@@ -9,7 +9,17 @@ from kgplan.domains.formula import GroundAtom
 from kgplan.domains.model import resolve_domain
 from kgplan.errors import LLMError
 from kgplan.language.llm import ScriptedLLM
-from kgplan.language.pddl_edit import Reading, build, choice_schema, command_objects, propose, rules, slots, upkeep
+from kgplan.language.pddl_edit import (
+    Reading,
+    build,
+    choice_schema,
+    command_objects,
+    propose,
+    refuted,
+    rules,
+    slots,
+    upkeep,
+)
 
 
 def atom(text: str) -> GroundAtom:
@@ -64,11 +74,53 @@ def test_a_reading_merges_the_placeholder_an_action_entered_and_moves_the_player
     objects = {"hall": "room", "oak_door": "room", "west": "direction", "east": "direction"}
     state = {atom("(at hall)"), atom("(visited hall)"), atom("(connected hall west oak_door)"),
              atom("(door_closed hall oak_door)"), atom("(unknown oak_door)")}
-    reading = Reading({"cellar": "room"}, [atom("(at cellar)"), atom("(connected cellar east hall)")],
+    reading = Reading({"cellar": "room"}, [atom("(at cellar)"), atom("(connected cellar east hall)")], [],
                       [atom("(door_closed hall oak_door)")])
-    delta = build(coin, objects, state, reading, [atom("(at oak_door)")], "move west: You are in the cellar.")
+    delta = build(coin, objects, state, reading, ([atom("(at oak_door)")], [atom("(at hall)")]),
+                  "move west: You are in the cellar.")
     assert delta.removed_entities == ["oak_door"] and [e.name for e in delta.new_entities] == ["cellar"]
     # the placeholder's facts follow it into the cellar, but the door the reading says is open now
     assert {f.atom for f in delta.add} == set(map(atom, [
         "(at cellar)", "(visited cellar)", "(connected cellar east hall)", "(connected hall west cellar)"]))
     assert [f.atom for f in delta.remove] == [atom("(at hall)")]  # the old room goes by the invariant
+
+
+def test_a_reading_applies_the_effects_of_the_action_the_game_accepted_and_no_choice_undoes_them(coin):
+    """The door opened by the action is open whatever the choice says (a small model re-chose the door's old state
+    after "You open the plain door": the agent then opened it again and again)."""
+    objects = {"hall": "room", "oak_door": "room", "west": "direction"}
+    state = {atom("(at hall)"), atom("(visited hall)"), atom("(connected hall west oak_door)"),
+             atom("(door_closed hall oak_door)"), atom("(door_closed oak_door hall)"), atom("(unknown oak_door)")}
+    opened = ([], [atom("(door_closed hall oak_door)"), atom("(door_closed oak_door hall)")])
+    for chosen in ([], [atom("(door_closed oak_door hall)")]):
+        delta = build(coin, objects, state, Reading({}, [atom("(at hall)")], chosen, []), opened,
+                      "open door to west: You open the oak door.")
+        assert delta.add == [] and {f.atom for f in delta.remove} == set(opened[1])
+
+
+def test_a_move_the_names_say_did_not_happen_merges_nothing_and_leaves_the_player_where_they_were(coin):
+    objects = {"hall": "room", "oak_door": "room", "west": "direction"}
+    state = {atom("(at hall)"), atom("(visited hall)"), atom("(connected hall west oak_door)"),
+             atom("(unknown oak_door)")}
+    moved = ([atom("(at oak_door)")], [atom("(at hall)")])
+    delta = build(coin, objects, state, Reading({}, [atom("(at hall)")], [atom("(door_closed hall oak_door)")], []),
+                  moved, "move west: The door is closed.")
+    assert delta.removed_entities == [] and [f.atom for f in delta.add] == [atom("(door_closed hall oak_door)")]
+    assert delta.remove == []
+
+
+def test_a_candidate_the_games_commands_refute_is_not_offered(coin):
+    """A closed door to the west would make "open door to west" possible, which the game does not admit: that door is
+    not closed (a small model chose every exit's door closed, and the agent tried to open a doorway). The door the
+    game offers to open stays a candidate, and so does a fact no command tells about (the far side's door)."""
+    objects = {"kitchen": "room", "corridor": "room", "cellar": "room", **coin.meta["explore"]["known"]}
+    state = {atom("(at kitchen)"), atom("(connected kitchen west corridor)"), atom("(connected kitchen south cellar)")}
+    cands = [atom("(door_closed kitchen corridor)"), atom("(door_closed kitchen cellar)"),
+             atom("(door_closed corridor kitchen)")]
+    commands = {"move west", "move south", "open door to south", "look around"}
+    templates = coin.meta["explore"]["actions"]
+    assert refuted(coin, templates, objects, state, commands, cands) == {atom("(door_closed kitchen corridor)")}
+    asked = slots(coin, {"west": "direction", "south": "direction"})
+    words = {"here": "kitchen", "west": "corridor", "south": "cellar"}
+    _, _, offered, _, _ = propose(coin, objects, state, asked, words, sorted(commands))
+    assert atom("(door_closed kitchen cellar)") in offered and atom("(door_closed kitchen corridor)") not in offered

@@ -255,6 +255,21 @@ def test_a_phrase_that_is_an_entitys_whole_name_names_it(tmp_path: Path) -> None
     assert not any("castle" in line for line in llm.prompts[1][-1]["content"].split("\n"))
 
 
+def test_a_thing_whose_whole_name_the_sentence_spells_outside_the_copied_phrases_is_named(tmp_path: Path) -> None:
+    """A small model copied "Helen" and "the kitchen" from a sentence naming the glass castle book too: the entity the
+    sentence spells by its whole name is named all the same, and a word inside a copied phrase names nothing more."""
+    g = small_world(tmp_path, GLASS)
+    assert propose.unsaid("Helen took the glass castle book to Michael's bedroom.", ["Helen", "Michael's bedroom"],
+                          ["helen", "michael", "michael_bedroom", "glass", "the_glass_castle_book"]) == [
+        "the_glass_castle_book"]
+    text = "Helen went to the kitchen and picked up the glass castle book."
+    llm = ScriptedLLM([json.dumps({"mentions": ["Helen", "the kitchen"]}),
+                       *[lambda m: json.dumps(chosen(m, in_person_hand="now: helen holds the glass castle book"))] * 2])
+    out = propose.tell(llm, g, text)
+    assert out.change is not None and F("(in_person_hand the_glass_castle_book helen)") in out.change.delta.add, \
+        out.error
+
+
 LEVELS = """(define (problem levels) (:domain simulation)
   (:objects gregory mary - person robert_bedroom the_kitchen - room brian_cardigan - cloth
             robert_bedroom_shelf - shelf robert_bedroom_table - table
