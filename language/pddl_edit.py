@@ -399,6 +399,14 @@ def slots(domain: Domain, commanded: dict[str, str]) -> list[Slot]:
     return out
 
 
+def still(asked: list[Slot], effects: Effects) -> bool:
+    """Whether the player is where they were: the game admitted an action that does not change where the player is
+    (after "open door to south, revealing the living room" the player is not in the living room, whatever the blank
+    says)."""
+    where = {s.predicate for s in asked if s.field == HERE}
+    return bool(where) and any(effects) and not any(a.predicate in where for part in effects for a in part)
+
+
 def blanks(domain: Domain, asked: list[Slot]) -> str:
     """The names question for the slots: each fact glossed, the open place a blank."""
     return blanks_question({s.field: domain.gloss(s.predicate, [BLANK if a == OPEN else a for a in s.args])
@@ -562,8 +570,10 @@ def read(llm: LLM, graph: WorldGraph, action: str | None, observation: str, admi
     try:
         reply, record = llm.complete(messages, names_schema(asked))
         out.calls.append(record)
-        given, named, cands, true_now, question = propose(domain, objects, state, asked, reply.model_dump(),
-                                                          admissible)
+        words = reply.model_dump()
+        if still(asked, effects):
+            words[HERE] = ""  # the room the problem holds
+        given, named, cands, true_now, question = propose(domain, objects, state, asked, words, admissible)
         schema = choice_schema(cands, true_now)
         messages += retry(reply.model_dump_json(), question)
         for _ in range(rounds):

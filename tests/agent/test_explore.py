@@ -386,3 +386,17 @@ def test_read_of_a_type_wrong_fact_is_impossible(tmp_path):
         assert ep.unread >= 1 and ep.refused_edits >= 3 and ep.steps == 0
         assert len(agent.history()) == 1 and agent.facts() == []  # nothing applied
     assert "That reply is invalid" in llm.prompts[2][-1]["content"]
+
+
+def test_read_after_an_admitted_action_that_moves_no_one_keeps_the_player_where_they_were(tmp_path):
+    """After "open door to east" the 1.5B model filled the room blank with the room the door revealed: the game
+    admitted an action that does not move the player, so the room the problem holds stands (the blank is not read)."""
+    replies = [names(here="kitchen", east="door"), chosen(["(door_closed kitchen door)"]),
+               names(here="pantry", east="pantry"), chosen(),  # "You open the door": misread as entered
+               names(here="pantry", west="kitchen"), chosen(["(coin_in coin pantry)"]),
+               names(here="pantry"), chosen(["(carrying coin)"])]
+    ep, _, lines, agent = choose(tmp_path, replies, TwoRooms(door=True))
+    with agent:
+        assert ep.success and ep.steps == 3, lines
+        assert {Fact.parse("(connected kitchen east pantry)"), Fact.parse("(carrying coin)")} <= set(agent.facts())
+        assert agent.check() == []
