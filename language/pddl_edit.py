@@ -330,14 +330,15 @@ def proposals(domain: Domain, scope: dict[str, str], state: set[GroundAtom]) -> 
 
 
 def refuted(domain: Domain, templates: dict[str, str], objects: dict[str, str], state: set[GroundAtom],
-            admissible: Collection[str], cands: Iterable[GroundAtom]) -> set[GroundAtom]:
-    """The candidates the game's admissible commands refute: with one of them true, an action whose command the game
-    does not admit now would be possible (a door is not closed where the game offers no "open door" for it). A game
-    may admit more than is possible, so only a command it leaves out tells."""
-    base = State(domain, objects, state)
+            admissible: Collection[str], facts: Iterable[GroundAtom]) -> set[GroundAtom]:
+    """The facts (candidates, or facts of `state`) the game's admissible commands refute: with one of them true, an
+    action whose command the game does not admit now would be possible, and without it not (a door is not closed
+    where the game offers no "open door" for it). A game may admit more than is possible, so only a command it leaves
+    out tells."""
     acts = [(domain.actions[a], t) for a, t in templates.items() if a in domain.actions]
     out = set()
-    for f in cands:
+    for f in facts:
+        base = State(domain, objects, state - {f})
         with_f = base.copy()
         with_f.add(f)
         for act, template in acts:
@@ -555,7 +556,8 @@ def read(llm: LLM, graph: WorldGraph, action: str | None, observation: str, admi
     """An observation as a verified change, proposed and chosen: the model names the places and things it tells
     (copied words, a type from an enum); the domain proposes the type-correct facts over them, the objects the
     admissible commands name and the problem's objects known beforehand; the model chooses which became true and
-    which of the problem's facts stopped being true (enums). A refused choice is asked again with the issues, at
+    which of the problem's facts stopped being true (enums); a fact of the problem the admissible commands refute
+    stops being true (`refuted`: a door the model said was closed). A refused choice is asked again with the issues, at
     most `rounds` replies. `effects`: what the action just taken made true and false, where the game accepted it
     (`build`). `note` (e.g. that the last reading left no plan) goes before the observation."""
     domain = graph.domain
@@ -574,6 +576,9 @@ def read(llm: LLM, graph: WorldGraph, action: str | None, observation: str, admi
         if still(asked, effects):
             words[HERE] = ""  # the room the problem holds
         given, named, cands, true_now, question = propose(domain, objects, state, asked, words, admissible)
+        blanks_tell = {s.predicate for s in asked}  # where the player is and the exits: the blanks say those
+        stale = refuted(domain, cfg.get("actions", {}), {**objects, **named}, state | set(given), set(admissible),
+                        [a for a in true_now if a.predicate not in blanks_tell]) if admissible else set()
         schema = choice_schema(cands, true_now)
         messages += retry(reply.model_dump_json(), question)
         for _ in range(rounds):
@@ -589,7 +594,7 @@ def read(llm: LLM, graph: WorldGraph, action: str | None, observation: str, admi
             picked = chosen.model_dump()
             by_text = {str(a): a for a in [*cands, *true_now]}
             true, false = ([by_text[t] for t in dict.fromkeys(picked.get(k, []))] for k in ("true", "false"))
-            delta = build(domain, objects, state, Reading(named, given, true, false), effects, text)
+            delta = build(domain, objects, state, Reading(named, given, true, [*false, *stale]), effects, text)
             if delta.is_empty():
                 return out
             try:

@@ -400,3 +400,17 @@ def test_read_after_an_admitted_action_that_moves_no_one_keeps_the_player_where_
         assert ep.success and ep.steps == 3, lines
         assert {Fact.parse("(connected kitchen east pantry)"), Fact.parse("(carrying coin)")} <= set(agent.facts())
         assert agent.check() == []
+
+
+def test_read_drops_a_fact_of_the_problem_the_admissible_commands_refute(tmp_path):
+    """The model chose the doorway's far side closed: in the pantry the game offers no "open door to west", so that
+    door is not closed, and the reading says so though the model did not (a 1.5B model's wrong doors made the agent
+    try to open doorways until the budget was spent)."""
+    replies = [names(here="kitchen", east="doorway"), chosen(["(door_closed doorway kitchen)"]),
+               names(here="pantry", west="kitchen"), chosen(["(coin_in coin pantry)"]),
+               names(here="pantry"), chosen(["(carrying coin)"])]
+    ep, _, lines, agent = choose(tmp_path, replies)
+    with agent:
+        assert ep.success and ep.steps == 2, lines
+        assert not any(f.predicate == "door_closed" for f in agent.facts())
+        assert Fact.parse("(connected kitchen east pantry)") in agent.facts()
