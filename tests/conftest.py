@@ -16,6 +16,12 @@ from kgplan.graph.world import WorldGraph
 if TYPE_CHECKING:  # imported where used: the tests' child processes import this module, not the LLM client
     from tests.support.fake_llm import FakeServer
 
+# The tests run against scripted clients and fake servers: settings for a real endpoint in the shell that starts them
+# (a developer's local model) would reach a server the tests do not start. The opt-in smoke test keeps them.
+if os.environ.get("KGPLAN_SMOKE_LLM") != "1":
+    for _name in [n for n in os.environ if n.startswith("KGPLAN_LLM_")]:
+        del os.environ[_name]
+
 HOUSEHOLD = BUNDLED / "household"
 ROOT = Path(__file__).resolve().parent.parent  # the checkout
 DATA = Path(__file__).parent / "data"  # test domains: data/domains/NAME/{domain,pNN}.pddl, data/domains_inv
