@@ -22,7 +22,7 @@ from kgplan.graph.model import Change, Delta
 from kgplan.language.llm import LLM
 from kgplan.language.pddl_edit import NO_EFFECTS, NO_PLAN, Effects, read
 from kgplan.planners.pipeline import PlanReport
-from kgplan.planners.state import Step
+from kgplan.planners.state import Step, action_text
 
 
 @dataclass
@@ -44,11 +44,6 @@ class Episode:
     unread: int = 0
     llm_seconds: float = 0.0
     rereads: int = 0  # LLM mode: observations read again because the problem had no plan
-
-
-def action_text(step: Step, templates: dict[str, str]) -> str:
-    """The environment command of a plan step, from domain.toml's [explore.actions] templates."""
-    return templates[step.action].format(*(a.replace("_", " ") for a in step.args))
 
 
 def explore(env: Environment, game: str, seed: int, planner: str | None = None,

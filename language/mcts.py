@@ -20,7 +20,7 @@ from kgplan.errors import InputError, LLMError
 from kgplan.language.llm import LLM
 from kgplan.planners.mcts import belief as bl
 from kgplan.planners.mcts.priors import Beliefs, Prior
-from kgplan.planners.state import Step
+from kgplan.planners.state import Step, action_text
 
 
 class ActionScore(BaseModel):
@@ -34,13 +34,6 @@ class ActionScores(BaseModel):
 
 class Reflection(BaseModel):
     reflection: str
-
-
-def action_text(step: Step, templates: Mapping[str, str]) -> str:
-    """A step in words, from domain.toml's [explore.actions] templates where the action has one."""
-    words = [a.replace("_", " ") for a in step.args]
-    t = templates.get(step.action)
-    return t.format(*words) if t else " ".join([step.action.replace("_", " "), *words])
 
 
 def goal_text(domain: Domain, goal: Formula) -> str:

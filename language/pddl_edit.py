@@ -14,7 +14,7 @@ import json
 from collections.abc import Callable, Collection, Iterable
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
-from typing import Annotated, Any
+from typing import Annotated, Any, NamedTuple
 
 from pydantic import BaseModel, Field
 
@@ -39,7 +39,7 @@ from kgplan.language.prompts import (
     retry,
 )
 from kgplan.language.propose import replacements
-from kgplan.planners.state import State
+from kgplan.planners.state import State, Step, action_text
 
 NAME = NAME_RE.pattern.strip("^$")
 ATOM = rf"\({NAME}( {NAME})*\)"
@@ -335,14 +335,16 @@ def refuted(domain: Domain, templates: dict[str, str], objects: dict[str, str], 
     action whose command the game does not admit now would be possible, and without it not (a door is not closed
     where the game offers no "open door" for it). A game may admit more than is possible, so only a command it leaves
     out tells."""
-    acts = [(domain.actions[a], t) for a, t in templates.items() if a in domain.actions]
+    if not admissible:  # a game that lists no commands refutes nothing
+        return set()
+    acts = [domain.actions[a] for a in templates if a in domain.actions]
     out = set()
     for f in facts:
         base = State(domain, objects, state - {f})
         with_f = base.copy()
         with_f.add(f)
-        for act, template in acts:
-            if any(template.format(*(b[p.name].replace("_", " ") for p in act.params)) not in admissible
+        for act in acts:
+            if any(action_text(Step(act.name, tuple(b[p.name] for p in act.params)), templates) not in admissible
                    for b in with_f.bindings(act.params)
                    if with_f.holds(act.precondition, b) and not base.holds(act.precondition, b)):
                 out.add(f)
@@ -509,11 +511,23 @@ def scope_of(domain: Domain, objects: dict[str, str], named: dict[str, str], adm
             **{n: objects[n] for n in named if n in objects}}
 
 
+class Proposal(NamedTuple):
+    """From the filled slots: the facts they tell (`given`), the new objects they name (name -> type), the candidate
+    facts about where the player is, the true facts that may stop being true, those of them the admissible commands
+    refute (`stale`: they stop being true whatever the model chooses), and the choice question."""
+
+    given: list[GroundAtom]
+    named: dict[str, str]
+    cands: list[GroundAtom]
+    true_now: list[GroundAtom]
+    stale: set[GroundAtom]
+    question: str
+
+
 def propose(domain: Domain, objects: dict[str, str], state: set[GroundAtom], asked: list[Slot],
-            words: dict[str, str], admissible: Iterable[str]) -> tuple[list[GroundAtom], dict[str, str],
-                                                                    list[GroundAtom], list[GroundAtom], str]:
-    """From the filled slots: the facts they tell, the new objects they name (name -> type), the candidate facts
-    about where the player is, the true facts that may stop being true, and the choice question."""
+            words: dict[str, str], admissible: Iterable[str]) -> Proposal:
+    """The candidates of a reading, from the filled slots (`Proposal`). The admissible commands refute candidates and
+    true facts alike (`refuted`), but not the facts the blanks tell (where the player is, the exits)."""
     admissible = list(admissible)
     given, named = slot_facts(asked, words, state)
     scope = scope_of(domain, objects, named, admissible)
@@ -522,14 +536,15 @@ def propose(domain: Domain, objects: dict[str, str], state: set[GroundAtom], ask
                  if a.predicate in {s.predicate for s in asked if s.field == HERE}), None)
     cands = [a for a in proposals(domain, scope, state) if a.predicate not in asked_predicates
              and about(domain, a, here, scope)]
-    if admissible:  # a game that lists no commands refutes nothing
-        gone = refuted(domain, domain.meta.get("explore", {}).get("actions", {}), {**objects, **scope},
-                       state | set(given), set(admissible), cands)
-        cands = [a for a in cands if a not in gone]
     true_now = sorted(a for a in state if a.predicate in told(domain))
+    gone = refuted(domain, domain.meta.get("explore", {}).get("actions", {}), {**objects, **scope},
+                   state | set(given), set(admissible),
+                   [*cands, *(a for a in true_now if a.predicate not in asked_predicates)])
+    cands = [a for a in cands if a not in gone]
     question = choose_question(scope, {str(a): domain.gloss(a.predicate, list(a.args)) for a in cands}
                                if len(cands) <= SHOWN else {}, admissible)
-    return given, {n: t for n, t in scope.items() if n not in objects}, cands, true_now, question
+    return Proposal(given, {n: t for n, t in scope.items() if n not in objects}, cands, true_now,
+                    gone & set(true_now), question)
 
 
 def examples(domain: Domain) -> list[Shot]:
@@ -542,7 +557,7 @@ def examples(domain: Domain) -> list[Shot]:
                                 f"(:init {' '.join(ex['init'])}))", "a worked example of domain.toml")
         asked = slots(domain, command_objects(domain, domain.meta["explore"].get("actions", {}), ex["commands"]))
         state = {GroundAtom(a.predicate, a.args) for a in problem.init}
-        question = propose(domain, problem.objects, state, asked, ex["names"], ex["commands"])[-1]
+        question = propose(domain, problem.objects, state, asked, ex["names"], ex["commands"]).question
         names = json.dumps({s.field: ex["names"].get(s.field, "") for s in asked})
         out.append(Shot(CurrentProblem(problem, [], False), ex.get("action"), ex["observation"], blanks(domain, asked),
                         names, question,
@@ -575,10 +590,7 @@ def read(llm: LLM, graph: WorldGraph, action: str | None, observation: str, admi
         words = reply.model_dump()
         if still(asked, effects):
             words[HERE] = ""  # the room the problem holds
-        given, named, cands, true_now, question = propose(domain, objects, state, asked, words, admissible)
-        blanks_tell = {s.predicate for s in asked}  # where the player is and the exits: the blanks say those
-        stale = refuted(domain, cfg.get("actions", {}), {**objects, **named}, state | set(given), set(admissible),
-                        [a for a in true_now if a.predicate not in blanks_tell]) if admissible else set()
+        given, named, cands, true_now, stale, question = propose(domain, objects, state, asked, words, admissible)
         schema = choice_schema(cands, true_now)
         messages += retry(reply.model_dump_json(), question)
         for _ in range(rounds):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 
 from kgplan.domains.formula import (
@@ -47,6 +47,13 @@ class Step:
         if not words:
             raise PlanError(f"empty plan step {text!r}")
         return cls(words[0].lower(), tuple(w.lower() for w in words[1:]))
+
+
+def action_text(step: Step, templates: Mapping[str, str]) -> str:
+    """A step in words, from domain.toml's [explore.actions] templates where the action has one."""
+    words = [a.replace("_", " ") for a in step.args]
+    t = templates.get(step.action)
+    return t.format(*words) if t else " ".join([step.action.replace("_", " "), *words])
 
 
 class State:

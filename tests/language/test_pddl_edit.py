@@ -47,7 +47,7 @@ def test_every_fact_the_choice_admits_is_type_correct_and_about_here(coin):
     state = {atom("(at kitchen)"), atom("(visited kitchen)")}
     asked = slots(coin, {"west": "direction", "coin": "item"})
     assert [s.field for s in asked] == ["here", "west"]
-    given, named, cands, true_now, question = propose(coin, objects, state, asked,
+    given, named, cands, true_now, _, question = propose(coin, objects, state, asked,
                                                       {"here": "kitchen", "west": "the corridor"}, ["take coin"])
     assert given == [atom("(at kitchen)"), atom("(connected kitchen west the_corridor)")]
     assert named == {"the_corridor": "room", "coin": "item"}
@@ -122,5 +122,5 @@ def test_a_candidate_the_games_commands_refute_is_not_offered(coin):
     assert refuted(coin, templates, objects, state, commands, cands) == {atom("(door_closed kitchen corridor)")}
     asked = slots(coin, {"west": "direction", "south": "direction"})
     words = {"here": "kitchen", "west": "corridor", "south": "cellar"}
-    _, _, offered, _, _ = propose(coin, objects, state, asked, words, sorted(commands))
+    offered = propose(coin, objects, state, asked, words, sorted(commands)).cands
     assert atom("(door_closed kitchen cellar)") in offered and atom("(door_closed kitchen corridor)") not in offered
