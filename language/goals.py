@@ -281,7 +281,7 @@ def _one_of_each_conflict(llm: LLM, domain: Domain, first: Messages, chosen: lis
         glosses = {c.pddl: c.id for c in crowd}
         if (picked := answers.get(key)) not in glosses and (
                 picked := which(llm, first, "Which of these must hold when the task is done?",
-                                glosses | {NEITHER: "none of them"}, out)) is None:
+                                glosses | {NEITHER: "none of them"}, out.calls)) is None:
             out.clarification = Clarification(
                 key, f"Which one must hold when the task is done: {' or '.join(glosses.values())}?", list(glosses))
             return chosen

@@ -29,6 +29,7 @@ from kgplan.language.llm import LLM, CallRecord, LLMError, choice, enum_model
 from kgplan.language.prompts import (
     BLANK,
     CurrentProblem,
+    Messages,
     Shot,
     blanks_question,
     choose_question,
@@ -38,7 +39,7 @@ from kgplan.language.prompts import (
     read_messages,
     retry,
 )
-from kgplan.language.propose import replacements
+from kgplan.language.propose import conflict, replacements, which
 from kgplan.planners.state import State, Step, action_text
 
 NAME = NAME_RE.pattern.strip("^$")
@@ -565,6 +566,19 @@ def examples(domain: Domain) -> list[Shot]:
     return out
 
 
+def settle(llm: LLM, domain: Domain, first: Messages, chosen: list[GroundAtom], calls: list[CallRecord]
+           ) -> list[GroundAtom]:
+    """The chosen facts, where two of them cannot both hold (an invariant), with the one the model answers to a
+    targeted question about the two (after `first`, the choice's messages); neither where it says the text does not
+    tell. Asked again, the whole choice came back the same (the 1.5B chose "the player carries the coin" beside "the
+    coin is in the corridor" 123 times in one episode)."""
+    while (both := conflict(domain, chosen)) is not None:
+        picked = which(llm, first, "Which one is true now?",
+                       {str(a): domain.gloss(a.predicate, list(a.args)) for a in both}, calls)
+        chosen = [a for a in chosen if a not in both or str(a) == picked]
+    return chosen
+
+
 def read(llm: LLM, graph: WorldGraph, action: str | None, observation: str, admissible: Iterable[str] = (),
          effects: Effects = NO_EFFECTS, rounds: int = 3, note: str | None = None,
          lock: AbstractContextManager = nullcontext()) -> EditOutcome:
@@ -593,6 +607,7 @@ def read(llm: LLM, graph: WorldGraph, action: str | None, observation: str, admi
         given, named, cands, true_now, stale, question = propose(domain, objects, state, asked, words, admissible)
         schema = choice_schema(cands, true_now)
         messages += retry(reply.model_dump_json(), question)
+        asking = list(messages)
         for _ in range(rounds):
             try:
                 chosen, record = llm.complete(messages, schema)
@@ -606,6 +621,7 @@ def read(llm: LLM, graph: WorldGraph, action: str | None, observation: str, admi
             picked = chosen.model_dump()
             by_text = {str(a): a for a in [*cands, *true_now]}
             true, false = ([by_text[t] for t in dict.fromkeys(picked.get(k, []))] for k in ("true", "false"))
+            true = settle(llm, domain, asking, true, out.calls)
             delta = build(domain, objects, state, Reading(named, given, true, [*false, *stale]), effects, text)
             if delta.is_empty():
                 return out

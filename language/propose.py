@@ -53,7 +53,7 @@ from kgplan.domains.model import Domain
 from kgplan.domains.verify import ChangeRefused
 from kgplan.graph.model import Delta, Fact
 from kgplan.graph.world import WorldGraph
-from kgplan.language.llm import LLM, LLMError, choice, enum_model
+from kgplan.language.llm import LLM, CallRecord, LLMError, choice, enum_model
 from kgplan.language.prompts import UNCLEAR, Messages, candidate_lines, propose_messages, which_messages
 from kgplan.language.update import Clarification, Outcome
 
@@ -364,10 +364,10 @@ def ground(llm: LLM, graph: WorldGraph, first: Messages, text: str, mentions: li
         options = [names[j] for j in tied]
         shown = {o: words(o) for o in options}
         if len(options) > 1 and (pick := (
-                which(llm, first, f"Which one does '{m}' name?", shown, out) if kinds is None else
+                which(llm, first, f"Which one does '{m}' name?", shown, out.calls) if kinds is None else
                 # a goal's word may name every thing of the kind: "which one" would leave only "unclear" to answer
                 which(llm, first, f"What does '{m}' name?", {EVERY: f"every {words(types[options[0]])}"} | shown,
-                      out, by_text=True))) is None:
+                      out.calls, by_text=True))) is None:
             out.clarification = Clarification(
                 m, f"Which one does '{m}' mean: {', '.join(map(words, options))}?", options, [*map(words, options)])
             return named
@@ -406,7 +406,7 @@ def _named(llm: LLM, graph: WorldGraph, text: str, stage: str, messages: Message
     return Named(reply, entities, static, owns, types)
 
 
-def which(llm: LLM, first: Messages, question: str, options: dict[str, str], out: Outcome, *,
+def which(llm: LLM, first: Messages, question: str, options: dict[str, str], calls: list[CallRecord], *,
           by_text: bool = False) -> str | None:
     """The option (of value -> how it is shown) the model answers a question about the text of `first` (the
     messages of the first question about it) with, or None where it says the text does not tell. The answer is a
@@ -416,7 +416,7 @@ def which(llm: LLM, first: Messages, question: str, options: dict[str, str], out
     schema = enum_model("Which", answer=[*keys, UNCLEAR])
     reply, record = llm.complete(which_messages(first, question, "\n".join(
         f"- {i}" if by_text else f"{i}) {options[o]}" for i, o in keys.items())), schema)
-    out.calls.append(record)
+    calls.append(record)
     return keys.get(reply.answer)
 
 
@@ -473,7 +473,7 @@ def _apply(llm: LLM, graph: WorldGraph, first: Messages, out: Outcome, chosen: l
         key = f"{both[0]} or {both[1]}"
         glosses = {str(a): domain.gloss(a.predicate, [words(x) for x in a.args]) for a in both}
         if (picked := answers.get(key)) not in glosses:
-            if (picked := which(llm, first, "Which one is true now?", glosses, out)) is None:
+            if (picked := which(llm, first, "Which one is true now?", glosses, out.calls)) is None:
                 out.clarification = Clarification(key, f"Which one is true now: {' or '.join(glosses.values())}?",
                                                   list(glosses), list(glosses.values()))
                 return out
