@@ -221,7 +221,8 @@ def symbol(words: str) -> str:
 @dataclass(frozen=True)
 class Rule:
     """Upkeep the agent does itself (domain.toml `[[explore.upkeep]]`): where the literals of `when` hold (the
-    first binds the variables; a negative one, "(not (p ?x))", tests them), `add` becomes true, `delete` false."""
+    first binds the variables, "?x"; a negative one, "(not (p ?x))", tests them; another word is a constant), `add`
+    becomes true, `delete` false."""
 
     when: tuple[tuple[bool, str, tuple[str, ...]], ...]
     add: tuple[tuple[str, tuple[str, ...]], ...]
@@ -255,15 +256,16 @@ class Rule:
             for atom in state:
                 if atom.predicate == p and len(atom.args) == len(args):
                     nb = dict(b)
-                    if all(nb.setdefault(v, x) == x for v, x in zip(args, atom.args, strict=True)):
+                    if all((nb.setdefault(v, x) if v.startswith("?") else v) == x
+                           for v, x in zip(args, atom.args, strict=True)):
                         yield from walk(i + 1, nb)
         return walk(0, {})
 
     def apply(self, state: set[GroundAtom]) -> set[GroundAtom]:
         out = set(state)
         for b in list(self.bindings(state)):
-            out -= {GroundAtom(p, tuple(b[a] for a in args)) for p, args in self.delete}
-            out |= {GroundAtom(p, tuple(b[a] for a in args)) for p, args in self.add}
+            out -= {GroundAtom(p, tuple(b.get(a, a) for a in args)) for p, args in self.delete}
+            out |= {GroundAtom(p, tuple(b.get(a, a) for a in args)) for p, args in self.add}
         return out
 
 
@@ -374,14 +376,15 @@ HERE, OPEN = "here", "?"
 @dataclass(frozen=True)
 class Slot:
     """A fact with one open place that the model fills with words it copies from the observation: domain.toml's
-    [explore] `ask` (field -> fact): `?` is the open place, `here` the place the field `here` names (else where the
+    [explore] `ask` (entry -> fact): `?` is the open place, `here` the place the field `here` names (else where the
     player is), another variable each object of its type that the admissible commands name (its name is the
-    field's)."""
+    field's: one slot per exit)."""
 
     field: str
     predicate: str
     args: tuple[str, ...]
     type: str  # of the open place
+    entry: str  # the `ask` entry it is of
 
     def fact(self, here: str, name: str) -> GroundAtom:
         return GroundAtom(self.predicate, tuple(here if a == HERE else name if a == OPEN else a for a in self.args))
@@ -390,7 +393,7 @@ class Slot:
 def slots(domain: Domain, commanded: dict[str, str]) -> list[Slot]:
     """The slots of domain.toml's `ask` over the objects the commands name (name -> type)."""
     out = []
-    for field_, text in domain.meta.get("explore", {}).get("ask", {}).items():
+    for entry, text in domain.meta.get("explore", {}).get("ask", {}).items():
         _, p, args = Rule.literal(text)
         params = domain.predicates[p].params
         open_type = domain.reduce_types(params[args.index(OPEN)].types)[0]
@@ -398,8 +401,8 @@ def slots(domain: Domain, commanded: dict[str, str]) -> list[Slot]:
         for combo in itertools.product(*([o for o, t in commanded.items() if domain.accepts(params[i].types, t)]
                                          for i in var)):
             bound = dict(zip(var, combo, strict=True))
-            out.append(Slot("_".join(combo) if var else field_, p,
-                            tuple(bound.get(i, x) for i, x in enumerate(args)), open_type))
+            out.append(Slot("_".join(combo) if var else entry, p,
+                            tuple(bound.get(i, x) for i, x in enumerate(args)), open_type, entry))
     return out
 
 
@@ -422,24 +425,44 @@ def names_schema(asked: list[Slot]) -> type[BaseModel]:
     return enum_model("Names", **{s.field: (Annotated[str, Field(max_length=40)], "") for s in asked})
 
 
-def slot_facts(asked: list[Slot], words: dict[str, str], state: set[GroundAtom]) -> tuple[list[GroundAtom],
-                                                                                          dict[str, str]]:
-    """The facts the filled slots tell and the objects they name (name -> type): an open place the state already
-    fills for that fact's other places keeps its value (the map is not redrawn), but where the player is."""
+def slot_facts(asked: list[Slot], words: dict[str, str], state: set[GroundAtom], entered: str | None = None,
+               placeholders: bool = False) -> tuple[list[GroundAtom], dict[str, str], str]:
+    """The facts the filled slots tell, the objects they name (name -> type) and where the player is: its blank
+    tells, else `entered` (the placeholder an action just moved the player into, the same room), else the state. Of the
+    other slots: one the state already fills keeps its value (the map is not redrawn: the exit the player came in
+    by); the slots of one entry name different objects, none of them here (a value two blanks give, or one the
+    state gives another slot, is neither's: a small model read "east: the kitchen" as west). A slot left without a
+    value is, with `placeholders`, a placeholder object `unseen_<here>_<field>`: the commands say it is there."""
     here_slot = next((s for s in asked if s.field == HERE), None)
-    here = symbol(words.get(HERE, "")) or next((a.args[0] for a in state if here_slot and a.predicate ==
-                                                here_slot.predicate), "")
+    here = symbol(words.get(HERE, "")) or entered or next((a.args[0] for a in state if here_slot and a.predicate ==
+                                                           here_slot.predicate), "")
     facts, named = [], {}
-    for s in asked:
-        if not (name := symbol(words.get(s.field, ""))) or (HERE in s.args and not here):
-            continue
-        fact, named[name] = s.fact(here, name), s.type
+    if here_slot and symbol(words.get(HERE, "")):
+        facts, named = [here_slot.fact(here, here)], {here: here_slot.type}
+    rooms = {here, entered} - {None, ""}
+    others = [s for s in asked if s.field != HERE and (HERE not in s.args or here)]
+
+    def known(s: Slot) -> str:  # the value the state gives the slot, or ""
         i = s.args.index(OPEN)
-        if s.field != HERE and any(a.predicate == fact.predicate and a.args[:i] + a.args[i + 1:] ==
-                                   fact.args[:i] + fact.args[i + 1:] for a in state):
+        shapes = {s.fact(r, OPEN).args[:i] + s.fact(r, OPEN).args[i + 1:] for r in rooms or {""}}
+        return next((a.args[i] for a in state if a.predicate == s.predicate and len(a.args) == len(s.args)
+                     and a.args[:i] + a.args[i + 1:] in shapes), "")
+
+    old = {s.field: known(s) for s in others}
+    said = {s.field: symbol(words.get(s.field, "")) for s in others}
+    for s in others:
+        if old[s.field]:
+            named[old[s.field]] = s.type
             continue
-        facts.append(fact)
-    return facts, named
+        siblings = [t for t in others if t.entry == s.entry and t is not s]
+        name = said[s.field]
+        if not name or name in rooms or any(name in (old[t.field], said[t.field]) for t in siblings):
+            if not (placeholders and here):
+                continue
+            name = symbol(f"unseen {here} {s.field}")
+        facts.append(s.fact(here, name))
+        named[name] = s.type
+    return facts, named, here
 
 
 def choice_schema(cands: list[GroundAtom], true_now: list[GroundAtom]) -> type[BaseModel]:
@@ -526,19 +549,21 @@ class Proposal(NamedTuple):
 
 
 def propose(domain: Domain, objects: dict[str, str], state: set[GroundAtom], asked: list[Slot],
-            words: dict[str, str], admissible: Iterable[str]) -> Proposal:
-    """The candidates of a reading, from the filled slots (`Proposal`). The admissible commands refute candidates and
-    true facts alike (`refuted`), but not the facts the blanks tell (where the player is, the exits)."""
+            words: dict[str, str], admissible: Iterable[str], effects: Effects = NO_EFFECTS) -> Proposal:
+    """The candidates of a reading, from the filled slots (`Proposal`; `effects`: what the action just taken made
+    true and false, `build`'s). The admissible commands refute candidates and true facts alike (`refuted`), but not
+    the facts the blanks tell (where the player is, the exits)."""
     admissible = list(admissible)
-    given, named = slot_facts(asked, words, state)
+    cfg = domain.meta.get("explore", {})
+    where = {s.predicate for s in asked if s.field == HERE}
+    entered = next((a.args[0] for a in effects[0] if a.predicate in where), None)
+    given, named, here = slot_facts(asked, words, state, entered, "placeholder" in cfg)
     scope = scope_of(domain, objects, named, admissible)
     asked_predicates = {s.predicate for s in asked}
-    here = next((a.args[0] for a in [*given, *sorted(state)]
-                 if a.predicate in {s.predicate for s in asked if s.field == HERE}), None)
     cands = [a for a in proposals(domain, scope, state) if a.predicate not in asked_predicates
-             and about(domain, a, here, scope)]
+             and about(domain, a, here, {**objects, **scope})]
     true_now = sorted(a for a in state if a.predicate in told(domain))
-    gone = refuted(domain, domain.meta.get("explore", {}).get("actions", {}), {**objects, **scope},
+    gone = refuted(domain, cfg.get("actions", {}), {**objects, **scope},
                    state | set(given), set(admissible),
                    [*cands, *(a for a in true_now if a.predicate not in asked_predicates)])
     cands = [a for a in cands if a not in gone]
@@ -604,7 +629,8 @@ def read(llm: LLM, graph: WorldGraph, action: str | None, observation: str, admi
         words = reply.model_dump()
         if still(asked, effects):
             words[HERE] = ""  # the room the problem holds
-        given, named, cands, true_now, stale, question = propose(domain, objects, state, asked, words, admissible)
+        given, named, cands, true_now, stale, question = propose(domain, objects, state, asked, words, admissible,
+                                                                 effects)
         schema = choice_schema(cands, true_now)
         messages += retry(reply.model_dump_json(), question)
         asking = list(messages)

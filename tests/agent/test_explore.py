@@ -371,7 +371,7 @@ def test_read_is_repeated_when_the_problem_has_no_plan(tmp_path):
     """As in PDDLEGO, an observation whose reading leaves no plan for the goal or a sub-goal is read again."""
     from kgplan.language.pddl_edit import NO_PLAN
 
-    ep, llm, lines, agent = choose(tmp_path, [names(here="kitchen"), chosen(), *READ])  # the exit left out
+    ep, llm, lines, agent = choose(tmp_path, [names(), chosen(), *READ])  # where the player is left out
     agent.close()
     assert ep.success and ep.rereads == 1 and "no plan: the observation is read again" in lines
     assert NO_PLAN in llm.prompts[2][-1]["content"] and NO_PLAN not in llm.prompts[0][-1]["content"]

@@ -64,10 +64,10 @@ def test_every_fact_the_choice_admits_is_type_correct_and_about_here(coin):
         wrong.complete([{"role": "user", "content": "?"}], schema)
 
 
-def test_upkeep_rules_mark_rooms_seen_and_entered(coin):
+def test_upkeep_rules_mark_rooms_seen_and_entered_and_lead_exits_back(coin):
     state = upkeep(rules(coin), {atom("(at hall)"), atom("(connected hall north study)"), atom("(unknown hall)")})
     assert state == {atom("(at hall)"), atom("(visited hall)"), atom("(connected hall north study)"),
-                     atom("(unknown study)")}
+                     atom("(connected study south hall)"), atom("(unknown study)")}
 
 
 def test_a_reading_merges_the_placeholder_an_action_entered_and_moves_the_player(coin):
@@ -88,9 +88,10 @@ def test_a_reading_merges_the_placeholder_an_action_entered_and_moves_the_player
 def test_a_reading_applies_the_effects_of_the_action_the_game_accepted_and_no_choice_undoes_them(coin):
     """The door opened by the action is open whatever the choice says (a small model re-chose the door's old state
     after "You open the plain door": the agent then opened it again and again)."""
-    objects = {"hall": "room", "oak_door": "room", "west": "direction"}
+    objects = {"hall": "room", "oak_door": "room", **coin.meta["explore"]["known"]}
     state = {atom("(at hall)"), atom("(visited hall)"), atom("(connected hall west oak_door)"),
-             atom("(door_closed hall oak_door)"), atom("(door_closed oak_door hall)"), atom("(unknown oak_door)")}
+             atom("(connected oak_door east hall)"), atom("(door_closed hall oak_door)"),
+             atom("(door_closed oak_door hall)"), atom("(unknown oak_door)")}
     opened = ([], [atom("(door_closed hall oak_door)"), atom("(door_closed oak_door hall)")])
     for chosen in ([], [atom("(door_closed oak_door hall)")]):
         delta = build(coin, objects, state, Reading({}, [atom("(at hall)")], chosen, []), opened,
@@ -99,9 +100,9 @@ def test_a_reading_applies_the_effects_of_the_action_the_game_accepted_and_no_ch
 
 
 def test_a_move_the_names_say_did_not_happen_merges_nothing_and_leaves_the_player_where_they_were(coin):
-    objects = {"hall": "room", "oak_door": "room", "west": "direction"}
+    objects = {"hall": "room", "oak_door": "room", **coin.meta["explore"]["known"]}
     state = {atom("(at hall)"), atom("(visited hall)"), atom("(connected hall west oak_door)"),
-             atom("(unknown oak_door)")}
+             atom("(connected oak_door east hall)"), atom("(unknown oak_door)")}
     moved = ([atom("(at oak_door)")], [atom("(at hall)")])
     delta = build(coin, objects, state, Reading({}, [atom("(at hall)")], [atom("(door_closed hall oak_door)")], []),
                   moved, "move west: The door is closed.")
@@ -124,3 +125,27 @@ def test_a_candidate_the_games_commands_refute_is_not_offered(coin):
     words = {"here": "kitchen", "west": "corridor", "south": "cellar"}
     offered = propose(coin, objects, state, asked, words, sorted(commands)).cands
     assert atom("(door_closed kitchen cellar)") in offered and atom("(door_closed kitchen corridor)") not in offered
+
+
+def test_exits_keep_the_way_back_and_name_different_rooms_else_placeholders(coin):
+    """After "move west" from the kitchen the 1.5B read the corridor's "To the East you see the kitchen. To the West
+    you see the living room." as east: living room, west: kitchen. The way back is known (the map's law in
+    domain.toml: an exit leads back the opposite way) and stays; a room the exits already reach is not another
+    exit's, nor is the room the player is in; an exit the commands show but no blank names well is a placeholder."""
+    objects = {"kitchen": "room", "corridor": "room", **coin.meta["explore"]["known"]}
+    state = upkeep(rules(coin), {atom("(at kitchen)"), atom("(connected kitchen west corridor)")})
+    assert atom("(connected corridor east kitchen)") in state
+    commands = ["move north", "move south", "move east", "move west", "open door to north", "look around"]
+    asked = slots(coin, command_objects(coin, coin.meta["explore"]["actions"], commands))
+    moved = ([atom("(at corridor)")], [atom("(at kitchen)")])
+    words = {"here": "corridor", "north": "wood door", "south": "corridor", "east": "living room", "west": "kitchen"}
+    given = propose(coin, objects, state, asked, words, commands, moved).given
+    assert set(given) == set(map(atom, [
+        "(at corridor)", "(connected corridor north wood_door)", "(connected corridor south unseen_corridor_south)",
+        "(connected corridor west unseen_corridor_west)"]))
+    # the placeholder the move entered is where the player is when the room's blank is empty
+    words = {"north": "hall", "south": "hall", "west": "porch"}
+    given = propose(coin, objects, state, asked, words, commands, moved).given
+    assert set(given) == set(map(atom, [
+        "(connected corridor north unseen_corridor_north)", "(connected corridor south unseen_corridor_south)",
+        "(connected corridor west porch)"]))
