@@ -207,7 +207,8 @@ def observe(llm: LLM, graph: WorldGraph, action: str | None, observation: str, m
 # ---- propose, then choose (issue 23): the model names, the domain proposes, the model chooses ---------------
 MAX_NAMES = 12
 MAX_FACTS = 10
-SHOWN = 20  # candidates shown with their glosses up to this many (else the grammar alone holds them)
+SHOWN = 80  # candidates shown with their glosses up to this many (else the grammar alone holds them)
+MAX_LISTED = 8  # things of one listed type named in one observation
 NO_PLAN = ("The problem with those edits has no plan for the goal or any sub-goal, so a fact the observation "
            "tells is probably missing or wrong. Name the places and things again.")
 
@@ -414,15 +415,24 @@ def still(asked: list[Slot], effects: Effects) -> bool:
     return bool(where) and any(effects) and not any(a.predicate in where for part in effects for a in part)
 
 
+def listed(domain: Domain) -> list[str]:
+    """domain.toml's [explore] `list`: the types of which the model lists every thing the observation names, beyond
+    the blanks (the ingredients of a recipe, which no command names yet)."""
+    return domain.meta.get("explore", {}).get("list", [])
+
+
 def blanks(domain: Domain, asked: list[Slot]) -> str:
-    """The names question for the slots: each fact glossed, the open place a blank."""
+    """The names question for the slots: each fact glossed, the open place a blank; then the listed types."""
     return blanks_question({s.field: domain.gloss(s.predicate, [BLANK if a == OPEN else a for a in s.args])
-                            for s in asked})
+                            for s in asked} | {t: f"every {t} it names (a list)" for t in listed(domain)})
 
 
-def names_schema(asked: list[Slot]) -> type[BaseModel]:
-    """One string per slot: the words naming what fills it ("" where the observation does not tell)."""
-    return enum_model("Names", **{s.field: (Annotated[str, Field(max_length=40)], "") for s in asked})
+def names_schema(domain: Domain, asked: list[Slot]) -> type[BaseModel]:
+    """One string per slot: the words naming what fills it ("" where the observation does not tell); a list of
+    such strings per listed type."""
+    words = Annotated[str, Field(max_length=40)]
+    return enum_model("Names", **{s.field: (words, "") for s in asked},
+                      **{t: (list[words], Field(default_factory=list, max_length=MAX_LISTED)) for t in listed(domain)})
 
 
 def slot_facts(asked: list[Slot], words: dict[str, str], state: set[GroundAtom], entered: str | None = None,
@@ -549,7 +559,7 @@ class Proposal(NamedTuple):
 
 
 def propose(domain: Domain, objects: dict[str, str], state: set[GroundAtom], asked: list[Slot],
-            words: dict[str, str], admissible: Iterable[str], effects: Effects = NO_EFFECTS) -> Proposal:
+            words: dict[str, Any], admissible: Iterable[str], effects: Effects = NO_EFFECTS) -> Proposal:
     """The candidates of a reading, from the filled slots (`Proposal`; `effects`: what the action just taken made
     true and false, `build`'s). The admissible commands refute candidates and true facts alike (`refuted`), but not
     the facts the blanks tell (where the player is, the exits)."""
@@ -558,6 +568,7 @@ def propose(domain: Domain, objects: dict[str, str], state: set[GroundAtom], ask
     where = {s.predicate for s in asked if s.field == HERE}
     entered = next((a.args[0] for a in effects[0] if a.predicate in where), None)
     given, named, here = slot_facts(asked, words, state, entered, "placeholder" in cfg)
+    named |= {n: t for t in listed(domain) for w in words.get(t, []) if (n := symbol(w)) and n not in named}
     scope = scope_of(domain, objects, named, admissible)
     asked_predicates = {s.predicate for s in asked}
     cands = [a for a in proposals(domain, scope, state) if a.predicate not in asked_predicates
@@ -584,7 +595,8 @@ def examples(domain: Domain) -> list[Shot]:
         asked = slots(domain, command_objects(domain, domain.meta["explore"].get("actions", {}), ex["commands"]))
         state = {GroundAtom(a.predicate, a.args) for a in problem.init}
         question = propose(domain, problem.objects, state, asked, ex["names"], ex["commands"]).question
-        names = json.dumps({s.field: ex["names"].get(s.field, "") for s in asked})
+        names = json.dumps({s.field: ex["names"].get(s.field, "") for s in asked} |
+                           {t: ex["names"].get(t, []) for t in listed(domain)})
         out.append(Shot(CurrentProblem(problem, [], False), ex.get("action"), ex["observation"], blanks(domain, asked),
                         names, question,
                         json.dumps({"true": ex.get("true", []), "false": ex.get("false", [])})))
@@ -624,7 +636,7 @@ def read(llm: LLM, graph: WorldGraph, action: str | None, observation: str, admi
     messages = read_messages(domain, examples(domain), shown, action, observation, blanks(domain, asked), note)
     text = f"{action or 'start'}: {observation.strip()}"
     try:
-        reply, record = llm.complete(messages, names_schema(asked))
+        reply, record = llm.complete(messages, names_schema(domain, asked))
         out.calls.append(record)
         words = reply.model_dump()
         if still(asked, effects):

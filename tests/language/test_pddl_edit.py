@@ -11,9 +11,11 @@ from kgplan.errors import LLMError
 from kgplan.language.llm import ScriptedLLM
 from kgplan.language.pddl_edit import (
     Reading,
+    blanks,
     build,
     choice_schema,
     command_objects,
+    names_schema,
     propose,
     refuted,
     rules,
@@ -149,3 +151,24 @@ def test_exits_keep_the_way_back_and_name_different_rooms_else_placeholders(coin
     assert set(given) == set(map(atom, [
         "(connected corridor north unseen_corridor_north)", "(connected corridor south unseen_corridor_south)",
         "(connected corridor west porch)"]))
+
+
+def test_the_model_lists_the_items_a_recipe_names_and_chooses_what_it_wants_of_them():
+    """A recipe names ingredients no command names yet (the salt is in another room): the names question lists
+    domain.toml's `list` types, and the candidates are about the listed items too, glossed."""
+    cooking = resolve_domain("cooking")
+    objects = {"kitchen": "location", "cookbook": "item", **cooking.meta["explore"]["known"]}
+    state = {atom("(at kitchen)"), atom("(visited kitchen)"), atom("(holding cookbook)"),
+             atom("(is_cookbook cookbook)"), atom("(recipe_read)")}
+    commands = ["look around", "read cookbook", "take purple potato"]
+    asked = slots(cooking, command_objects(cooking, cooking.meta["explore"]["actions"], commands))
+    schema = names_schema(cooking, asked).model_json_schema()
+    assert schema["properties"]["item"]["type"] == "array" and schema["properties"]["item"]["maxItems"] == 8
+    assert "item: every item it names (a list)" in blanks(cooking, asked)
+    words = {"here": "", "item": ["purple potato", "salt"]}
+    proposal = propose(cooking, objects, state, asked, words, commands)
+    assert proposal.named == {"purple_potato": "item", "salt": "item"}
+    assert {atom("(needs salt)"), atom("(needs purple_potato)"), atom("(want_roasted purple_potato)")} <= set(
+        proposal.cands)
+    assert "(want_roasted purple_potato): the recipe wants item purple_potato roasted" in proposal.question
+    assert "(needs salt): the recipe needs item salt" in proposal.question
