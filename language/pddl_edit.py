@@ -435,20 +435,23 @@ def names_schema(domain: Domain, asked: list[Slot]) -> type[BaseModel]:
                       **{t: (list[words], Field(default_factory=list, max_length=MAX_LISTED)) for t in listed(domain)})
 
 
-def slot_facts(asked: list[Slot], words: dict[str, str], state: set[GroundAtom], entered: str | None = None,
-               placeholders: bool = False) -> tuple[list[GroundAtom], dict[str, str], str]:
+def slot_facts(asked: list[Slot], words: dict[str, Any], state: set[GroundAtom], entered: str | None = None,
+               placeholders: bool = False, fits: Callable[[str, str], bool] = lambda name, type_: True
+               ) -> tuple[list[GroundAtom], dict[str, str], str]:
     """The facts the filled slots tell, the objects they name (name -> type) and where the player is: its blank
     tells, else `entered` (the placeholder an action just moved the player into, the same room), else the state. Of the
     other slots: one the state already fills keeps its value (the map is not redrawn: the exit the player came in
     by); the slots of one entry name different objects, none of them here (a value two blanks give, or one the
-    state gives another slot, is neither's: a small model read "east: the kitchen" as west). A slot left without a
-    value is, with `placeholders`, a placeholder object `unseen_<here>_<field>`: the commands say it is there."""
+    state gives another slot, is neither's: a small model read "east: the kitchen" as west), and a value must `fit`
+    the slot's type (the 0.5B named an exit "dishwasher", which the commands name as a container). A slot left
+    without a value is, with `placeholders`, a placeholder object `unseen_<here>_<field>`: the commands say it is
+    there."""
     here_slot = next((s for s in asked if s.field == HERE), None)
-    here = symbol(words.get(HERE, "")) or entered or next((a.args[0] for a in state if here_slot and a.predicate ==
-                                                           here_slot.predicate), "")
-    facts, named = [], {}
-    if here_slot and symbol(words.get(HERE, "")):
-        facts, named = [here_slot.fact(here, here)], {here: here_slot.type}
+    said_here = symbol(words.get(HERE, "")) if here_slot else ""
+    said_here = said_here if said_here and fits(said_here, here_slot.type) else ""
+    here = said_here or entered or next((a.args[0] for a in state if here_slot and a.predicate ==
+                                         here_slot.predicate), "")
+    facts, named = ([here_slot.fact(here, here)], {here: here_slot.type}) if said_here else ([], {})
     rooms = {here, entered} - {None, ""}
     others = [s for s in asked if s.field != HERE and (HERE not in s.args or here)]
 
@@ -466,7 +469,8 @@ def slot_facts(asked: list[Slot], words: dict[str, str], state: set[GroundAtom],
             continue
         siblings = [t for t in others if t.entry == s.entry and t is not s]
         name = said[s.field]
-        if not name or name in rooms or any(name in (old[t.field], said[t.field]) for t in siblings):
+        if (not name or name in rooms or not fits(name, s.type)
+                or any(name in (old[t.field], said[t.field]) for t in siblings)):
             if not (placeholders and here):
                 continue
             name = symbol(f"unseen {here} {s.field}")
@@ -567,7 +571,9 @@ def propose(domain: Domain, objects: dict[str, str], state: set[GroundAtom], ask
     cfg = domain.meta.get("explore", {})
     where = {s.predicate for s in asked if s.field == HERE}
     entered = next((a.args[0] for a in effects[0] if a.predicate in where), None)
-    given, named, here = slot_facts(asked, words, state, entered, "placeholder" in cfg)
+    known = {**objects, **command_objects(domain, cfg.get("actions", {}), admissible)}
+    given, named, here = slot_facts(asked, words, state, entered, "placeholder" in cfg,
+                                    lambda name, type_: name not in known or domain.accepts((type_,), known[name]))
     named |= {n: t for t in listed(domain) for w in words.get(t, []) if (n := symbol(w)) and n not in named}
     scope = scope_of(domain, objects, named, admissible)
     asked_predicates = {s.predicate for s in asked}
