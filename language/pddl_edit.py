@@ -436,19 +436,18 @@ def names_schema(domain: Domain, asked: list[Slot]) -> type[BaseModel]:
 
 
 def slot_facts(asked: list[Slot], words: dict[str, Any], state: set[GroundAtom], entered: str | None = None,
-               placeholders: bool = False, fits: Callable[[str, str], bool] = lambda name, type_: True
+               placeholders: bool = False, fits: Callable[[Slot, str, GroundAtom], bool] = lambda *_: True
                ) -> tuple[list[GroundAtom], dict[str, str], str]:
     """The facts the filled slots tell, the objects they name (name -> type) and where the player is: its blank
     tells, else `entered` (the placeholder an action just moved the player into, the same room), else the state. Of the
     other slots: one the state already fills keeps its value (the map is not redrawn: the exit the player came in
     by); the slots of one entry name different objects, none of them here (a value two blanks give, or one the
     state gives another slot, is neither's: a small model read "east: the kitchen" as west), and a value must `fit`
-    the slot's type (the 0.5B named an exit "dishwasher", which the commands name as a container). A slot left
-    without a value is, with `placeholders`, a placeholder object `unseen_<here>_<field>`: the commands say it is
-    there."""
+    the slot (`propose.fits`). A slot left without a value is, with `placeholders`, a placeholder object
+    `unseen_<here>_<field>`: the commands say it is there."""
     here_slot = next((s for s in asked if s.field == HERE), None)
     said_here = symbol(words.get(HERE, "")) if here_slot else ""
-    said_here = said_here if said_here and fits(said_here, here_slot.type) else ""
+    said_here = said_here if said_here and fits(here_slot, said_here, here_slot.fact(said_here, said_here)) else ""
     here = said_here or entered or next((a.args[0] for a in state if here_slot and a.predicate ==
                                          here_slot.predicate), "")
     facts, named = ([here_slot.fact(here, here)], {here: here_slot.type}) if said_here else ([], {})
@@ -469,7 +468,7 @@ def slot_facts(asked: list[Slot], words: dict[str, Any], state: set[GroundAtom],
             continue
         siblings = [t for t in others if t.entry == s.entry and t is not s]
         name = said[s.field]
-        if (not name or name in rooms or not fits(name, s.type)
+        if (not name or name in rooms or not fits(s, name, s.fact(here, name))
                 or any(name in (old[t.field], said[t.field]) for t in siblings)):
             if not (placeholders and here):
                 continue
@@ -572,8 +571,23 @@ def propose(domain: Domain, objects: dict[str, str], state: set[GroundAtom], ask
     where = {s.predicate for s in asked if s.field == HERE}
     entered = next((a.args[0] for a in effects[0] if a.predicate in where), None)
     known = {**objects, **command_objects(domain, cfg.get("actions", {}), admissible)}
-    given, named, here = slot_facts(asked, words, state, entered, "placeholder" in cfg,
-                                    lambda name, type_: name not in known or domain.accepts((type_,), known[name]))
+    laws, mark = rules(domain), cfg.get("placeholder")
+
+    def fits(s: Slot, name: str, fact: GroundAtom) -> bool:
+        """Whether a blank's value may fill its slot: an object the problem or the commands type fits its type (the
+        0.5B named an exit "dishwasher", which the commands name as a container), and what the upkeep rules derive
+        from the fact gives no slot-shaped fact a second value (two doors both described as a "closed wood door":
+        the room behind the second is not the first one's, which already leads back elsewhere; a placeholder's
+        value may still turn out to be any room)."""
+        if name in known and not domain.accepts((s.type,), known[name]):
+            return False
+        i = s.args.index(OPEN)
+        return not any(a.predicate == b.predicate == s.predicate and a.args[i] != b.args[i]
+                       and a.args[:i] + a.args[i + 1:] == b.args[:i] + b.args[i + 1:]
+                       and GroundAtom(mark, (a.args[i],)) not in state
+                       for b in upkeep(laws, state | {fact}) - state - {fact} for a in state)
+
+    given, named, here = slot_facts(asked, words, state, entered, bool(mark), fits)
     named |= {n: t for t in listed(domain) for w in words.get(t, []) if (n := symbol(w)) and n not in named}
     scope = scope_of(domain, objects, named, admissible)
     asked_predicates = {s.predicate for s in asked}

@@ -175,3 +175,28 @@ def test_the_model_lists_the_items_a_recipe_names_and_chooses_what_it_wants_of_t
         proposal.cands)
     assert "(want_roasted purple_potato): the recipe wants item purple_potato roasted" in proposal.question
     assert "(needs salt): the recipe needs item salt" in proposal.question
+
+
+def test_an_exit_that_would_give_a_known_room_a_second_way_back_is_another_room(coin):
+    """Coin seed 10 (1.5B): the corridor's north and the living room's north are both "a closed wood door". Named by
+    the door, the second would be the first (whose way south already leads to the corridor): it is a placeholder of
+    its own. A room seen again from its other side is still the room it is."""
+    objects = {"corridor": "room", "closed_wood_door": "room", "unseen_corridor_west": "room", "kitchen": "room",
+               **coin.meta["explore"]["known"]}
+    state = upkeep(rules(coin), {atom("(at corridor)"), atom("(connected corridor north closed_wood_door)"),
+                                 atom("(connected corridor west unseen_corridor_west)"),
+                                 atom("(connected corridor east kitchen)")})
+    commands = ["move north", "move east", "look around"]
+    asked = slots(coin, command_objects(coin, coin.meta["explore"]["actions"], commands))
+    moved = ([atom("(at unseen_corridor_west)")], [atom("(at corridor)")])
+    words = {"here": "living room", "north": "closed wood door", "east": "corridor"}
+    assert set(propose(coin, objects, state, asked, words, commands, moved).given) == set(map(atom, [
+        "(at living_room)", "(connected living_room north unseen_living_room_north)"]))
+    # from the kitchen, the room west is the corridor, whose way east led to a room not entered yet: that room may
+    # turn out to be the kitchen
+    state = upkeep(rules(coin), {atom("(at kitchen)"), atom("(connected corridor east unseen_corridor_east)")})
+    words = {"here": "kitchen", "north": "", "east": "", "west": "corridor"}
+    commands = ["move west", "look around"]
+    asked = slots(coin, command_objects(coin, coin.meta["explore"]["actions"], commands))
+    assert set(propose(coin, objects, state, asked, words, commands).given) == {
+        atom("(at kitchen)"), atom("(connected kitchen west corridor)")}
