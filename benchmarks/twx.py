@@ -21,6 +21,7 @@ import argparse
 import functools
 import statistics
 from collections.abc import Callable
+from contextlib import nullcontext
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -254,12 +255,12 @@ def main(argv: list[str] | None = None) -> int:
 
     def play(seed: int) -> Episode:
         before = sum(counter.counted) if counter else 0
-        lines: list[str] = []
-        ep = explore(env, args.game, seed, planner=args.planner, llm=counter, free_edits=args.llm == "oracle",
-                     show=lines.append)
         if args.trace:
             args.trace.mkdir(parents=True, exist_ok=True)
-            (args.trace / f"seed-{seed}.log").write_text("\n".join(lines) + "\n")
+        # each line as it comes: a stopped or crashed episode (a lost one runs for many minutes) keeps its trace
+        with (args.trace / f"seed-{seed}.log").open("w") if args.trace else nullcontext() as trace:
+            ep = explore(env, args.game, seed, planner=args.planner, llm=counter, free_edits=args.llm == "oracle",
+                         show=lambda line: print(line, file=trace, flush=True) if trace else None)
         counted.extend([sum(counter.counted) - before] if counter else [])
         if counter and args.record:
             write_json(args.record, counter.replies)

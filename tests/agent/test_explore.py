@@ -436,3 +436,20 @@ def test_read_of_two_facts_that_cannot_both_hold_asks_which_one(tmp_path):
         assert Fact.parse("(carrying coin)") in agent.facts()
     assert "Which one is true now?" not in llm.prompts[3][-1]["content"]  # the question follows the choice's prompt
     assert llm.prompts[4][-1]["content"].startswith(llm.prompts[3][-1]["content"])
+
+
+@needs_twx
+def test_the_benchmarks_trace_is_written_as_the_episode_goes(tmp_path, monkeypatch):
+    """A lost LLM episode runs for many minutes: stopped, it keeps the trace written so far (it was written when the
+    episode ended, so a stopped benchmark left none)."""
+    import kgplan.agent.explore as loop
+    from kgplan.benchmarks import twx
+
+    def stopped(env, game, seed, show, **_):
+        show("observation: You are in the kitchen.")
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(loop, "explore", stopped)
+    with pytest.raises(KeyboardInterrupt):
+        twx.main(["--game", "coin", "--seeds", "10", "--trace", str(tmp_path / "trace")])
+    assert (tmp_path / "trace" / "seed-10.log").read_text() == "observation: You are in the kitchen.\n"
