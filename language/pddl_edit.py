@@ -643,9 +643,13 @@ def read(llm: LLM, graph: WorldGraph, action: str | None, observation: str, admi
     (copied words, a type from an enum); the domain proposes the type-correct facts over them, the objects the
     admissible commands name and the problem's objects known beforehand; the model chooses which became true and
     which of the problem's facts stopped being true (enums); a fact of the problem the admissible commands refute
-    stops being true (`refuted`: a door the model said was closed). A refused choice is asked again with the issues, at
-    most `rounds` replies. `effects`: what the action just taken made true and false, where the game accepted it
-    (`build`). `note` (e.g. that the last reading left no plan) goes before the observation."""
+    stops being true (`refuted`: a door the model said was closed). After an admitted action that leaves the player
+    where they were, the observation reports that action: what stopped being true is its effects, and the model's
+    "false" choices are not read (after "open door to north" the 1.5B chose every door of the room open; the agent
+    then walked into a closed one, read it closed, opened the open one again, for 50 steps of coin seed 29). A
+    refused choice is asked again with the issues, at most `rounds` replies. `effects`: what the action just taken
+    made true and false, where the game accepted it (`build`). `note` (e.g. that the last reading left no plan) goes
+    before the observation."""
     domain = graph.domain
     out = EditOutcome()
     shown = CurrentProblem.of(graph)
@@ -659,7 +663,8 @@ def read(llm: LLM, graph: WorldGraph, action: str | None, observation: str, admi
         reply, record = llm.complete(messages, names_schema(domain, asked))
         out.calls.append(record)
         words = reply.model_dump()
-        if still(asked, effects):
+        stayed = still(asked, effects)
+        if stayed:
             words[HERE] = ""  # the room the problem holds
         given, named, cands, true_now, stale, question = propose(domain, objects, state, asked, words, admissible,
                                                                  effects)
@@ -679,6 +684,8 @@ def read(llm: LLM, graph: WorldGraph, action: str | None, observation: str, admi
             picked = chosen.model_dump()
             by_text = {str(a): a for a in [*cands, *true_now]}
             true, false = ([by_text[t] for t in dict.fromkeys(picked.get(k, []))] for k in ("true", "false"))
+            if stayed:  # the observation reports the action: what stopped being true is its effects (`build`)
+                false = []
             true = settle(llm, domain, asking, true, out.calls)
             delta = build(domain, objects, state, Reading(named, given, true, [*false, *stale]), effects, text)
             if delta.is_empty():

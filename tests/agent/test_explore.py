@@ -453,3 +453,34 @@ def test_the_benchmarks_trace_is_written_as_the_episode_goes(tmp_path, monkeypat
     with pytest.raises(KeyboardInterrupt):
         twx.main(["--game", "coin", "--seeds", "10", "--trace", str(tmp_path / "trace")])
     assert (tmp_path / "trace" / "seed-10.log").read_text() == "observation: You are in the kitchen.\n"
+
+
+def test_after_an_action_that_moves_no_one_only_its_effects_stop_being_true(tmp_path):
+    """Coin seed 29 (1.5B): after "open door to north" the model chose every door of the kitchen open; the agent
+    walked into a closed one ("You can't move there"), read the doors closed again, opened the open one again, for
+    the whole budget. The observation of an action that leaves the player where they were reports that action: what
+    stopped being true is its effects, not the model's other "false" choices."""
+    from kgplan.agent.agent import Agent
+    from kgplan.domains.model import Problem, resolve_domain
+    from kgplan.language.llm import ScriptedLLM
+    from kgplan.language.pddl_edit import read
+
+    coin = resolve_domain("coin_collector")
+    rooms = "kitchen hall cellar - room north south east west - direction"
+    init = ("(at kitchen) (visited kitchen) (connected kitchen north hall) (connected hall south kitchen) "
+            "(connected kitchen east cellar) (connected cellar west kitchen) (unknown hall) (unknown cellar) "
+            "(door_closed kitchen hall) (door_closed hall kitchen) (door_closed kitchen cellar) "
+            "(door_closed cellar kitchen)")
+    with Agent(f"sqlite:{tmp_path / 'w.db'}") as agent:
+        agent.graph.init(coin, problem=Problem.parse(
+            f"(define (problem p) (:domain coin_collector) (:objects {rooms}) (:init {init}))", "test"))
+        opened = ([], [atom for atom in (Fact.parse("(door_closed kitchen hall)").atom,
+                                         Fact.parse("(door_closed hall kitchen)").atom)])
+        every_door = ["(door_closed kitchen hall)", "(door_closed hall kitchen)", "(door_closed kitchen cellar)",
+                      "(door_closed cellar kitchen)"]
+        llm = ScriptedLLM([names(here="kitchen", north="hall", east="cellar"), chosen(false=every_door)])
+        out = read(llm, agent.graph, "open door to north", "You open the oak door, revealing the hall.",
+                   ["open door to north", "open door to east", "move north", "move east", "look around"], opened)
+        assert out.error is None and out.change is not None
+        doors = {str(f) for f in agent.facts() if f.predicate == "door_closed"}
+        assert doors == {"(door_closed kitchen cellar)", "(door_closed cellar kitchen)"}
