@@ -205,7 +205,6 @@ def observe(llm: LLM, graph: WorldGraph, action: str | None, observation: str, m
 
 
 # ---- propose, then choose (issue 23): the model names, the domain proposes, the model chooses ---------------
-MAX_NAMES = 12
 MAX_FACTS = 10
 SHOWN = 80  # candidates shown with their glosses up to this many (else the grammar alone holds them)
 MAX_LISTED = 8  # things of one listed type named in one observation
