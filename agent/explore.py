@@ -76,7 +76,7 @@ def explore(env: Environment, game: str, seed: int, planner: str | None = None,
         plan: list[Step] = []
         expected: set = set()
         effects: Effects = NO_EFFECTS
-        rereads = 0
+        took, rereads = False, 0
         while True:
             show(f"observation: {obs.text.strip()}")
             if llm is None:
@@ -87,7 +87,7 @@ def explore(env: Environment, game: str, seed: int, planner: str | None = None,
                     ep.reason = f"observation refused: {e}"
                     break
             else:
-                change = _read(agent, action, obs, ep, rounds, show, free_edits, effects)
+                change = _read(agent, action, obs, ep, rounds, show, free_edits, effects, took)
                 effects = NO_EFFECTS if change else effects  # applied with the reading
             delta = change.delta if change else Delta()
             if change:
@@ -107,7 +107,7 @@ def explore(env: Environment, game: str, seed: int, planner: str | None = None,
                     rereads += 1
                     ep.rereads += 1
                     show("no plan: the observation is read again")
-                    if _read(agent, action, obs, ep, rounds, show, free_edits, effects, NO_PLAN):
+                    if _read(agent, action, obs, ep, rounds, show, free_edits, effects, took, NO_PLAN):
                         effects = NO_EFFECTS
                     plan = _plan(agent, cfg, planner, ep, show)
                 if not plan and "belief" in agent.domain.meta:  # nothing symbolic: search the belief (MCTS)
@@ -122,7 +122,8 @@ def explore(env: Environment, game: str, seed: int, planner: str | None = None,
             effects = ([f.atom for f in added], [f.atom for f in removed]) if action in obs.admissible else NO_EFFECTS
             ep.invalid += action not in obs.admissible
             show(f"action {ep.steps + 1}: {action}")
-            obs = env.step(action)
+            before, obs = set(obs.admissible), env.step(action)
+            took = any(effects) and set(obs.admissible) != before  # a failed action changes no command
             ep.steps += 1
         agent.close()
     show(f"{'success' if ep.success else 'failure: ' + ep.reason} after {ep.steps} steps "
@@ -144,11 +145,13 @@ def start(agent: Agent, domain: Domain, sensor: Sensor, obs: Observation) -> Non
 
 
 def _read(agent: Agent, action: str | None, obs: Observation, ep: Episode, rounds: int,
-          show: Callable[[str], None], free_edits: bool, effects: Effects, note: str | None = None) -> Change | None:
+          show: Callable[[str], None], free_edits: bool, effects: Effects, took: bool,
+          note: str | None = None) -> Change | None:
     """LLM mode: the change the LLM's reading of an observation made (None if none was applied); `effects`: what
-    the action just taken made true and false, where the game accepted it."""
+    the action just taken made true and false, where the game accepted it; `took`: it changed the game's commands."""
     out = (agent.read_observation(obs.text, action, rounds) if free_edits else
-           read(agent.llm, agent.graph, action, obs.text, obs.admissible, effects, rounds, note, agent.writes))
+           read(agent.llm, agent.graph, action, obs.text, obs.admissible, effects, rounds, note, agent.writes,
+                took))
     ep.llm_calls += len(out.calls)
     ep.prompt_tokens += sum(c.prompt_tokens for c in out.calls)
     ep.completion_tokens += sum(c.completion_tokens for c in out.calls)

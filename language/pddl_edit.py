@@ -171,7 +171,7 @@ def to_delta(tx: Tx, edits: Edits, text: str) -> Delta:
 
 
 def observe(llm: LLM, graph: WorldGraph, action: str | None, observation: str, max_rounds: int = 3,
-            lock: AbstractContextManager = nullcontext()) -> EditOutcome:
+            lock: AbstractContextManager = nullcontext(), took: bool = False) -> EditOutcome:
     """Ask the LLM for the edits an observation makes, apply them verified; re-prompt with the issues of a
     refused or malformed reply, at most `max_rounds` replies (then nothing is applied). Only the apply holds
     `lock` (a writers' lock): the edits are made against the graph as it is then."""
@@ -449,7 +449,7 @@ def slot_facts(asked: list[Slot], words: dict[str, Any], state: set[GroundAtom],
     said_here = said_here if said_here and fits(here_slot, said_here, here_slot.fact(said_here, said_here)) else ""
     here = said_here or entered or next((a.args[0] for a in state if here_slot and a.predicate ==
                                          here_slot.predicate), "")
-    facts, named = ([here_slot.fact(here, here)], {here: here_slot.type}) if said_here else ([], {})
+    facts, named = ([here_slot.fact(here, here)], {here: here_slot.type}) if said_here or entered else ([], {})
     rooms = {here, entered} - {None, ""}
     others = [s for s in asked if s.field != HERE and (HERE not in s.args or here)]
 
@@ -637,7 +637,7 @@ def settle(llm: LLM, domain: Domain, first: Messages, chosen: list[GroundAtom], 
 
 def read(llm: LLM, graph: WorldGraph, action: str | None, observation: str, admissible: Iterable[str] = (),
          effects: Effects = NO_EFFECTS, rounds: int = 3, note: str | None = None,
-         lock: AbstractContextManager = nullcontext()) -> EditOutcome:
+         lock: AbstractContextManager = nullcontext(), took: bool = False) -> EditOutcome:
     """An observation as a verified change, proposed and chosen: the model names the places and things it tells
     (copied words, a type from an enum); the domain proposes the type-correct facts over them, the objects the
     admissible commands name and the problem's objects known beforehand; the model chooses which became true and
@@ -647,8 +647,10 @@ def read(llm: LLM, graph: WorldGraph, action: str | None, observation: str, admi
     "false" choices are not read (after "open door to north" the 1.5B chose every door of the room open; the agent
     then walked into a closed one, read it closed, opened the open one again, for 50 steps of coin seed 29). A
     refused choice is asked again with the issues, at most `rounds` replies. `effects`: what the action just taken
-    made true and false, where the game accepted it (`build`). `note` (e.g. that the last reading left no plan) goes
-    before the observation."""
+    made true and false, where the game accepted it (`build`); `took`: the game's commands changed with it, so it
+    took effect (a failed move changes none): a room blank naming the room it left is not read (coin seed 14, 1.5B:
+    the backyard's "to the West you see the kitchen" read as being in the kitchen, whose exits it then redrew).
+    `note` (e.g. that the last reading left no plan) goes before the observation."""
     domain = graph.domain
     out = EditOutcome()
     shown = CurrentProblem.of(graph)
@@ -663,8 +665,9 @@ def read(llm: LLM, graph: WorldGraph, action: str | None, observation: str, admi
         out.calls.append(record)
         words = reply.model_dump()
         stayed = still(asked, effects)
-        if stayed:
-            words[HERE] = ""  # the room the problem holds
+        left = {a.args[0] for a in effects[1] if any(s.field == HERE and s.predicate == a.predicate for s in asked)}
+        if stayed or (took and symbol(words.get(HERE, "")) in left):
+            words[HERE] = ""  # the room the problem holds, or the one the move entered
         given, named, cands, true_now, stale, question = propose(domain, objects, state, asked, words, admissible,
                                                                  effects)
         schema = choice_schema(cands, true_now)

@@ -402,6 +402,21 @@ def test_read_after_an_admitted_action_that_moves_no_one_keeps_the_player_where_
         assert agent.check() == []
 
 
+def test_read_after_a_move_that_changed_the_commands_does_not_put_the_player_back_where_they_were(tmp_path):
+    """Coin seed 14 (1.5B): after "move east" into the backyard the model filled the room blank with the kitchen it
+    had left ("to the West you see the kitchen"), and the backyard's exits became the kitchen's. The game's commands
+    changed, so the move took effect (a failed one changes nothing): the player is in the room the move entered."""
+    replies = [names(here="kitchen", east="doorway"), chosen(),
+               names(here="kitchen", west="kitchen"), chosen(["(coin_in coin doorway)"]),
+               names(here="pantry"), chosen(["(carrying coin)"])]
+    ep, _, lines, agent = choose(tmp_path, replies)
+    with agent:
+        assert ep.success and ep.steps == 2 and ep.refused_edits == 0, lines
+        facts = {str(f) for f in agent.facts()}
+        assert {"(at doorway)", "(connected kitchen east doorway)", "(connected doorway west kitchen)"} <= facts
+        assert not any(f.startswith("(connected kitchen west") for f in facts)
+
+
 def test_read_drops_a_fact_of_the_problem_the_admissible_commands_refute(tmp_path):
     """The model chose the doorway's far side closed: in the pantry the game offers no "open door to west", so that
     door is not closed, and the reading says so though the model did not (a 1.5B model's wrong doors made the agent
