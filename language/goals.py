@@ -147,10 +147,13 @@ def literals(domain: Domain, named: dict[str, str], scope: str, kinds: Collectio
 
 def parts(facts: Iterable[GroundAtom], named: Collection[str]) -> set[str]:
     """What the named entities have through a static fact (`statics`) that other entities have too (a shelf's
-    levels, which every shelf has; not a room's own fixtures): "the 10th level" of a named shelf."""
-    pairs = [a for a in facts if len(a.args) == 2]
-    shared = Counter((p, y) for p, (_, y) in pairs)
-    return {y for p, (x, y) in pairs if x in named and shared[p, y] > 1}
+    levels, which every shelf has; not a room's own fixtures): "the 10th level" of a named shelf, where no part of
+    it is named already (the 0.5B chose levels 13 and 12 for "the 3rd level", named, among a shelf's 15)."""
+    pairs = [(p, x, y) for p, (x, y) in (a for a in facts if len(a.args) == 2)]
+    shared = Counter((p, y) for p, _, y in pairs)
+    theirs = [(p, x, y) for p, x, y in pairs if x in named and shared[p, y] > 1]
+    told = {(p, x) for p, x, y in theirs if y in named}
+    return {y for p, x, y in theirs if (p, x) not in told}
 
 
 def wholes(facts: Iterable[GroundAtom], named: Collection[str], owns: dict[str, set[str]]) -> set[str]:

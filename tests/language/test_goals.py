@@ -192,8 +192,10 @@ def test_a_named_level_in_a_named_room_proposes_that_rooms_shelf(tmp_path: Path,
     assert out.goal == ("(and (on_shelf_level lisa_scarf shelf_level_3) "
                         "(placed_at_shelf lisa_scarf david_bedroom_shelf))"), out.error
     lines = llm.prompts[1][-1]["content"].split("\n")
-    assert "- lisa scarf is on david bedroom shelf" in lines and "- lisa scarf is on shelf level 4" in lines
+    assert "- lisa scarf is on david bedroom shelf" in lines and "- lisa scarf is on shelf level 3" in lines
     assert not any("den shelf" in x for x in lines)
+    # the shelf's other levels only where the model copied no level (the 0.5B chose another level among them)
+    assert ("- lisa scarf is on shelf level 4" in lines) == ("level 3" not in mentions)
 
 
 def test_a_word_the_model_says_names_every_thing_of_a_kind_is_quantified(world: WorldGraph) -> None:
