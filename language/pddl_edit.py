@@ -414,6 +414,15 @@ def still(asked: list[Slot], effects: Effects) -> bool:
     return bool(where) and any(effects) and not any(a.predicate in where for part in effects for a in part)
 
 
+def unread(domain: Domain, effects: Effects) -> set[str]:
+    """The predicates the observation does not tell: domain.toml's [explore] `told_after` maps a fact to the predicates
+    only the observation of an action that just made it true tells (a recipe's needs, after the cookbook is read;
+    the 1.5B chose "the recipe needs the oven" in the first kitchen)."""
+    made = set(map(str, effects[0]))
+    return {p for fact, ps in domain.meta.get("explore", {}).get("told_after", {}).items() if fact not in made
+            for p in ps}
+
+
 def listed(domain: Domain) -> list[str]:
     """domain.toml's [explore] `list`: the types of which the model lists every thing the observation names, beyond
     the blanks (the ingredients of a recipe, which no command names yet)."""
@@ -591,7 +600,7 @@ def propose(domain: Domain, objects: dict[str, str], state: set[GroundAtom], ask
     scope = scope_of(domain, objects, named, admissible)
     asked_predicates = {s.predicate for s in asked}
     cands = [a for a in proposals(domain, scope, state) if a.predicate not in asked_predicates
-             and about(domain, a, here, {**objects, **scope})]
+             and about(domain, a, here, {**objects, **scope}) and a.predicate not in unread(domain, effects)]
     true_now = sorted(a for a in state if a.predicate in told(domain))
     gone = refuted(domain, cfg.get("actions", {}), {**objects, **scope},
                    state | set(given), set(admissible),
@@ -613,7 +622,8 @@ def examples(domain: Domain) -> list[Shot]:
                                 f"(:init {' '.join(ex['init'])}))", "a worked example of domain.toml")
         asked = slots(domain, command_objects(domain, domain.meta["explore"].get("actions", {}), ex["commands"]))
         state = {GroundAtom(a.predicate, a.args) for a in problem.init}
-        question = propose(domain, problem.objects, state, asked, ex["names"], ex["commands"]).question
+        made = [Fact.parse(f).atom for f in ex.get("made", [])]  # what the example's action just made true
+        question = propose(domain, problem.objects, state, asked, ex["names"], ex["commands"], (made, [])).question
         names = json.dumps({s.field: ex["names"].get(s.field, "") for s in asked} |
                            {t: ex["names"].get(t, []) for t in listed(domain)})
         out.append(Shot(CurrentProblem(problem, [], False), ex.get("action"), ex["observation"], blanks(domain, asked),

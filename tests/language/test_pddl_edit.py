@@ -171,12 +171,31 @@ def test_the_model_lists_the_items_a_recipe_names_and_chooses_what_it_wants_of_t
     assert schema["properties"]["item"]["type"] == "array" and schema["properties"]["item"]["maxItems"] == 8
     assert "item: every item it names (a list)" in blanks(cooking, asked)
     words = {"here": "", "item": ["purple potato", "salt"]}
-    proposal = propose(cooking, objects, state, asked, words, commands)
+    proposal = propose(cooking, objects, state, asked, words, commands, ([atom("(recipe_read)")], []))
     assert proposal.named == {"purple_potato": "item", "salt": "item"}
     assert {atom("(needs salt)"), atom("(needs purple_potato)"), atom("(want_roasted purple_potato)")} <= set(
         proposal.cands)
     assert "(want_roasted purple_potato): the recipe wants item purple_potato roasted" in proposal.question
     assert "(needs salt): the recipe needs item salt" in proposal.question
+
+
+def test_what_the_recipe_needs_is_told_only_by_the_observation_of_reading_it():
+    """Cooking seed 10 (1.5B): in the first kitchen, before the cookbook was read, the model chose that the recipe
+    needs the counter, the oven, the stove and the toaster, and the meal had no plan. domain.toml's `told_after`:
+    only the observation of the action that just made (recipe_read) true tells what the recipe needs."""
+    cooking = resolve_domain("cooking")
+    objects = {"kitchen": "location", **cooking.meta["explore"]["known"]}
+    commands = ["look around", "take cookbook", "take purple potato", "open fridge"]
+    asked = slots(cooking, command_objects(cooking, cooking.meta["explore"]["actions"], commands))
+    words = {"here": "kitchen", "item": ["purple potato", "cookbook"]}
+    wanted = {"needs", "want_fried", "want_roasted", "want_diced"}
+    seen = propose(cooking, objects, set(), asked, words, commands)
+    assert atom("(item_at purple_potato kitchen)") in seen.cands
+    assert not any(a.predicate in wanted for a in seen.cands)
+    state = {atom("(at kitchen)"), atom("(holding cookbook)"), atom("(is_cookbook cookbook)"), atom("(recipe_read)")}
+    for effects, told in ((([atom("(recipe_read)")], []), True), (([atom("(holding purple_potato)")], []), False)):
+        cands = propose(cooking, {**objects, "cookbook": "item"}, state, asked, words, commands, effects).cands
+        assert (atom("(needs purple_potato)") in cands) == told
 
 
 def test_an_exit_that_would_give_a_known_room_a_second_way_back_is_another_room(coin):
