@@ -14,13 +14,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kgplan.agent.agent import Agent
+from kgplan.domains.formula import GroundAtom
 from kgplan.domains.model import Domain, Problem, resolve_domain
 from kgplan.domains.verify import ChangeRefused
 from kgplan.games import GAMES
 from kgplan.games.base import Environment, Observation, Sensor
 from kgplan.graph.model import Change, Delta
 from kgplan.language.llm import LLM
-from kgplan.language.pddl_edit import NO_EFFECTS, NO_PLAN, Effects, read
+from kgplan.language.pddl_edit import NO_EFFECTS, NO_PLAN, Effects, lasting, read
 from kgplan.planners.pipeline import PlanReport
 from kgplan.planners.state import Step, action_text
 
@@ -77,6 +78,7 @@ def explore(env: Environment, game: str, seed: int, planner: str | None = None,
         expected: set = set()
         effects: Effects = NO_EFFECTS
         took, rereads = False, 0
+        settled: set = set()  # what admitted actions made false for good (LLM mode: never read true again)
         while True:
             show(f"observation: {obs.text.strip()}")
             if llm is None:
@@ -87,7 +89,7 @@ def explore(env: Environment, game: str, seed: int, planner: str | None = None,
                     ep.reason = f"observation refused: {e}"
                     break
             else:
-                change = _read(agent, action, obs, ep, rounds, show, free_edits, effects, took)
+                change = _read(agent, action, obs, ep, rounds, show, free_edits, effects, took, settled)
                 effects = NO_EFFECTS if change else effects  # applied with the reading
             delta = change.delta if change else Delta()
             if change:
@@ -107,7 +109,7 @@ def explore(env: Environment, game: str, seed: int, planner: str | None = None,
                     rereads += 1
                     ep.rereads += 1
                     show("no plan: the observation is read again")
-                    if _read(agent, action, obs, ep, rounds, show, free_edits, effects, took, NO_PLAN):
+                    if _read(agent, action, obs, ep, rounds, show, free_edits, effects, took, settled, NO_PLAN):
                         effects = NO_EFFECTS
                     plan = _plan(agent, cfg, planner, ep, show)
                 if not plan and "belief" in agent.domain.meta:  # nothing symbolic: search the belief (MCTS)
@@ -120,6 +122,7 @@ def explore(env: Environment, game: str, seed: int, planner: str | None = None,
             expected, rereads = set(added) | set(removed), 0
             action = action_text(step, cfg[env.commands])
             effects = ([f.atom for f in added], [f.atom for f in removed]) if action in obs.admissible else NO_EFFECTS
+            settled |= lasting(agent.domain, effects[1])
             ep.invalid += action not in obs.admissible
             show(f"action {ep.steps + 1}: {action}")
             before, obs = set(obs.admissible), env.step(action)
@@ -145,13 +148,14 @@ def start(agent: Agent, domain: Domain, sensor: Sensor, obs: Observation) -> Non
 
 
 def _read(agent: Agent, action: str | None, obs: Observation, ep: Episode, rounds: int,
-          show: Callable[[str], None], free_edits: bool, effects: Effects, took: bool,
+          show: Callable[[str], None], free_edits: bool, effects: Effects, took: bool, settled: set,
           note: str | None = None) -> Change | None:
     """LLM mode: the change the LLM's reading of an observation made (None if none was applied); `effects`: what
-    the action just taken made true and false, where the game accepted it; `took`: it changed the game's commands."""
+    the action just taken made true and false, where the game accepted it; `took`: it changed the game's commands;
+    `settled`: what admitted actions made false for good, renamed in place where the change merges a placeholder."""
     out = (agent.read_observation(obs.text, action, rounds) if free_edits else
            read(agent.llm, agent.graph, action, obs.text, obs.admissible, effects, rounds, note, agent.writes,
-                took))
+                took, settled))
     ep.llm_calls += len(out.calls)
     ep.prompt_tokens += sum(c.prompt_tokens for c in out.calls)
     ep.completion_tokens += sum(c.completion_tokens for c in out.calls)
@@ -162,7 +166,22 @@ def _read(agent: Agent, action: str | None, obs: Observation, ep: Episode, round
     if out.error:
         ep.unread += 1
         show(f"observation not read: {out.error}")
+    if out.change and (into := merged(out.change.delta)):
+        renamed = {GroundAtom(a.predicate, tuple(into.get(x, x) for x in a.args)) for a in settled}
+        settled.clear()
+        settled |= renamed
     return out.change
+
+
+def merged(delta: Delta) -> dict[str, str]:
+    """The entities a recorded change merged into others (old -> new): a removed entity whose fact of two or more
+    places the change adds again, the other places the same, with another name in its place (the placeholder
+    room behind a door, once entered)."""
+    gone, added = set(delta.removed_names()), [f.atom for f in delta.add]
+    return {x: y for a in (f.atom for f in delta.remove) if len(a.args) > 1 for b in added
+            if a.predicate == b.predicate and len(a.args) == len(b.args)
+            for diff in [[(x, y) for x, y in zip(a.args, b.args, strict=True) if x != y]]
+            if len(diff) == 1 for x, y in diff if x in gone}
 
 
 def first_plan(agent: Agent, goals: list[str], planner: str, prune: bool = True,

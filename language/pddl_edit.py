@@ -171,7 +171,7 @@ def to_delta(tx: Tx, edits: Edits, text: str) -> Delta:
 
 
 def observe(llm: LLM, graph: WorldGraph, action: str | None, observation: str, max_rounds: int = 3,
-            lock: AbstractContextManager = nullcontext(), took: bool = False) -> EditOutcome:
+            lock: AbstractContextManager = nullcontext()) -> EditOutcome:
     """Ask the LLM for the edits an observation makes, apply them verified; re-prompt with the issues of a
     refused or malformed reply, at most `max_rounds` replies (then nothing is applied). Only the apply holds
     `lock` (a writers' lock): the edits are made against the graph as it is then."""
@@ -511,6 +511,14 @@ Effects = tuple[Collection[GroundAtom], Collection[GroundAtom]]  # what an actio
 NO_EFFECTS: Effects = ((), ())
 
 
+def lasting(domain: Domain, unmade: Iterable[GroundAtom]) -> set[GroundAtom]:
+    """What an action made false that no action makes true again: false for good, whatever later readings say (a
+    door opened, as no action closes one: the 1.5B read doors the player had opened or gone through closed again,
+    and the agent opened them again, "That is already open")."""
+    made = {e.atom.predicate for a in domain.actions.values() for e in a.effects if e.add}
+    return {a for a in unmade if a.predicate not in made}
+
+
 def build(domain: Domain, objects: dict[str, str], state: set[GroundAtom], reading: Reading, effects: Effects,
           text: str) -> Delta:
     """The delta of a reading after an action the game accepted: the action's `effects` (the domain's model of it),
@@ -570,10 +578,12 @@ class Proposal(NamedTuple):
 
 
 def propose(domain: Domain, objects: dict[str, str], state: set[GroundAtom], asked: list[Slot],
-            words: dict[str, Any], admissible: Iterable[str], effects: Effects = NO_EFFECTS) -> Proposal:
+            words: dict[str, Any], admissible: Iterable[str], effects: Effects = NO_EFFECTS,
+            settled: Collection[GroundAtom] = ()) -> Proposal:
     """The candidates of a reading, from the filled slots (`Proposal`; `effects`: what the action just taken made
-    true and false, `build`'s). The admissible commands refute candidates and true facts alike (`refuted`), but not
-    the facts the blanks tell (where the player is, the exits)."""
+    true and false, `build`'s; `settled`: what earlier actions made false for good, `lasting`, never a candidate).
+    The admissible commands refute candidates and true facts alike (`refuted`), but not the facts the blanks tell
+    (where the player is, the exits)."""
     admissible = list(admissible)
     cfg = domain.meta.get("explore", {})
     where = {s.predicate for s in asked if s.field == HERE}
@@ -605,7 +615,10 @@ def propose(domain: Domain, objects: dict[str, str], state: set[GroundAtom], ask
     gone = refuted(domain, cfg.get("actions", {}), {**objects, **scope},
                    state | set(given), set(admissible),
                    [*cands, *(a for a in true_now if a.predicate not in asked_predicates)])
-    cands = [a for a in cands if a not in gone]
+    if entered and here != entered:  # the placeholder the move entered is the room named here
+        settled = {*settled, *(GroundAtom(a.predicate, tuple(here if x == entered else x for x in a.args))
+                               for a in settled)}
+    cands = [a for a in cands if a not in gone and a not in settled]
     question = choose_question(scope, {str(a): domain.gloss(a.predicate, list(a.args)) for a in cands}
                                if len(cands) <= SHOWN else {}, admissible)
     return Proposal(given, {n: t for n, t in scope.items() if n not in objects}, cands, true_now,
@@ -647,7 +660,8 @@ def settle(llm: LLM, domain: Domain, first: Messages, chosen: list[GroundAtom], 
 
 def read(llm: LLM, graph: WorldGraph, action: str | None, observation: str, admissible: Iterable[str] = (),
          effects: Effects = NO_EFFECTS, rounds: int = 3, note: str | None = None,
-         lock: AbstractContextManager = nullcontext(), took: bool = False) -> EditOutcome:
+         lock: AbstractContextManager = nullcontext(), took: bool = False,
+         settled: Collection[GroundAtom] = ()) -> EditOutcome:
     """An observation as a verified change, proposed and chosen: the model names the places and things it tells
     (copied words, a type from an enum); the domain proposes the type-correct facts over them, the objects the
     admissible commands name and the problem's objects known beforehand; the model chooses which became true and
@@ -660,7 +674,8 @@ def read(llm: LLM, graph: WorldGraph, action: str | None, observation: str, admi
     made true and false, where the game accepted it (`build`); `took`: the game's commands changed with it, so it
     took effect (a failed move changes none): a room blank naming the room it left is not read (coin seed 14, 1.5B:
     the backyard's "to the West you see the kitchen" read as being in the kitchen, whose exits it then redrew).
-    `note` (e.g. that the last reading left no plan) goes before the observation."""
+    `settled`: what earlier actions made false for good (`lasting`): no candidate. `note` (e.g. that the last
+    reading left no plan) goes before the observation."""
     domain = graph.domain
     out = EditOutcome()
     shown = CurrentProblem.of(graph)
@@ -679,7 +694,7 @@ def read(llm: LLM, graph: WorldGraph, action: str | None, observation: str, admi
         if stayed or (took and symbol(words.get(HERE, "")) in left):
             words[HERE] = ""  # the room the problem holds, or the one the move entered
         given, named, cands, true_now, stale, question = propose(domain, objects, state, asked, words, admissible,
-                                                                 effects)
+                                                                 effects, settled)
         schema = choice_schema(cands, true_now)
         messages += retry(reply.model_dump_json(), question)
         asking = list(messages)

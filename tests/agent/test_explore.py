@@ -417,6 +417,32 @@ def test_read_after_a_move_that_changed_the_commands_does_not_put_the_player_bac
         assert not any(f.startswith("(connected kitchen west") for f in facts)
 
 
+class DoorsListed(TwoRooms):
+    """TextWorld-Express lists opening every door of a room, open or closed."""
+
+    def look(self, text: str, won: bool = False) -> Observation:
+        obs = super().look(text, won)
+        door = "open door to east" if self.room == "kitchen" else "open door to west"
+        return Observation(obs.text, sorted({*obs.admissible, door}), obs.score, obs.done, obs.won)
+
+
+def test_a_door_an_action_opened_is_never_read_closed_again(tmp_path):
+    """Coin (1.5B): the model read doors the player had opened, or gone through, closed again, and the agent opened
+    them again ("That is already open"). No action closes a door: what an admitted action made false that no action
+    makes true is no candidate afterwards, also once the placeholder behind the door is merged into the room."""
+    replies = [names(here="kitchen", east="door"), chosen(["(door_closed kitchen door)", "(door_closed door kitchen)"]),
+               names(here="kitchen"), chosen(),
+               names(here="pantry", west="kitchen"), chosen(["(coin_in coin pantry)"]),
+               names(here="pantry"), chosen(["(carrying coin)"])]
+    ep, llm, lines, agent = choose(tmp_path, replies, DoorsListed(door=True))
+    with agent:
+        assert ep.success and ep.steps == 3 and ep.refused_edits == 0, lines
+        assert not any(f.predicate == "door_closed" for f in agent.facts())
+    assert "(door_closed kitchen door)" in llm.prompts[1][-1]["content"]  # a candidate before the door was opened
+    for prompt in llm.prompts[3], llm.prompts[5]:  # after: neither side, by either name
+        assert "(door_closed" not in prompt[-1]["content"]
+
+
 def test_read_drops_a_fact_of_the_problem_the_admissible_commands_refute(tmp_path):
     """The model chose the doorway's far side closed: in the pantry the game offers no "open door to west", so that
     door is not closed, and the reading says so though the model did not (a 1.5B model's wrong doors made the agent
