@@ -49,6 +49,7 @@ from kgplan.language.propose import (
     choice_schema,
     replaced,
     said_with,
+    tokens,
     told_apart,
     which,
     words,
@@ -145,15 +146,18 @@ def literals(domain: Domain, named: dict[str, str], scope: str, kinds: Collectio
     return [Literal(x, atom, value, over) for x, (atom, value, over) in zip(said, out, strict=True)]
 
 
-def parts(facts: Iterable[GroundAtom], named: Collection[str]) -> set[str]:
+def parts(facts: Iterable[GroundAtom], named: Collection[str], said: Collection[str] = ()) -> set[str]:
     """What the named entities have through a static fact (`statics`) that other entities have too (a shelf's
     levels, which every shelf has; not a room's own fixtures): "the 10th level" of a named shelf, where no part of
-    it is named already (the 0.5B chose levels 13 and 12 for "the 3rd level", named, among a shelf's 15)."""
+    it is named already; of those, the ones whose whole names the task's words (`said`, `tokens`) spell, where some
+    do (the 0.5B chose levels 13 and 12 for "the 3rd level of the shelf in Rebecca's bedroom", copied whole and
+    matched to the shelf, among its 15 levels)."""
     pairs = [(p, x, y) for p, (x, y) in (a for a in facts if len(a.args) == 2)]
     shared = Counter((p, y) for p, _, y in pairs)
     theirs = [(p, x, y) for p, x, y in pairs if x in named and shared[p, y] > 1]
     told = {(p, x) for p, x, y in theirs if y in named}
-    return {y for p, x, y in theirs if (p, x) not in told}
+    out = {y for p, x, y in theirs if (p, x) not in told}
+    return {y for y in out if set(tokens(y)) <= set(said)} or out
 
 
 def wholes(facts: Iterable[GroundAtom], named: Collection[str], owns: dict[str, set[str]]) -> set[str]:
@@ -231,7 +235,7 @@ def choose(llm: LLM, graph: WorldGraph, task: str, *, answers: dict[str, str] | 
             scope = set(named.values())
             scope |= set(said_with(task, scope, everything, owns).values())
             if scope_of == NAMED:
-                scope |= parts(static, scope) | wholes(static, scope, owns) | places(
+                scope |= parts(static, scope, tokens(task)) | wholes(static, scope, owns) | places(
                     domain, {e: everything[e] for e in scope}, owns, everything)
             entities = {e: everything[e] for e in sorted(scope, key=natural)}
             present, alone = kinds_present(domain, set(everything.values())), sole(everything)

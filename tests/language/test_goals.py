@@ -194,8 +194,24 @@ def test_a_named_level_in_a_named_room_proposes_that_rooms_shelf(tmp_path: Path,
     lines = llm.prompts[1][-1]["content"].split("\n")
     assert "- lisa scarf is on david bedroom shelf" in lines and "- lisa scarf is on shelf level 3" in lines
     assert not any("den shelf" in x for x in lines)
-    # the shelf's other levels only where the model copied no level (the 0.5B chose another level among them)
-    assert ("- lisa scarf is on shelf level 4" in lines) == ("level 3" not in mentions)
+    # not the shelf's other levels: the task spells level 3 (the 0.5B chose another level among them)
+    assert "- lisa scarf is on shelf level 4" not in lines
+
+
+def test_of_a_named_shelfs_levels_those_the_task_spells_are_proposed() -> None:
+    """Seed123 (0.5B): "the 3rd level of the shelf in Rebecca's bedroom" copied whole, matched to the shelf; of its
+    levels, shown all, the model chose the 13th. The levels whose whole names the task spells are proposed where some
+    are; all where none is ("the top level"); none where a level is named."""
+    from kgplan.domains.formula import GroundAtom
+    from kgplan.language.propose import tokens
+
+    facts = [GroundAtom("shelf_has_level", (shelf, f"shelf_level_{n}")) for shelf in ("rebecca_bedroom_shelf",
+                                                                                      "den_shelf") for n in (3, 4, 13)]
+    shelf = {"rebecca_bedroom_shelf"}
+    assert goals.parts(facts, shelf, tokens("the 3rd level of the shelf in Rebecca's bedroom")) == {"shelf_level_3"}
+    assert goals.parts(facts, shelf, tokens("the top level of Rebecca's shelf")) == {
+        "shelf_level_3", "shelf_level_4", "shelf_level_13"}
+    assert goals.parts(facts, shelf | {"shelf_level_4"}, tokens("the 4th level of Rebecca's shelf")) == set()
 
 
 def test_a_word_the_model_says_names_every_thing_of_a_kind_is_quantified(world: WorldGraph) -> None:
