@@ -149,15 +149,17 @@ def literals(domain: Domain, named: dict[str, str], scope: str, kinds: Collectio
 def parts(facts: Iterable[GroundAtom], named: Collection[str], said: Collection[str] = ()) -> set[str]:
     """What the named entities have through a static fact (`statics`) that other entities have too (a shelf's
     levels, which every shelf has; not a room's own fixtures): "the 10th level" of a named shelf, where no part of
-    it is named already; of those, the ones whose whole names the task's words (`said`, `tokens`) spell, where some
-    do (the 0.5B chose levels 13 and 12 for "the 3rd level of the shelf in Rebecca's bedroom", copied whole and
-    matched to the shelf, among its 15 levels)."""
+    it is named already; of those, the ones whose own words (those the others do not share) the task's words
+    (`said`, `tokens`) hold, where some are (the 0.5B chose levels 13 and 12 for "the 3rd level of the shelf in
+    Rebecca's bedroom", copied whole and matched to the shelf, and for "the 3rd level of the pantry in the kitchen",
+    among the 15 levels)."""
     pairs = [(p, x, y) for p, (x, y) in (a for a in facts if len(a.args) == 2)]
     shared = Counter((p, y) for p, _, y in pairs)
     theirs = [(p, x, y) for p, x, y in pairs if x in named and shared[p, y] > 1]
     told = {(p, x) for p, x, y in theirs if y in named}
     out = {y for p, x, y in theirs if (p, x) not in told}
-    return {y for y in out if set(tokens(y)) <= set(said)} or out
+    common = set.intersection(*(set(tokens(y)) for y in out)) if out else set()
+    return {y for y in out if set(tokens(y)) - common <= set(said)} or out
 
 
 def wholes(facts: Iterable[GroundAtom], named: Collection[str], owns: dict[str, set[str]]) -> set[str]:

@@ -198,10 +198,10 @@ def test_a_named_level_in_a_named_room_proposes_that_rooms_shelf(tmp_path: Path,
     assert "- lisa scarf is on shelf level 4" not in lines
 
 
-def test_of_a_named_shelfs_levels_those_the_task_spells_are_proposed() -> None:
+def test_of_a_named_shelfs_levels_those_whose_number_the_task_says_are_proposed() -> None:
     """Seed123 (0.5B): "the 3rd level of the shelf in Rebecca's bedroom" copied whole, matched to the shelf; of its
-    levels, shown all, the model chose the 13th. The levels whose whole names the task spells are proposed where some
-    are; all where none is ("the top level"); none where a level is named."""
+    levels, shown all, the model chose the 13th. The levels whose own words (the number) the task says are proposed
+    where some are; all where none is ("the top level"); none where a level is named."""
     from kgplan.domains.formula import GroundAtom
     from kgplan.language.propose import tokens
 
@@ -209,6 +209,7 @@ def test_of_a_named_shelfs_levels_those_the_task_spells_are_proposed() -> None:
                                                                                       "den_shelf") for n in (3, 4, 13)]
     shelf = {"rebecca_bedroom_shelf"}
     assert goals.parts(facts, shelf, tokens("the 3rd level of the shelf in Rebecca's bedroom")) == {"shelf_level_3"}
+    assert goals.parts(facts, shelf, tokens("the 13th level of the pantry")) == {"shelf_level_13"}  # "shelf" unsaid
     assert goals.parts(facts, shelf, tokens("the top level of Rebecca's shelf")) == {
         "shelf_level_3", "shelf_level_4", "shelf_level_13"}
     assert goals.parts(facts, shelf | {"shelf_level_4"}, tokens("the 4th level of Rebecca's shelf")) == set()
