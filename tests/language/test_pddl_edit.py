@@ -129,6 +129,24 @@ def test_a_candidate_the_games_commands_refute_is_not_offered(coin):
     assert atom("(door_closed kitchen cellar)") in offered and atom("(door_closed kitchen corridor)") not in offered
 
 
+def test_the_commands_refute_facts_where_the_player_is_after_the_move(coin):
+    """Coin seed 17 (1.5B): just moved south into the living room, the refutation still had the player in the
+    kitchen too, so the kitchen's closed patio door, whose opening the living room's commands do not list, was
+    refuted; back in the kitchen the model read it closed again, and the agent walked to and fro until the budget
+    was spent. The commands refute what they say where the player is after the move."""
+    objects = {"kitchen": "room", "living_room": "room", "patio_door": "room", **coin.meta["explore"]["known"]}
+    state = upkeep(rules(coin), {atom("(at kitchen)"), atom("(visited kitchen)"),
+                                 atom("(connected kitchen north patio_door)"), atom("(door_closed kitchen patio_door)"),
+                                 atom("(connected kitchen south living_room)"), atom("(unknown living_room)")})
+    commands = ["move north", "move west", "look around"]
+    asked = slots(coin, command_objects(coin, coin.meta["explore"]["actions"], commands))
+    moved = ([atom("(at living_room)")], [atom("(at kitchen)")])
+    proposal = propose(coin, objects, state, asked, {"here": "living room", "north": "kitchen"}, commands, moved)
+    assert atom("(door_closed kitchen patio_door)") not in proposal.stale
+    # where the player is, a closed door the commands offer no opening for is refuted as before
+    assert atom("(door_closed living_room kitchen)") not in proposal.cands
+
+
 def test_exits_keep_the_way_back_and_name_different_rooms_else_placeholders(coin):
     """After "move west" from the kitchen the 1.5B read the corridor's "To the East you see the kitchen. To the West
     you see the living room." as east: living room, west: kitchen. The way back is known (the map's law in
