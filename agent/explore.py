@@ -21,7 +21,7 @@ from kgplan.games import GAMES
 from kgplan.games.base import Environment, Observation, Sensor
 from kgplan.graph.model import Change, Delta
 from kgplan.language.llm import LLM
-from kgplan.language.pddl_edit import NO_EFFECTS, NO_PLAN, Effects, lasting, read
+from kgplan.language.pddl_edit import NO_EFFECTS, NO_PLAN, Effects, lasting, read, swap
 from kgplan.planners.pipeline import PlanReport
 from kgplan.planners.state import Step, action_text
 
@@ -78,7 +78,7 @@ def explore(env: Environment, game: str, seed: int, planner: str | None = None,
         expected: set = set()
         effects: Effects = NO_EFFECTS
         took, rereads = False, 0
-        settled: set = set()  # what admitted actions made false for good (LLM mode: never read true again)
+        settled: set[GroundAtom] = set()  # what admitted actions made false for good (LLM mode: never read true again)
         while True:
             show(f"observation: {obs.text.strip()}")
             if llm is None:
@@ -148,7 +148,7 @@ def start(agent: Agent, domain: Domain, sensor: Sensor, obs: Observation) -> Non
 
 
 def _read(agent: Agent, action: str | None, obs: Observation, ep: Episode, rounds: int,
-          show: Callable[[str], None], free_edits: bool, effects: Effects, took: bool, settled: set,
+          show: Callable[[str], None], free_edits: bool, effects: Effects, took: bool, settled: set[GroundAtom],
           note: str | None = None) -> Change | None:
     """LLM mode: the change the LLM's reading of an observation made (None if none was applied); `effects`: what
     the action just taken made true and false, where the game accepted it; `took`: it changed the game's commands;
@@ -178,10 +178,8 @@ def merged(delta: Delta) -> dict[str, str]:
     places the change adds again, the other places the same, with another name in its place (the placeholder
     room behind a door, once entered)."""
     gone, added = set(delta.removed_names()), [f.atom for f in delta.add]
-    return {x: y for a in (f.atom for f in delta.remove) if len(a.args) > 1 for b in added
-            if a.predicate == b.predicate and len(a.args) == len(b.args)
-            for diff in [[(x, y) for x, y in zip(a.args, b.args, strict=True) if x != y]]
-            if len(diff) == 1 for x, y in diff if x in gone}
+    return {pair[0]: pair[1] for a in (f.atom for f in delta.remove) if len(a.args) > 1 for b in added
+            if (pair := swap(a, b)) and pair[0] in gone}
 
 
 def first_plan(agent: Agent, goals: list[str], planner: str, prune: bool = True,

@@ -511,6 +511,13 @@ Effects = tuple[Collection[GroundAtom], Collection[GroundAtom]]  # what an actio
 NO_EFFECTS: Effects = ((), ())
 
 
+def swap(a: GroundAtom, b: GroundAtom) -> tuple[str, str] | None:
+    """The one place where two facts of one predicate differ, as (a's object, b's object); None where they differ
+    in none or several."""
+    diff = [(x, y) for x, y in zip(a.args, b.args, strict=False) if x != y]
+    return diff[0] if a.predicate == b.predicate and len(a.args) == len(b.args) and len(diff) == 1 else None
+
+
 def lasting(domain: Domain, unmade: Iterable[GroundAtom]) -> set[GroundAtom]:
     """What an action made false that no action makes true again: false for good, whatever later readings say (a
     door opened, as no action closes one: the 1.5B read doors the player had opened or gone through closed again,
@@ -532,10 +539,8 @@ def build(domain: Domain, objects: dict[str, str], state: set[GroundAtom], readi
     merged: dict[str, str] = {}
     for e in made:
         for c in reading.said:
-            diff = [(x, y) for x, y in zip(e.args, c.args, strict=False) if x != y]
-            if (c.predicate == e.predicate and len(c.args) == len(e.args) and len(diff) == 1
-                    and GroundAtom(mark, (diff[0][0],)) in state and c not in unmade):
-                merged[diff[0][0]] = diff[0][1]
+            if (pair := swap(e, c)) and GroundAtom(mark, (pair[0],)) in state and c not in unmade:
+                merged[pair[0]] = pair[1]
 
     def sub(a: GroundAtom) -> GroundAtom:
         return GroundAtom(a.predicate, tuple(merged.get(x, x) for x in a.args))
@@ -609,15 +614,15 @@ def propose(domain: Domain, objects: dict[str, str], state: set[GroundAtom], ask
     named |= {n: t for t in listed(domain) for w in words.get(t, []) if (n := symbol(w)) and n not in named}
     scope = scope_of(domain, objects, named, admissible)
     asked_predicates = {s.predicate for s in asked}
-    cands = [a for a in proposals(domain, scope, state) if a.predicate not in asked_predicates
-             and about(domain, a, here, {**objects, **scope}) and a.predicate not in unread(domain, effects)]
+    typed, untold = {**objects, **scope}, asked_predicates | unread(domain, effects)
+    cands = [a for a in proposals(domain, scope, state) if a.predicate not in untold and about(domain, a, here, typed)]
     true_now = sorted(a for a in state if a.predicate in told(domain))
     # refuted where the player is now: after the action's effects, with what the blanks tell (coin seed 17, 1.5B:
     # in the living room, still also "in the kitchen", a kitchen door whose opening the living room's commands do
     # not list was refuted closed, the kitchen's reading closed it again, and the agent walked to and fro)
     now = (state - set(effects[1])) | set(effects[0])
     now = (now - displaced(domain, given, now)) | set(given)
-    gone = refuted(domain, cfg.get("actions", {}), {**objects, **scope}, now, set(admissible),
+    gone = refuted(domain, cfg.get("actions", {}), typed, now, set(admissible),
                    [*cands, *(a for a in true_now if a.predicate not in asked_predicates)])
     if entered and here != entered:  # the placeholder the move entered is the room named here
         settled = {*settled, *(GroundAtom(a.predicate, tuple(here if x == entered else x for x in a.args))
@@ -628,7 +633,7 @@ def propose(domain: Domain, objects: dict[str, str], state: set[GroundAtom], ask
     # what may stop being true is what is here too (cooking seed 12, 1.5B: in the pantry it chose the cookbook no
     # longer in the kitchen, which the invariants refused three times, and the move went unread)
     return Proposal(given, {n: t for n, t in scope.items() if n not in objects}, cands,
-                    [a for a in true_now if about(domain, a, here, {**objects, **scope})], gone & set(true_now),
+                    [a for a in true_now if about(domain, a, here, typed)], gone & set(true_now),
                     question)
 
 
