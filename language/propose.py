@@ -193,9 +193,10 @@ def replaced(domain: Domain) -> set[str]:
 
 
 def candidates(domain: Domain, entities: dict[str, str], state: Collection[GroundAtom]) -> list[Candidate]:
-    """The single-fact changes the domain admits over the entities the sentence named (name -> type): not over
-    what they own (a room's light is proposed when the light is named, not for the room; an item picked up in
-    a room gets no candidate place on the room's table): a small model chooses worse among more candidates."""
+    """The single-fact changes the domain admits over the entities the sentence named (name -> type), and the values
+    an invariant replaces that hold already (no change when chosen); not over what they own (a room's light is
+    proposed when the light is named, not for the room; an item picked up in a room gets no candidate place on the
+    room's table): a small model chooses worse among more candidates."""
     out, replaceable = [], replaced(domain)
     for p in sorted(changing(domain)):
         params = domain.predicates[p].params
@@ -204,10 +205,9 @@ def candidates(domain: Domain, entities: dict[str, str], state: Collection[Groun
             if len(set(args)) < len(args):
                 continue
             atom = GroundAtom(p, tuple(args))
-            if atom not in state:
-                out.append((atom, True))
-            elif p not in replaceable:
-                out.append((atom, False))
+            # a value an invariant replaces is proposed though it holds already ("X went to R" with X in R): the
+            # 0.5B answered "none" to "turned off the light" when that was the lone candidate, not beside the move
+            out.append((atom, atom not in state or p in replaceable))
     out.sort(key=lambda c: not c[1])  # what may become true first
     glosses = [f"{'now' if value else 'no longer'}: {domain.gloss(atom.predicate, [words(a) for a in atom.args])}"
                for atom, value in out]
@@ -262,6 +262,27 @@ def replacements(domain: Domain, add: Iterable[GroundAtom], facts_about: Callabl
 def conflict(domain: Domain, add: list[GroundAtom]) -> tuple[GroundAtom, ...] | None:
     """Two facts the model chose that an invariant says cannot both hold."""
     return next((c for g in domain.invariants if (c := g.overcrowded(add))), None)
+
+
+def emptied(domain: Domain, add: Collection[GroundAtom], removed: Iterable[GroundAtom],
+            cands: Iterable[Candidate]) -> list[Candidate]:
+    """The candidates that may fill the first exactly-one group instance the change leaves with none (`removed`
+    takes its fact, nothing in `add` gives one), of those that fit beside `add`; none where no group is left so.
+    Seed134 (0.5B): "placed the book on the 3rd level of the shelf" chose the level alone, which took "anna holds
+    the book" from both groups of where a thing is and gave only one of them (the level's, not the shelf's)."""
+    removed = list(removed)
+    for g in domain.invariants:
+        if not (g.exactly_one and g.arity):
+            continue
+        parts = {p.predicate: p for p in g.parts}
+
+        def keys(atoms: Iterable[GroundAtom], parts: dict = parts) -> set[tuple[str, ...]]:
+            return {parts[a.predicate].key(a.args) for a in atoms if a.predicate in parts}
+        for key in sorted(keys(removed) - keys(add)):
+            if options := [c for c in cands if c.value and keys([c.atom]) == {key} and conflict(domain, [*add, c.atom])
+                           is None]:
+                return options
+    return []
 
 
 # ---- worked examples --------------------------------------------------------------------------------
@@ -456,40 +477,59 @@ def tell(llm: LLM, graph: WorldGraph, text: str, *, answers: dict[str, str] | No
         out.error, out.failed = str(e), e
         return out
     by_id = {c.id: c for c in cands}
-    chosen = [by_id[i] for p, i in replies[0].items() if i != NONE and all(r[p] == i for r in replies)]
-    return _apply(llm, graph, first, out, chosen, len(cands), named, answers, record.model, dry_run, lock)
+    chosen = [c for p, i in replies[0].items() if i != NONE and all(r[p] == i for r in replies)
+              and not ((c := by_id[i]).value and c.atom in state)]  # what holds already changes nothing
+    return _apply(llm, graph, first, out, chosen, cands, named, answers, record.model, dry_run, lock)
 
 
-def _apply(llm: LLM, graph: WorldGraph, first: Messages, out: Outcome, chosen: list[Candidate], shown: int,
-           named: dict[str, str], answers: dict[str, str], model: str, dry_run: bool,
+def _apply(llm: LLM, graph: WorldGraph, first: Messages, out: Outcome, chosen: list[Candidate],
+           cands: list[Candidate], named: dict[str, str], answers: dict[str, str], model: str, dry_run: bool,
            lock: AbstractContextManager) -> Outcome:
     """The chosen facts with the old values the invariants remove, as one verified change. Two chosen facts that
-    cannot both hold are a targeted question to the model (after `first`, the words question's messages), then (if
-    the sentence does not tell) to the user."""
+    cannot both hold, or a change that leaves a thing with none of what exactly one of must hold (`emptied`), are a
+    targeted question to the model (after `first`, the words question's messages) among the options, then (if the
+    sentence does not tell) to the user."""
     domain = graph.domain
     add = [c.atom for c in chosen if c.value]
-    picked, by_model = None, set()
-    while (both := conflict(domain, add)) is not None:
-        key = f"{both[0]} or {both[1]}"
-        glosses = {str(a): domain.gloss(a.predicate, [words(x) for x in a.args]) for a in both}
-        if (picked := answers.get(key)) not in glosses:
-            if (picked := which(llm, first, "Which one is true now?", glosses, out.calls)) is None:
-                out.clarification = Clarification(key, f"Which one is true now: {' or '.join(glosses.values())}?",
-                                                  list(glosses), list(glosses.values()))
+    drop = [c.atom for c in chosen if not c.value]
+    asked: dict[str, str] = {}  # a fact chosen when asked -> how
+
+    def ask(options: list[GroundAtom], how: str) -> str | None:
+        """The option the user's answer or else the model picks, or None (`out.clarification` set)."""
+        key = " or ".join(map(str, options))
+        glosses = {str(a): domain.gloss(a.predicate, [words(x) for x in a.args]) for a in options}
+        if (picked := answers.get(key)) in glosses:
+            asked[picked] = f"the user chose it {how} when asked"
+        elif (picked := which(llm, first, "Which one is true now?", glosses, out.calls)) is not None:
+            asked[picked] = f"{model} chose it {how} when asked"
+        else:
+            out.clarification = Clarification(key, f"Which one is true now: {' or '.join(glosses.values())}?",
+                                              list(glosses), list(glosses.values()))
+        return picked
+
+    def about(names: list[str]) -> list[GroundAtom]:
+        return [f.atom for f in graph.facts_about(names)]
+    while True:
+        if (both := conflict(domain, add)) is not None:
+            if (picked := ask(list(both), "over the other")) is None:
                 return out
-            by_model.add(picked)
-        add = [a for a in add if a not in both or str(a) == picked]
+            add = [a for a in add if a not in both or str(a) == picked]
+        elif options := emptied(domain, add, [*drop, *replacements(domain, add, about)], cands):
+            if (picked := ask([c.atom for c in options], "as what holds instead")) is None:
+                return out
+            chosen.append(next(c for c in options if str(c.atom) == picked))
+            add.append(chosen[-1].atom)
+        else:
+            break
     by_user = {e: w for w, e in named.items() if w in answers}
     how = {}
     for c in chosen:
         if c.value and c.atom not in add:
             continue
-        notes = [f"chosen by {model} among {shown} candidates"]
+        notes = [f"chosen by {model} among {len(cands)} candidates"]
         notes += [f"the user said '{by_user[a]}' means {a}" for a in c.atom.args if a in by_user]
-        if str(c.atom) == picked:
-            notes.append(f"{model if picked in by_model else 'the user'} chose it over the other when asked")
+        notes += [asked[str(c.atom)]] if str(c.atom) in asked else []
         how[str(c.atom)] = "; ".join(notes)
-    drop = [c.atom for c in chosen if not c.value]
 
     def make(facts_about: Callable[[list[str]], Iterable[GroundAtom]]) -> Delta:
         gone = replacements(domain, add, facts_about)
@@ -499,7 +539,7 @@ def _apply(llm: LLM, graph: WorldGraph, first: Messages, out: Outcome, chosen: l
                          "prompt": out.prompt_tokens, "completion": sum(c.completion_tokens for c in out.calls)})
 
     with _Stage(out, "apply"):
-        out.delta = make(lambda names: [f.atom for f in graph.facts_about(names)])
+        out.delta = make(about)
         if out.delta.is_empty():
             out.error = "the sentence changes nothing in the graph"
         elif dry_run:

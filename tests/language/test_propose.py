@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from kgplan.domains.model import Domain, Problem
 from kgplan.graph.model import Fact
 from kgplan.graph.world import WorldGraph
 from kgplan.language import propose
@@ -103,7 +104,8 @@ def test_candidates_are_type_correct_one_predicate_at_a_time(world: WorldGraph) 
         assert c.atom.predicate != "in_room"  # fixed: no action changes it, and domain.toml does not say `told`
     atoms = {(c.atom, c.value) for c in cands}
     assert (F("(held_by dune_book lena)").atom, True) in atoms and (F("(on dune_book bedroom_bed)").atom, True) in atoms
-    assert (F("(person_at lena bedroom)").atom, True) not in atoms  # already true
+    # already true, and an invariant replaces it: proposed all the same (choosing it changes nothing)
+    assert (F("(person_at lena bedroom)").atom, True) in atoms
     assert not any(c.atom == F("(on dune_book bookshelf)").atom for c in cands)  # its old place: the invariant's
 
 
@@ -203,7 +205,7 @@ def test_the_bundled_l3mp_examples_answer_with_their_candidates(tmp_path: Path) 
     value an invariant removes), and the answer chooses exactly that."""
     domain = simulation(tmp_path)
     shown = propose.examples(domain)
-    assert len(shown) == len(domain.meta["examples"]) == 8
+    assert len(shown) == len(domain.meta["examples"]) == 9
     replaced = propose.replaced(domain)
     for ex, meta in zip(shown, domain.meta["examples"], strict=True):
         picked = {i for i in ex.answer.values() if i != propose.NONE}
@@ -378,3 +380,67 @@ def test_a_thing_of_a_type_the_sentence_names_one_of_is_not_named_by_the_rest_of
     assert out.change is not None, out.error
     assert not any("deborah bedroom" in line for line in llm.prompts[1][-1]["content"].split("\n"))
     assert F("(person_in_room deborah maria_bedroom)") in out.change.delta.add
+
+
+
+SHELVES = """(define (domain shelves) (:requirements :typing)
+  (:types person room cloth shelf shelf_level)
+  (:predicates (person_in_room ?a - person ?b - room) (room_has ?a - room ?b - shelf)
+    (shelf_has_level ?a - shelf ?b - shelf_level) (in_person_hand ?a - cloth ?b - person)
+    (placed_at_shelf ?a - cloth ?b - shelf) (on_shelf_level ?a - cloth ?b - shelf_level))
+  (:action take :parameters (?a - cloth ?b - person ?s - shelf ?l - shelf_level)
+    :precondition (and (placed_at_shelf ?a ?s) (on_shelf_level ?a ?l))
+    :effect (and (in_person_hand ?a ?b) (not (placed_at_shelf ?a ?s)) (not (on_shelf_level ?a ?l))))
+  (:action put :parameters (?a - cloth ?b - person ?s - shelf ?l - shelf_level)
+    :precondition (and (in_person_hand ?a ?b) (shelf_has_level ?s ?l))
+    :effect (and (placed_at_shelf ?a ?s) (on_shelf_level ?a ?l) (not (in_person_hand ?a ?b)))))"""
+GLOSSES = """[predicates]
+in_person_hand = { gloss = "{1} holds {0}" }
+placed_at_shelf = { gloss = "{0} is on {1}" }
+on_shelf_level = { gloss = "{0} is on {1}" }
+"""
+SCARF = """(define (problem scarf) (:domain shelves)
+  (:objects otto - person the_hall - room nell_scarf - cloth the_hall_shelf - shelf shelf_level_3 - shelf_level)
+  (:init (person_in_room otto the_hall) (room_has the_hall the_hall_shelf)
+         (shelf_has_level the_hall_shelf shelf_level_3) (in_person_hand nell_scarf otto)))"""
+
+
+def test_a_choice_that_leaves_a_thing_with_none_of_an_exactly_one_group_is_a_question_among_its_candidates(
+        tmp_path: Path) -> None:
+    """Where a thing is, as two exactly-one groups (as in the L3M+P domain: the level's and the shelf's): the model
+    chose only "the scarf is on level 3", which removes "otto holds the scarf" from both and gives only one of them a
+    fact. The model is asked which candidate holds instead (not the user; not refused)."""
+    from kgplan.graph.backends import open_graph
+
+    (tmp_path / "domain.pddl").write_text(SHELVES)
+    (tmp_path / "domain.toml").write_text(GLOSSES)
+    g = open_graph(f"sqlite:{tmp_path / 'g.db'}")
+    g.init(Domain.load(tmp_path / "domain.pddl"))
+    g.load_problem(Problem.parse(SCARF, "scarf"))
+    text = "Otto put Nell's scarf on the 3rd level of the shelf."
+    level = "now: nell scarf is on shelf level 3"
+    llm = ScriptedLLM([json.dumps({"mentions": ["Otto", "Nell's scarf", "shelf level 3", "the shelf"]}),
+                       *[lambda m: json.dumps(chosen(m, on_shelf_level=level))] * 2, json.dumps({"answer": "a"})])
+    out = propose.tell(llm, g, text)
+    assert out.change is not None and out.clarification is None, out.error
+    assert llm.prompts[-1][-1]["content"] == (
+        f"Sentence: {text}\nQuestion: Which one is true now?\nOptions:\na) nell scarf is on the hall shelf\n"
+        'Answer with one of the options, or "unclear" if it does not tell.')
+    assert set(out.change.delta.add) == {F("(on_shelf_level nell_scarf shelf_level_3)"),
+                                         F("(placed_at_shelf nell_scarf the_hall_shelf)")}
+    assert out.change.delta.remove == [F("(in_person_hand nell_scarf otto)")]
+    assert "scripted chose it as what holds instead when asked" in out.change.delta.how[
+        "(placed_at_shelf nell_scarf the_hall_shelf)"]
+
+
+def test_where_a_person_is_already_is_a_candidate_and_choosing_it_changes_nothing(world: WorldGraph) -> None:
+    """"Lena went to the bedroom and switched the light on" with Lena in the bedroom: the move is shown beside the
+    light (alone, "no longer: the light is on" was answered "none" by the 0.5B); chosen, it is no change."""
+    text = "Lena went to the bedroom and switched the light on."
+    on = "now: bedroom light is switched on"
+    llm = ScriptedLLM([json.dumps({"mentions": ["Lena", "the bedroom", "the light"]}),
+                       *[lambda m: json.dumps(chosen(m, person_at="now: person lena is in room bedroom",
+                                                     switched_on=on))] * 2])
+    out = propose.tell(llm, world, text)
+    assert out.change is not None, out.error
+    assert out.change.delta.add == [F("(switched_on bedroom_light)")] and out.change.delta.remove == []
