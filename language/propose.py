@@ -180,11 +180,14 @@ def owned(domain: Domain, facts: Iterable[GroundAtom]) -> dict[str, set[str]]:
     return out
 
 
+def told(domain: Domain) -> set[str]:
+    """Predicates domain.toml marks `told = true`: no action changes them (where people are), a sentence may."""
+    return {p for p, meta in domain.meta.get("predicates", {}).items() if meta.get("told") and p in domain.predicates}
+
+
 def changing(domain: Domain) -> set[str]:
-    """Predicates a sentence may change: those an action changes, and those domain.toml marks `told = true`
-    (no action changes where people are, but a sentence may)."""
-    told = {p for p, meta in domain.meta.get("predicates", {}).items() if meta.get("told") and p in domain.predicates}
-    return (set(domain.predicates) - domain.static_predicates()) | told
+    """Predicates a sentence may change: those an action changes, and the `told` ones."""
+    return (set(domain.predicates) - domain.static_predicates()) | told(domain)
 
 
 def replaced(domain: Domain) -> set[str]:
@@ -193,11 +196,12 @@ def replaced(domain: Domain) -> set[str]:
 
 
 def candidates(domain: Domain, entities: dict[str, str], state: Collection[GroundAtom]) -> list[Candidate]:
-    """The single-fact changes the domain admits over the entities the sentence named (name -> type), and the values
-    an invariant replaces that hold already (no change when chosen); not over what they own (a room's light is
-    proposed when the light is named, not for the room; an item picked up in a room gets no candidate place on the
-    room's table): a small model chooses worse among more candidates."""
+    """The single-fact changes the domain admits over the entities the sentence named (name -> type), and the `told`
+    values an invariant replaces that hold already (where a person is; no change when chosen); not over what they
+    own (a room's light is proposed when the light is named, not for the room; an item picked up in a room gets no
+    candidate place on the room's table): a small model chooses worse among more candidates."""
     out, replaceable = [], replaced(domain)
+    kept = replaceable & told(domain)
     for p in sorted(changing(domain)):
         params = domain.predicates[p].params
         objects = [[e for e, t in entities.items() if domain.accepts(a.types, t)] for a in params]
@@ -205,9 +209,14 @@ def candidates(domain: Domain, entities: dict[str, str], state: Collection[Groun
             if len(set(args)) < len(args):
                 continue
             atom = GroundAtom(p, tuple(args))
-            # a value an invariant replaces is proposed though it holds already ("X went to R" with X in R): the
-            # 0.5B answered "none" to "turned off the light" when that was the lone candidate, not beside the move
-            out.append((atom, atom not in state or p in replaceable))
+            # where a person is already ("X went to R" with X in R): the 0.5B answered "none" to "turned off the
+            # light" when that was the lone candidate, not beside the move. Not what an action changes: "now: pia
+            # holds the teapot" (held already, so answered "none") in the worked examples taught the 0.5B to answer
+            # "none" to "picked up the remote" (seed134)
+            if atom not in state or p in kept:
+                out.append((atom, True))
+            elif p not in replaceable:
+                out.append((atom, False))
     out.sort(key=lambda c: not c[1])  # what may become true first
     glosses = [f"{'now' if value else 'no longer'}: {domain.gloss(atom.predicate, [words(a) for a in atom.args])}"
                for atom, value in out]
