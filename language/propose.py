@@ -503,13 +503,13 @@ def _apply(llm: LLM, graph: WorldGraph, first: Messages, out: Outcome, chosen: l
     drop = [c.atom for c in chosen if not c.value]
     asked: dict[str, str] = {}  # a fact chosen when asked -> how
 
-    def ask(options: list[GroundAtom], how: str) -> str | None:
-        """The option the user's answer or else the model picks, or None (`out.clarification` set)."""
+    def ask(options: list[GroundAtom], how: str, by_text: bool = False) -> str | None:
+        """The option the user's answer or else the model picks (`which`), or None (`out.clarification` set)."""
         key = " or ".join(map(str, options))
         glosses = {str(a): domain.gloss(a.predicate, [words(x) for x in a.args]) for a in options}
         if (picked := answers.get(key)) in glosses:
             asked[picked] = f"the user chose it {how} when asked"
-        elif (picked := which(llm, first, "Which one is true now?", glosses, out.calls)) is not None:
+        elif (picked := which(llm, first, "Which one is true now?", glosses, out.calls, by_text=by_text)) is not None:
             asked[picked] = f"{model} chose it {how} when asked"
         else:
             out.clarification = Clarification(key, f"Which one is true now: {' or '.join(glosses.values())}?",
@@ -524,7 +524,9 @@ def _apply(llm: LLM, graph: WorldGraph, first: Messages, out: Outcome, chosen: l
                 return out
             add = [a for a in add if a not in both or str(a) == picked]
         elif options := emptied(domain, add, [*drop, *replacements(domain, add, about)], cands):
-            if (picked := ask([c.atom for c in options], "as what holds instead")) is None:
+            # by the option's text: by letter, the 0.5B answered "unclear" for "placed the book on the 3rd level of the
+            # shelf" with the one option "the book is on the bedroom shelf" (seed134, 138)
+            if (picked := ask([c.atom for c in options], "as what holds instead", by_text=True)) is None:
                 return out
             chosen.append(next(c for c in options if str(c.atom) == picked))
             add.append(chosen[-1].atom)

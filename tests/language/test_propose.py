@@ -420,11 +420,12 @@ def test_a_choice_that_leaves_a_thing_with_none_of_an_exactly_one_group_is_a_que
     text = "Otto put Nell's scarf on the 3rd level of the shelf."
     level = "now: nell scarf is on shelf level 3"
     llm = ScriptedLLM([json.dumps({"mentions": ["Otto", "Nell's scarf", "shelf level 3", "the shelf"]}),
-                       *[lambda m: json.dumps(chosen(m, on_shelf_level=level))] * 2, json.dumps({"answer": "a"})])
+                       *[lambda m: json.dumps(chosen(m, on_shelf_level=level))] * 2,
+                       json.dumps({"answer": "nell scarf is on the hall shelf"})])
     out = propose.tell(llm, g, text)
     assert out.change is not None and out.clarification is None, out.error
     assert llm.prompts[-1][-1]["content"] == (
-        f"Sentence: {text}\nQuestion: Which one is true now?\nOptions:\na) nell scarf is on the hall shelf\n"
+        f"Sentence: {text}\nQuestion: Which one is true now?\nOptions:\n- nell scarf is on the hall shelf\n"
         'Answer with one of the options, or "unclear" if it does not tell.')
     assert set(out.change.delta.add) == {F("(on_shelf_level nell_scarf shelf_level_3)"),
                                          F("(placed_at_shelf nell_scarf the_hall_shelf)")}
