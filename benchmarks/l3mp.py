@@ -359,8 +359,10 @@ def after_goal(g: WorldGraph, report: PlanReport | None, truth: Problem, true_in
     """Execute the agent's plan on its graph, then correct what it did not explain by one sensor observation.
 
     The correction covers the facts whose subject (first argument) the task is about: the true goal's
-    objects and those whose facts the executed plan changed; they are brought to the next step's true state.
-    Returns the row's fields and the true state the next sentence starts from.
+    objects, the robot (objects of type `agent`: it knows where its task left it) and those whose facts the
+    executed plan changed; they are brought to the next step's true state. Returns the row's fields and the
+    true state the next sentence starts from. (Seed138: "make sure the bathroom light is on" held already, the
+    agent's plan was empty, the simulator's robot went to the bathroom, and the next sentence was scored for it.)
     """
     before, row = _atoms(g), {}
     if report is not None and report.solved:
@@ -368,7 +370,8 @@ def after_goal(g: WorldGraph, report: PlanReport | None, truth: Problem, true_in
         row |= {"executed_steps": len(done.changes), "execution_failure": str(done.failure) if done.failure else None}
     after = _atoms(g)
     assert truth.goal is not None
-    subjects = {x.args[:1] for x in atoms(truth.goal)} | {args[:1] for _, args in before ^ after}
+    robots = {(o,) for o, t in truth.objects.items() if t == "agent"}
+    subjects = {x.args[:1] for x in atoms(truth.goal)} | robots | {args[:1] for _, args in before ^ after}
     add = {a for a in next_init - after if a[1][:1] in subjects}
     remove = {a for a in after - next_init if a[1][:1] in subjects}
     row |= {"sensor_facts": len(add) + len(remove), "sensor_error": None}

@@ -477,7 +477,10 @@ def tell(llm: LLM, graph: WorldGraph, text: str, *, answers: dict[str, str] | No
         with _Stage(out, "choose"):
             schema = choice_schema(cands)
             replies = []
-            for order in [cands] if len(cands) == 1 else [cands, cands[::-1]]:  # again in reverse order
+            # again in reverse order within what becomes true and what stops (as the worked examples show them):
+            # wholly reversed, the 0.5B answered "none" for the holder of what was picked up (seed136, 145, 159)
+            again = [c for c in cands if c.value][::-1] + [c for c in cands if not c.value][::-1]
+            for order in [cands] if len(cands) == 1 else [cands, again]:
                 reply, record = llm.complete(propose_messages(shown, text, candidate_lines(c.id for c in order)),
                                              schema)
                 out.calls.append(record)

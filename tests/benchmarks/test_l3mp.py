@@ -116,6 +116,22 @@ def test_plan_and_sensor_changes_are_verified_and_recorded(tmp_path: Path, house
     assert prev == change(INIT, [], ["(switched_on kitchen_light)"])
 
 
+def test_after_a_goal_that_held_already_the_robot_is_observed_where_the_simulator_left_it(tmp_path: Path,
+                                                                                          household) -> None:
+    """The goal holds, so the agent's plan is empty; the simulator's robot went to the kitchen all the same. The robot
+    knows where it is: its place is corrected with the task, not left to the next sentence's score."""
+    g = open_graph(f"sqlite:{tmp_path / 'w.db'}")
+    g.init(household)
+    g.load_problem(START)
+    held = "(switched_on kitchen_light)"
+    report = plan(g, held)
+    truth = Problem.parse(f"(define (problem p) (:domain household) (:objects robot - agent) (:init) (:goal {held}))")
+    after = change(INIT, ["(agent_at robot kitchen)"], ["(agent_at robot hallway)"])
+    row, prev = after_goal(g, report, truth, INIT, after)
+    assert row["executed_steps"] == 0 and row["sensor_facts"] == 2
+    assert ("agent_at", ("robot", "kitchen")) in l3mp._atoms(g) and prev == after
+
+
 def test_record_and_replay_are_exact(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Refused replies and endpoint errors are recorded in order; the replay gives the same results; outputs go
     next to --json, in folders that did not exist."""
