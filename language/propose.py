@@ -180,14 +180,15 @@ def owned(domain: Domain, facts: Iterable[GroundAtom]) -> dict[str, set[str]]:
     return out
 
 
-def told(domain: Domain) -> set[str]:
-    """Predicates domain.toml marks `told = true`: no action changes them (where people are), a sentence may."""
+def told_only(domain: Domain) -> set[str]:
+    """Predicates domain.toml marks `told = true`: no action changes them (where people are), a sentence may (not
+    pddl_edit.told, what an observation may tell)."""
     return {p for p, meta in domain.meta.get("predicates", {}).items() if meta.get("told") and p in domain.predicates}
 
 
 def changing(domain: Domain) -> set[str]:
-    """Predicates a sentence may change: those an action changes, and the `told` ones."""
-    return (set(domain.predicates) - domain.static_predicates()) | told(domain)
+    """Predicates a sentence may change: those an action changes, and the `told_only` ones."""
+    return (set(domain.predicates) - domain.static_predicates()) | told_only(domain)
 
 
 def replaced(domain: Domain) -> set[str]:
@@ -201,7 +202,7 @@ def candidates(domain: Domain, entities: dict[str, str], state: Collection[Groun
     own (a room's light is proposed when the light is named, not for the room; an item picked up in a room gets no
     candidate place on the room's table): a small model chooses worse among more candidates."""
     out, replaceable = [], replaced(domain)
-    kept = replaceable & told(domain)
+    kept = replaceable & told_only(domain)
     for p in sorted(changing(domain)):
         params = domain.predicates[p].params
         objects = [[e for e, t in entities.items() if domain.accepts(a.types, t)] for a in params]
@@ -489,8 +490,8 @@ def tell(llm: LLM, graph: WorldGraph, text: str, *, answers: dict[str, str] | No
         out.error, out.failed = str(e), e
         return out
     by_id = {c.id: c for c in cands}
-    chosen = [c for p, i in replies[0].items() if i != NONE and all(r[p] == i for r in replies)
-              and not ((c := by_id[i]).value and c.atom in state)]  # what holds already changes nothing
+    agreed = [by_id[i] for p, i in replies[0].items() if i != NONE and all(r[p] == i for r in replies)]
+    chosen = [c for c in agreed if not (c.value and c.atom in state)]  # what holds already changes nothing
     return _apply(llm, graph, first, out, chosen, cands, named, answers, record.model, dry_run, lock)
 
 
