@@ -23,7 +23,8 @@ A state change in English becomes a verified delta in four stages, each accounte
 4. `choose`: the model picks, for each predicate with candidates, one as shown or "none" (enums in the schema;
    not letters, whose answer for a predicate the 0.5B copied from the worked examples). It is asked twice, the
    second time with the candidates in reverse order, and only what it picks both times is taken (the 0.5B's
-   choice of a side effect, "no longer clean" for "picked up", changes with the order). The
+   choice of a side effect, "no longer clean" for "picked up", changes with the order); where the two replies
+   differ, a third order (rotated by half) decides: a predicate's answer two of the three give is taken. The
    old place or value of what it makes true is removed by the domain's exactly-one invariants, never by the
    model; two chosen facts that the invariants exclude are a targeted question to the model, then (if the
    sentence does not tell) a `Clarification` between them. Each fact of the delta records how it was chosen
@@ -481,7 +482,12 @@ def tell(llm: LLM, graph: WorldGraph, text: str, *, answers: dict[str, str] | No
             # again in reverse order within what becomes true and what stops (as the worked examples show them):
             # wholly reversed, the 0.5B answered "none" for the holder of what was picked up (seed136, 145, 159)
             again = [c for c in cands if c.value][::-1] + [c for c in cands if not c.value][::-1]
-            for order in [cands] if len(cands) == 1 else [cands, again]:
+            # where the two differ, a third order decides (the 0.5B answered "none" for the holder of a phone picked
+            # up from a shelf in the second order alone: seed136, 159)
+            third = cands[len(cands) // 2:] + cands[:len(cands) // 2]
+            for order in [cands] if len(cands) == 1 else [cands, again, third]:
+                if len(replies) == 2 and replies[0] == replies[1]:
+                    break
                 reply, record = llm.complete(propose_messages(shown, text, candidate_lines(c.id for c in order)),
                                              schema)
                 out.calls.append(record)
@@ -490,7 +496,8 @@ def tell(llm: LLM, graph: WorldGraph, text: str, *, answers: dict[str, str] | No
         out.error, out.failed = str(e), e
         return out
     by_id = {c.id: c for c in cands}
-    agreed = [by_id[i] for p, i in replies[0].items() if i != NONE and all(r[p] == i for r in replies)]
+    votes = [Counter(r[p] for r in replies).most_common(1)[0] for p in replies[0]]
+    agreed = [by_id[i] for i, n in votes if i != NONE and n >= min(2, len(replies))]
     chosen = [c for c in agreed if not (c.value and c.atom in state)]  # what holds already changes nothing
     return _apply(llm, graph, first, out, chosen, cands, named, answers, record.model, dry_run, lock)
 
