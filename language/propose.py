@@ -24,7 +24,8 @@ A state change in English becomes a verified delta in four stages, each accounte
    not letters, whose answer for a predicate the 0.5B copied from the worked examples). It is asked twice, the
    second time with the candidates in reverse order, and only what it picks both times is taken (the 0.5B's
    choice of a side effect, "no longer clean" for "picked up", changes with the order); where the two replies
-   differ, a third order (rotated by half) decides: a predicate's answer two of the three give is taken. The
+   differ, a third order (rotated by half, where that is new) decides: a predicate's answer two of the three give
+   is taken; a person's place one order gives where the others say none is taken too. The
    old place or value of what it makes true is removed by the domain's exactly-one invariants, never by the
    model; two chosen facts that the invariants exclude are a targeted question to the model, then (if the
    sentence does not tell) a `Clarification` between them. Each fact of the delta records how it was chosen
@@ -485,7 +486,8 @@ def tell(llm: LLM, graph: WorldGraph, text: str, *, answers: dict[str, str] | No
             # where the two differ, a third order decides (the 0.5B answered "none" for the holder of a phone picked
             # up from a shelf in the second order alone: seed136, 159)
             third = cands[len(cands) // 2:] + cands[:len(cands) // 2]
-            for order in [cands] if len(cands) == 1 else [cands, again, third]:
+            orders = [cands] if len(cands) == 1 else [cands, again] + [third] * (third not in (cands, again))
+            for order in orders:
                 if len(replies) == 2 and replies[0] == replies[1]:
                     break
                 reply, record = llm.complete(propose_messages(shown, text, candidate_lines(c.id for c in order)),
@@ -495,11 +497,21 @@ def tell(llm: LLM, graph: WorldGraph, text: str, *, answers: dict[str, str] | No
     except LLMError as e:
         out.error, out.failed = str(e), e
         return out
-    by_id = {c.id: c for c in cands}
-    votes = [Counter(r[p] for r in replies).most_common(1)[0] for p in replies[0]]
-    agreed = [by_id[i] for i, n in votes if i != NONE and n >= min(2, len(replies))]
+    by_id, where = {c.id: c for c in cands}, replaced(domain) & told_only(domain)
+    agreed = [by_id[i] for p in replies[0] if (i := _voted([r[p] for r in replies], p in where))]
     chosen = [c for c in agreed if not (c.value and c.atom in state)]  # what holds already changes nothing
     return _apply(llm, graph, first, out, chosen, cands, named, answers, record.model, dry_run, lock)
+
+
+def _voted(answers: list[str], lenient: bool) -> str | None:
+    """A predicate's choice from its answers in the orders asked: the one two of them give (both, of two); or,
+    `lenient` (where a person is), the one place some order gives where the others answer none (the 0.5B answered
+    "none" for "Brian is in the kitchen" beside "the kitchen overhead light is on" in one order: seed145, 167)."""
+    (top, n), *_ = Counter(answers).most_common()
+    if top != NONE and n >= min(2, len(answers)):
+        return top
+    named = set(answers) - {NONE}
+    return named.pop() if lenient and len(named) == 1 else None
 
 
 def _apply(llm: LLM, graph: WorldGraph, first: Messages, out: Outcome, chosen: list[Candidate],

@@ -343,6 +343,22 @@ def test_where_two_orders_differ_a_third_decides(world: WorldGraph) -> None:
         assert (F("(switched_on living_room_light)") in out.delta.remove) == applied
 
 
+def test_a_persons_place_one_order_gives_where_the_others_say_none_is_taken(world: WorldGraph) -> None:
+    """Where a person is (told, one place) is taken from the order that gives it where the others answer none (the
+    0.5B answered "none" for "Brian is in the kitchen" beside "the kitchen overhead light is on" in one order); a
+    thing's state one order gives alone is not."""
+    text = "Omar went to the living room, took the dune book and switched the light off."
+    move = {"person_at": "now: person omar is in room living room"}
+    off = {"switched_on": "no longer: living room light is switched on"}
+    nothing = {"person_at": "none", "switched_on": "none"}
+    llm = ScriptedLLM([json.dumps({"mentions": ["Omar", "the living room", "the dune book", "the light"]}),
+                       json.dumps(move | off), json.dumps(nothing), json.dumps(nothing)])
+    out = propose.tell(llm, world, text, dry_run=True)
+    assert out.delta is not None, out.error
+    assert set(out.delta.add) == {F("(person_at omar living_room)")}
+    assert F("(switched_on living_room_light)") not in out.delta.remove
+
+
 REMOTE = """(define (problem remote) (:domain simulation)
   (:objects matthew - person gary_bedroom michael_bedroom - room gary_bedroom_table - table
             michael_bedroom_tv - tv michael_bedroom_tv_remote gary_bedroom_tv_remote - remote)
