@@ -198,13 +198,17 @@ def replaced(domain: Domain) -> set[str]:
     return {part.predicate for g in domain.invariants if g.exactly_one and g.arity for part in g.parts}
 
 
+def told_places(domain: Domain) -> set[str]:
+    """The `told_only` predicates an exactly-one invariant gives one value: where a person is."""
+    return replaced(domain) & told_only(domain)
+
+
 def candidates(domain: Domain, entities: dict[str, str], state: Collection[GroundAtom]) -> list[Candidate]:
     """The single-fact changes the domain admits over the entities the sentence named (name -> type), and the `told`
     values an invariant replaces that hold already (where a person is; no change when chosen); not over what they
     own (a room's light is proposed when the light is named, not for the room; an item picked up in a room gets no
     candidate place on the room's table): a small model chooses worse among more candidates."""
-    out, replaceable = [], replaced(domain)
-    kept = replaceable & told_only(domain)
+    out, replaceable, kept = [], replaced(domain), told_places(domain)
     for p in sorted(changing(domain)):
         params = domain.predicates[p].params
         objects = [[e for e, t in entities.items() if domain.accepts(a.types, t)] for a in params]
@@ -497,7 +501,7 @@ def tell(llm: LLM, graph: WorldGraph, text: str, *, answers: dict[str, str] | No
     except LLMError as e:
         out.error, out.failed = str(e), e
         return out
-    by_id, where = {c.id: c for c in cands}, replaced(domain) & told_only(domain)
+    by_id, where = {c.id: c for c in cands}, told_places(domain)
     agreed = [by_id[i] for p in replies[0] if (i := _voted([r[p] for r in replies], p in where))]
     chosen = [c for c in agreed if not (c.value and c.atom in state)]  # what holds already changes nothing
     return _apply(llm, graph, first, out, chosen, cands, named, answers, record.model, dry_run, lock)
