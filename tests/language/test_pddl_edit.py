@@ -3,6 +3,8 @@ type-correct candidates and their schema, the upkeep rules, and the delta a read
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from kgplan.domains.formula import GroundAtom
@@ -19,6 +21,7 @@ from kgplan.language.pddl_edit import (
     propose,
     refuted,
     rules,
+    settle,
     slots,
     upkeep,
 )
@@ -257,3 +260,26 @@ def test_an_exit_that_would_give_a_known_room_a_second_way_back_is_another_room(
     asked = slots(coin, command_objects(coin, coin.meta["explore"]["actions"], commands))
     assert set(propose(coin, objects, state, asked, words, commands).given) == {
         atom("(at kitchen)"), atom("(connected kitchen west corridor)")}
+
+
+def test_two_chosen_facts_that_cannot_both_hold_are_settled_by_a_question(coin):
+    """The model chose "the player carries the coin" beside "the coin is in the pantry": the choice is not refused
+    and asked again (the 1.5B chose the same pair 123 times in one episode) but settled by a question between the
+    two, after the choice's messages, whose answer is kept; where the commands make one of the two possible, it
+    is that one, unasked."""
+    first = [{"role": "user", "content": "Which facts does the observation say are true now?"}]
+    pair = [atom("(carrying coin)"), atom("(coin_in coin pantry)")]
+
+    def answer(messages):
+        content = messages[-1]["content"]
+        assert "Question: Which one is true now?" in content and content.startswith(first[0]["content"])
+        options = [line for line in content.splitlines() if line[1:3] == ") "]
+        assert len(options) == 2 and {o[3:] for o in options} == {
+            "item coin is in room pantry", "the player carries item coin"}
+        return json.dumps({"answer": next(o[0] for o in options if "carries" in o)})
+
+    llm, calls = ScriptedLLM([answer]), []
+    assert settle(llm, coin, first, pair, calls) == [atom("(carrying coin)")] and len(calls) == 1
+    llm = ScriptedLLM([])
+    assert settle(llm, coin, first, pair, [], lambda a: a.predicate == "coin_in") == [atom("(coin_in coin pantry)")]
+    assert llm.prompts == []
