@@ -462,11 +462,17 @@ def slot_facts(asked: list[Slot], words: dict[str, Any], state: set[GroundAtom],
     rooms = {here, entered} - {None, ""}
     others = [s for s in asked if s.field != HERE and (HERE not in s.args or here)]
 
-    def known(s: Slot) -> str:  # the value the state gives the slot, or ""
+    def known(s: Slot) -> str:  # the value the state gives the slot, or "": the entered placeholder's first (its
+        # way back, which the move made), then the room's; never by the state's set order (coin seed 12's recorded
+        # replies won or lost by PYTHONHASHSEED: the street, entered from the backyard, kept either that way back or
+        # an exit an older reading had given it)
         i = s.args.index(OPEN)
-        shapes = {s.fact(r, OPEN).args[:i] + s.fact(r, OPEN).args[i + 1:] for r in rooms or {""}}
-        return next((a.args[i] for a in state if a.predicate == s.predicate and len(a.args) == len(s.args)
-                     and a.args[:i] + a.args[i + 1:] in shapes), "")
+        for r in [x for x in (entered, here) if x] or [""]:
+            shape = s.fact(r, OPEN).args[:i] + s.fact(r, OPEN).args[i + 1:]
+            if values := sorted(a.args[i] for a in state if a.predicate == s.predicate and len(a.args) == len(s.args)
+                                and a.args[:i] + a.args[i + 1:] == shape):
+                return values[0]
+        return ""
 
     old = {s.field: known(s) for s in others}
     said = {s.field: symbol(words.get(s.field, "")) for s in others}
