@@ -352,7 +352,8 @@ def refuted(domain: Domain, templates: dict[str, str], objects: dict[str, str], 
     out tells."""
     if not admissible:  # a game that lists no commands refutes nothing
         return set()
-    return {f for f in facts if not enabled(domain, templates, objects, state, f) <= set(admissible)}
+    admitted = set(admissible)
+    return {f for f in facts if not enabled(domain, templates, objects, state, f) <= admitted}
 
 
 def about(domain: Domain, atom: GroundAtom, here: str | None, scope: dict[str, str]) -> bool:
@@ -468,7 +469,7 @@ def slot_facts(asked: list[Slot], words: dict[str, Any], state: set[GroundAtom],
         # an exit an older reading had given it)
         i = s.args.index(OPEN)
         for r in [x for x in (entered, here) if x] or [""]:
-            shape = s.fact(r, OPEN).args[:i] + s.fact(r, OPEN).args[i + 1:]
+            shape = (args := s.fact(r, OPEN).args)[:i] + args[i + 1:]
             if values := sorted(a.args[i] for a in state if a.predicate == s.predicate and len(a.args) == len(s.args)
                                 and a.args[:i] + a.args[i + 1:] == shape):
                 return values[0]
