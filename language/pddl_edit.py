@@ -18,7 +18,7 @@ from typing import Annotated, Any, NamedTuple
 
 from pydantic import BaseModel, Field
 
-from kgplan.domains.formula import GroundAtom
+from kgplan.domains.formula import GroundAtom, quantifiers
 from kgplan.domains.model import NAME_RE, Domain, Problem
 from kgplan.domains.verify import ChangeRefused
 from kgplan.errors import InputError
@@ -39,7 +39,7 @@ from kgplan.language.prompts import (
     read_messages,
     retry,
 )
-from kgplan.language.propose import conflict, replacements, which
+from kgplan.language.propose import conflict, copied, replacements, which
 from kgplan.planners.state import State, Step, action_text
 
 NAME = NAME_RE.pattern.strip("^$")
@@ -334,12 +334,16 @@ def proposals(domain: Domain, scope: dict[str, str], state: set[GroundAtom]) -> 
 
 def enabled(domain: Domain, templates: dict[str, str], objects: dict[str, str], state: set[GroundAtom],
             fact: GroundAtom) -> set[str]:
-    """The commands of the actions that `fact` makes possible in `state`: possible with it, and not without it."""
+    """The commands of the actions that `fact` makes possible in `state`: possible with it, and not without it. An
+    action with a universal precondition is left out: over a partly observed state it holds vacuously (cooking seed
+    11, 1.5B: read as the recipe was, "prepare meal" needed nothing yet, the game did not admit it, and the kitchen
+    stopped being one)."""
     base = State(domain, objects, state - {fact})
     with_f = base.copy()
     with_f.add(fact)
     return {action_text(Step(act.name, tuple(b[p.name] for p in act.params)), templates)
             for act in (domain.actions[a] for a in templates if a in domain.actions)
+            if not any(q.kind == "forall" for q in quantifiers(act.precondition))
             for b in with_f.bindings(act.params)
             if with_f.holds(act.precondition, b) and not base.holds(act.precondition, b)}
 
@@ -372,6 +376,18 @@ def displaced(domain: Domain, add: Iterable[GroundAtom], state: set[GroundAtom])
 
 
 HERE, OPEN = "here", "?"
+
+
+def bereft(domain: Domain, removed: Iterable[GroundAtom], state: set[GroundAtom]) -> set[GroundAtom]:
+    """The facts of `removed` whose instance of an exactly-one group (with a key: where a thing is) has no fact in
+    `state`."""
+    out: set[GroundAtom] = set()
+    for g in domain.invariants:
+        if g.exactly_one and g.arity:
+            parts = {p.predicate: p for p in g.parts}
+            held = {parts[a.predicate].key(a.args) for a in state if a.predicate in parts}
+            out |= {a for a in removed if a.predicate in parts and parts[a.predicate].key(a.args) not in held}
+    return out
 
 
 @dataclass(frozen=True)
@@ -424,24 +440,48 @@ def unread(domain: Domain, effects: Effects) -> set[str]:
             for p in ps}
 
 
-def listed(domain: Domain) -> list[str]:
+def listed(domain: Domain) -> dict[str, str]:
     """domain.toml's [explore] `list`: the types of which the model lists every thing the observation names, beyond
-    the blanks (the ingredients of a recipe, which no command names yet)."""
-    return domain.meta.get("explore", {}).get("list", [])
+    the blanks (the ingredients of a recipe, which no command names yet), each with what it covers."""
+    return domain.meta.get("explore", {}).get("list", {})
+
+
+def pairs(domain: Domain) -> dict[str, str]:
+    """domain.toml's [explore] `pairs`: binary predicates whose facts the model lists as pairs of copied words, each
+    with what it covers (where a thing lies: "a counter that has a potato, and a cookbook on it"; chosen among a
+    kitchen's facts without glosses, the 1.5B put them in the closed cupboard, the drawer or the trash can)."""
+    return domain.meta.get("explore", {}).get("pairs", {})
 
 
 def blanks(domain: Domain, asked: list[Slot]) -> str:
-    """The names question for the slots: each fact glossed, the open place a blank; then the listed types."""
+    """The names question for the slots: each fact glossed, the open place a blank; then the listed types and
+    pairs."""
     return blanks_question({s.field: domain.gloss(s.predicate, [BLANK if a == OPEN else a for a in s.args])
-                            for s in asked} | {t: f"every {t} it names (a list)" for t in listed(domain)})
+                            for s in asked} | {t: f"every {t} it names (a list): {what}"
+                                               for t, what in listed(domain).items()}
+                           | {p: f"{what} (a list of pairs)" for p, what in pairs(domain).items()})
 
 
 def names_schema(domain: Domain, asked: list[Slot]) -> type[BaseModel]:
     """One string per slot: the words naming what fills it ("" where the observation does not tell); a list of
-    such strings per listed type."""
+    such strings per listed type, of pairs of them per listed predicate."""
     words = Annotated[str, Field(max_length=40)]
     return enum_model("Names", **{s.field: (words, "") for s in asked},
-                      **{t: (list[words], Field(default_factory=list, max_length=MAX_LISTED)) for t in listed(domain)})
+                      **{t: (list[words], Field(default_factory=list, max_length=MAX_LISTED)) for t in listed(domain)},
+                      **{p: (list[tuple[words, words]], Field(default_factory=list, max_length=MAX_LISTED))
+                         for p in pairs(domain)})
+
+
+def paired(domain: Domain, words: dict[str, Any], scope: dict[str, str]) -> list[GroundAtom]:
+    """The facts the listed pairs tell: each word a name in `scope` (`denoted`) of the predicate's types."""
+    out = []
+    for p in pairs(domain):
+        params = domain.predicates[p].params
+        for pair in words.get(p, []):
+            args = tuple(denoted(symbol(w), scope) for w in pair)
+            if all(a in scope and domain.accepts(q.types, scope[a]) for a, q in zip(args, params, strict=True)):
+                out.append(GroundAtom(p, args))
+    return list(dict.fromkeys(out))
 
 
 def slot_facts(asked: list[Slot], words: dict[str, Any], state: set[GroundAtom], entered: str | None = None,
@@ -493,14 +533,51 @@ def slot_facts(asked: list[Slot], words: dict[str, Any], state: set[GroundAtom],
     return facts, named, here
 
 
-def choice_schema(cands: list[GroundAtom], true_now: list[GroundAtom]) -> type[BaseModel]:
-    """The facts that become true (among `cands`) and those that stop being true (among `true_now`): a grammar
-    admits no other, so a type-wrong fact cannot be written."""
+def by_object(domain: Domain) -> bool:
+    """domain.toml's [explore] `choose_by_object`: the facts that become true are chosen in one list per object (the
+    fact's first argument), not in one list of all (cooking, 1.5B, the first kitchens of seeds 10-15: 108 of the
+    sensor's 169 facts found and 12 extra per object, 7 and 10 in one list, where it wrote ten facts and stopped)."""
+    return bool(domain.meta.get("explore", {}).get("choose_by_object", False))
+
+
+def owner(a: GroundAtom) -> str:
+    """The object a fact is chosen under (`by_object`): its first argument, or its predicate where it has none."""
+    return a.args[0] if a.args else a.predicate
+
+
+def choice_schema(cands: list[GroundAtom], true_now: list[GroundAtom], per_object: bool = False) -> type[BaseModel]:
+    """The facts that become true (among `cands`: one list, or one per object) and those that stop being true (among
+    `true_now`): a grammar admits no other, so a type-wrong fact cannot be written."""
     fields: dict[str, Any] = {}
-    for key, atoms in (("true", cands), ("false", true_now)):
-        if atoms:
-            fields[key] = (list[choice(map(str, atoms))], Field(default_factory=list, max_length=MAX_FACTS))
+    if cands and per_object:
+        groups: dict[str, list[str]] = {}
+        for a in cands:
+            groups.setdefault(owner(a), []).append(str(a))
+        fields["true"] = (enum_model("BecomeTrue", **{o: (list[choice(atoms)], Field(
+            default_factory=list, max_length=min(len(atoms), MAX_FACTS))) for o, atoms in groups.items()}),
+            Field(default_factory=dict))
+    elif cands:
+        fields["true"] = (list[choice(map(str, cands))], Field(default_factory=list, max_length=MAX_FACTS))
+    if true_now:
+        fields["false"] = (list[choice(map(str, true_now))], Field(default_factory=list, max_length=MAX_FACTS))
     return enum_model("Facts", **fields)
+
+
+def chosen_json(cands: Iterable[GroundAtom], true: list[str], false: list[str], per_object: bool = False) -> str:
+    """The reply to `choice_schema` that chooses the facts `true` (among `cands`) and `false`."""
+    if not per_object:
+        return json.dumps({"true": true, "false": false})
+    groups: dict[str, list[str]] = {owner(a): [] for a in cands}
+    for t in true:
+        groups[owner(Fact.parse(t).atom)].append(t)
+    return json.dumps({"true": groups, "false": false})
+
+
+def choices(reply: dict[str, Any]) -> tuple[list[str], list[str]]:
+    """The facts a reply to `choice_schema` chooses true and false, each once, in order."""
+    true = reply.get("true", [])
+    true = [t for ts in true.values() for t in ts] if isinstance(true, dict) else true
+    return list(dict.fromkeys(true)), list(dict.fromkeys(reply.get("false", [])))
 
 
 @dataclass(frozen=True)
@@ -540,7 +617,10 @@ def build(domain: Domain, objects: dict[str, str], state: set[GroundAtom], readi
     placeholder (domain.toml's [explore] `placeholder` predicate holds for it) that the action was to put in a fact
     where the names put another object is that object (merged into it), unless that fact is one the action made
     false (the move did not happen: "here" is still the old room). A chosen fact that would undo an effect is
-    dropped: a game's admissible commands do what the domain says, so the choice misread."""
+    dropped: a game's admissible commands do what the domain says, so the choice misread. A fact chosen false that
+    would leave a thing with none of an exactly-one group (nowhere) stays true: the reading did not say where it went
+    (cooking seed 10, 1.5B: the recipe's reading took the potato off the counter and put it nowhere, refused three
+    times, and the recipe went unread)."""
     mark = domain.meta.get("explore", {}).get("placeholder")
     made, unmade = effects
     merged: dict[str, str] = {}
@@ -556,8 +636,9 @@ def build(domain: Domain, objects: dict[str, str], state: set[GroundAtom], readi
     predicted = ({sub(a) for a in state} - undone) | kept
     add = [*map(sub, reading.said), *(a for a in map(sub, reading.true)
                                       if a not in undone and not displaced(domain, [a], predicted) & kept)]
-    after = predicted - ({sub(a) for a in reading.false} - kept)
-    after = upkeep(rules(domain), (after - displaced(domain, add, after)) | set(add))
+    false = {sub(a) for a in reading.false} - kept
+    after = (predicted - displaced(domain, add, predicted)) | set(add)
+    after = upkeep(rules(domain), after - (false - bereft(domain, false, after - false)))
     types = {**reading.named, **objects}
     used = {x for a in after for x in a.args}
     gone = set(merged) - set(merged.values())
@@ -580,6 +661,23 @@ def after(domain: Domain, state: set[GroundAtom], effects: Effects, given: Itera
     """The state after the action's `effects`, with the facts the blanks tell (`given`) in place of the old values."""
     now = (state - set(effects[1])) | set(effects[0])
     return (now - displaced(domain, given, now)) | set(given)
+
+
+def denoted(name: str, known: Iterable[str]) -> str:
+    """A listed name as the known object (the problem's, the commands') its last words name, the longest such:
+    "raw_purple_potato" is purple_potato (the observation says "a raw purple potato", the commands "take purple
+    potato"; cooking seed 10, 1.5B: a second potato, refused wherever it was put); else the one known object whose
+    last words it is ("cupboard": kitchen_cupboard, which the commands name); else the name itself."""
+    known = list(known)
+    if ends := [k for k in known if name == k or name.endswith(f"_{k}")]:
+        return max(ends, key=len)
+    return tails[0] if len(tails := [k for k in known if k.endswith(f"_{name}")]) == 1 else name
+
+
+def listed_names(domain: Domain, words: dict[str, Any], known: Iterable[str]) -> dict[str, str]:
+    """The things the model listed (name -> the listed type), each the known object its words end in (`denoted`)."""
+    known = list(known)
+    return {n: t for t in listed(domain) for w in words.get(t, []) if (n := denoted(symbol(w), known))}
 
 
 class Proposal(NamedTuple):
@@ -624,16 +722,24 @@ def propose(domain: Domain, objects: dict[str, str], state: set[GroundAtom], ask
                        for b in upkeep(laws, state | {fact}) - state - {fact} for a in state)
 
     given, named, here = slot_facts(asked, words, state, entered, bool(mark), fits)
-    named |= {n: t for t in listed(domain) for w in words.get(t, []) if (n := symbol(w)) and n not in named}
+    named |= {n: t for n, t in listed_names(domain, words, known).items() if n not in named}
     scope = scope_of(domain, objects, named, admissible)
+    said = [a for a in paired(domain, words, scope) if not displaced(domain, [a], set(effects[0]))]
+    given = [*given, *(a for a in said if conflict(domain, [*given, a]) is None)]
     asked_predicates = {s.predicate for s in asked}
     typed, untold = {**objects, **scope}, asked_predicates | unread(domain, effects)
-    cands = [a for a in proposals(domain, scope, state) if a.predicate not in untold and about(domain, a, here, typed)]
+    now = after(domain, state, effects, given)
+    # where the model lists what the observation names, a fact is about a thing it named or a new one (the commands')
+    # (cooking seeds 10 and 11, 1.5B: after "You open the trash can. It's empty inside." it chose the apple, the
+    # pepper and the cookbook in the trash can, then each of them sliced, diced, fried and roasted; after "You open
+    # the kitchen cupboard. It's empty inside.", that the recipe was read)
+    cands = [a for a in proposals(domain, scope, state) if a.predicate not in untold and about(domain, a, here, typed)
+             and (not listed(domain) or (a.args and (owner(a) in named or owner(a) not in objects)))
+             and not displaced(domain, [a], set(given))]
     true_now = sorted(a for a in state if a.predicate in told(domain))
     # refuted where the player is now: after the action's effects, with what the blanks tell (coin seed 17, 1.5B:
     # in the living room, still also "in the kitchen", a kitchen door whose opening the living room's commands do
     # not list was refuted closed, the kitchen's reading closed it again, and the agent walked to and fro)
-    now = after(domain, state, effects, given)
     gone = refuted(domain, cfg.get("actions", {}), typed, now, set(admissible),
                    [*cands, *(a for a in true_now if a.predicate not in asked_predicates)])
     if entered and here != entered:  # the placeholder the move entered is the room named here
@@ -660,12 +766,12 @@ def examples(domain: Domain) -> list[Shot]:
         asked = slots(domain, command_objects(domain, domain.meta["explore"].get("actions", {}), ex["commands"]))
         state = {GroundAtom(a.predicate, a.args) for a in problem.init}
         made = [Fact.parse(f).atom for f in ex.get("made", [])]  # what the example's action just made true
-        question = propose(domain, problem.objects, state, asked, ex["names"], ex["commands"], (made, [])).question
+        proposal = propose(domain, problem.objects, state, asked, ex["names"], ex["commands"], (made, []))
         names = json.dumps({s.field: ex["names"].get(s.field, "") for s in asked} |
-                           {t: ex["names"].get(t, []) for t in listed(domain)})
+                           {t: ex["names"].get(t, []) for t in [*listed(domain), *pairs(domain)]})
         out.append(Shot(CurrentProblem(problem, [], False), ex.get("action"), ex["observation"], blanks(domain, asked),
-                        names, question,
-                        json.dumps({"true": ex.get("true", []), "false": ex.get("false", [])})))
+                        names, proposal.question, chosen_json(proposal.cands, ex.get("true", []), ex.get("false", []),
+                                                           by_object(domain))))
     return out
 
 
@@ -683,6 +789,30 @@ def settle(llm: LLM, domain: Domain, first: Messages, chosen: list[GroundAtom], 
             llm, first, "Which one is true now?", {str(a): domain.gloss(a.predicate, list(a.args)) for a in both},
             calls)
         chosen = [a for a in chosen if a not in both or str(a) == picked]
+    return chosen
+
+
+def place(llm: LLM, domain: Domain, first: Messages, chosen: list[GroundAtom], cands: list[GroundAtom],
+          listed_now: set[str], now: set[GroundAtom], calls: list[CallRecord]) -> list[GroundAtom]:
+    """The chosen facts, where a thing the model listed has no value yet of an exactly-one group (where it is) and
+    several candidates for it, with the one it answers to a question among those, glossed (after `first`, the
+    choice's messages), in place of the choice's; the choice's where it says the text does not tell. Chosen in one
+    list of a kitchen's facts, shown no glosses, the 1.5B put what lay on the counter in the closed cupboard, the
+    drawer or the trash can (cooking seeds 10 and 11)."""
+    for g in domain.invariants:
+        if not (g.exactly_one and g.arity):
+            continue
+        parts = {p.predicate: p for p in g.parts}
+        held = {parts[a.predicate].key(a.args) for a in now if a.predicate in parts}
+        options: dict[tuple[str, ...], list[GroundAtom]] = {}
+        for a in cands:
+            if a.predicate in parts and (key := parts[a.predicate].key(a.args)) not in held and set(key) <= listed_now:
+                options.setdefault(key, []).append(a)
+        for key, atoms in sorted(options.items()):
+            if len(atoms) > 1 and (picked := which(llm, first, f"Which is true of {' and '.join(key)} now?",
+                                                   {str(a): domain.gloss(a.predicate, list(a.args)) for a in atoms},
+                                                   calls, by_text=True)):
+                chosen = [a for a in chosen if a not in atoms] + [a for a in atoms if str(a) == picked]
     return chosen
 
 
@@ -717,13 +847,19 @@ def read(llm: LLM, graph: WorldGraph, action: str | None, observation: str, admi
         reply, record = llm.complete(messages, names_schema(domain, asked))
         out.calls.append(record)
         words = reply.model_dump()
+        for t in listed(domain):  # a thing listed is one the observation names (after "Unknown action", the 1.5B
+            words[t] = [w for w in words[t] if copied(w, observation)]  # listed the recipe's apple and pepper)
+        for p in pairs(domain):
+            words[p] = [pair for pair in words[p] if all(copied(w, observation) for w in pair)]
         stayed = still(asked, effects)
         left = {a.args[0] for a in effects[1] if any(s.field == HERE and s.predicate == a.predicate for s in asked)}
         if stayed or (took and symbol(words.get(HERE, "")) in left):
             words[HERE] = ""  # the room the problem holds, or the one the move entered
         given, named, cands, true_now, stale, question = propose(domain, objects, state, asked, words, admissible,
                                                                  effects, settled)
-        schema = choice_schema(cands, true_now)
+        schema = choice_schema(cands, true_now, by_object(domain))
+        listed_now = set(listed_names(domain, words, {**objects, **command_objects(domain, cfg.get("actions", {}),
+                                                                                   admissible)}))
         now, commands = after(domain, state, effects, given), set(admissible)
 
         def admitted(a: GroundAtom) -> bool:
@@ -733,7 +869,7 @@ def read(llm: LLM, graph: WorldGraph, action: str | None, observation: str, admi
         asking = list(messages)
         for _ in range(rounds):
             try:
-                chosen, record = llm.complete(messages, schema)
+                answer, record = llm.complete(messages, schema)
             except LLMError as e:
                 if e.raw is None:  # the endpoint failed, not the reply
                     raise
@@ -741,11 +877,11 @@ def read(llm: LLM, graph: WorldGraph, action: str | None, observation: str, admi
                 messages += retry(e.raw, invalid_reply(e.reason))
                 continue
             out.calls.append(record)
-            picked = chosen.model_dump()
             by_text = {str(a): a for a in [*cands, *true_now]}
-            true, false = ([by_text[t] for t in dict.fromkeys(picked.get(k, []))] for k in ("true", "false"))
+            true, false = ([by_text[t] for t in ts] for ts in choices(answer.model_dump()))
             if stayed:  # the observation reports the action: what stopped being true is its effects (`build`)
                 false = []
+            true = place(llm, domain, asking, true, cands, listed_now, now, out.calls)
             true = settle(llm, domain, asking, true, out.calls, admitted)
             delta = build(domain, objects, state, Reading(named, given, true, [*false, *stale]), effects, text)
             if delta.is_empty():
@@ -756,7 +892,7 @@ def read(llm: LLM, graph: WorldGraph, action: str | None, observation: str, admi
                 return out
             except ChangeRefused as e:
                 out.rounds.append([str(i) for i in e.issues])
-            messages += retry(chosen.model_dump_json(), edits_refused(out.rounds[-1]))
+            messages += retry(answer.model_dump_json(), edits_refused(out.rounds[-1]))
     except LLMError as e:
         out.rounds.append([e.reason])
         out.error = str(e)

@@ -137,6 +137,12 @@ def whole_names(said: list[str], names: Iterable[str]) -> list[str]:
     return list(dict.fromkeys(out))
 
 
+def copied(phrase: str, text: str) -> bool:
+    """Whether the words of `phrase` occur one after another in `text` (a copy of its words)."""
+    p, t = tokens(phrase), tokens(text)
+    return bool(p) and any(t[i:i + len(p)] == p for i in range(len(t) - len(p) + 1))
+
+
 def spelled_out(mention: str, names: Iterable[str]) -> list[str]:
     """The entities whose whole names a copied phrase spells out ("Jennifer the magenta pen": jennifer, magenta_pen;
     a possessive's "s" is skipped); [] where it spells fewer than two (the phrase then names one thing, matched by

@@ -516,3 +516,32 @@ def test_after_an_action_that_moves_no_one_only_its_effects_stop_being_true(tmp_
         assert out.error is None and out.change is not None
         doors = {str(f) for f in agent.facts() if f.predicate == "door_closed"}
         assert doors == {"(door_closed kitchen cellar)", "(door_closed cellar kitchen)"}
+
+
+def test_where_a_newly_listed_thing_is_is_asked_among_its_places_glossed(tmp_path):
+    """Cooking seeds 10 and 11 (1.5B): chosen in one list of a kitchen's facts, shown no glosses, what lay on the
+    counter went into the closed cupboard or the trash can. For a thing the model listed that has no place yet and
+    several candidate places, a question among those, glossed, decides; "unclear" leaves the choice's."""
+    from kgplan.agent.agent import Agent
+    from kgplan.domains.model import Problem, resolve_domain
+    from kgplan.language.llm import ScriptedLLM
+    from kgplan.language.pddl_edit import read
+
+    cooking = resolve_domain("cooking")
+    text = "You are in the kitchen. You see a counter that has a red apple on it. You also see a closed fridge."
+    commands = ["look around", "open fridge", "take red apple"]
+    where = {"here": "kitchen", "container": ["counter", "fridge"], "item": ["red apple"]}
+    choice = {"true": {"kitchen": [], "counter": ["(placed counter kitchen)"], "fridge": ["(placed fridge kitchen)"],
+                       "red_apple": ["(in red_apple fridge)"]}}
+    for answer, place in (("item red_apple is in or on container counter", "counter"), ("unclear", "fridge")):
+        with Agent(f"sqlite:{tmp_path / f'{place}.db'}") as agent:
+            agent.graph.init(cooking, problem=Problem.parse(
+                "(define (problem p) (:domain cooking) (:objects north south east west - direction) (:init))", "t"))
+            llm = ScriptedLLM([json.dumps(where), json.dumps(choice), json.dumps({"answer": answer})])
+            out = read(llm, agent.graph, None, text, commands)
+            assert out.error is None and not llm.replies
+            asked = llm.prompts[-1][-1]["content"]
+            assert "Which is true of red_apple now?" in asked
+            assert "- item red_apple is in or on container counter" in asked
+            assert "- the player holds item red_apple" in asked
+            assert {str(f) for f in agent.facts() if f.predicate == "in"} == {f"(in red_apple {place})"}

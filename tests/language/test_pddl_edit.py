@@ -16,6 +16,7 @@ from kgplan.language.pddl_edit import (
     blanks,
     build,
     choice_schema,
+    choices,
     command_objects,
     names_schema,
     propose,
@@ -24,8 +25,10 @@ from kgplan.language.pddl_edit import (
     settle,
     slot_facts,
     slots,
+    told,
     upkeep,
 )
+from kgplan.language.propose import copied
 
 
 def atom(text: str) -> GroundAtom:
@@ -215,9 +218,9 @@ def test_what_the_recipe_needs_is_told_only_by_the_observation_of_reading_it():
     assert atom("(item_at purple_potato kitchen)") in seen.cands
     assert not any(a.predicate in wanted for a in seen.cands)
     state = {atom("(at kitchen)"), atom("(holding cookbook)"), atom("(is_cookbook cookbook)"), atom("(recipe_read)")}
-    for effects, told in ((([atom("(recipe_read)")], []), True), (([atom("(holding purple_potato)")], []), False)):
+    for effects, read_it in ((([atom("(recipe_read)")], []), True), (([atom("(holding purple_potato)")], []), False)):
         cands = propose(cooking, {**objects, "cookbook": "item"}, state, asked, words, commands, effects).cands
-        assert (atom("(needs purple_potato)") in cands) == told
+        assert (atom("(needs purple_potato)") in cands) == read_it
 
 
 def test_what_may_stop_being_true_is_what_is_where_the_player_is():
@@ -299,3 +302,112 @@ def test_an_entered_rooms_way_back_is_the_one_the_move_made_whatever_the_set_ord
         facts, named, here = slot_facts(asked, words, order, "unseen_backyard_east")  # type: ignore[arg-type]
         assert here == "street" and "backyard" in named and "patio_door" not in named
         assert atom("(connected street west patio_door)") not in facts
+
+
+def test_cooking_chooses_the_facts_that_become_true_one_list_per_object():
+    """domain.toml's `choose_by_object`: the reply has one list per object (the fact's first argument), each with
+    that object's candidates alone; coin keeps one list."""
+    cooking = resolve_domain("cooking")
+    objects = {"kitchen": "location", **cooking.meta["explore"]["known"]}
+    commands = ["look around", "open fridge", "take purple potato"]
+    asked = slots(cooking, command_objects(cooking, cooking.meta["explore"]["actions"], commands))
+    proposal = propose(cooking, objects, set(), asked, {"here": "kitchen"}, commands)
+    schema = choice_schema(proposal.cands, proposal.true_now, per_object=True)
+    groups = schema.model_json_schema()["$defs"]["BecomeTrue"]["properties"]
+    assert {"fridge", "purple_potato"} <= set(groups)
+    potato = groups["purple_potato"]["items"]["enum"]
+    assert "(in purple_potato fridge)" in potato and all(f.startswith("(") and " purple_potato" in f for f in potato)
+    reply = schema.model_validate_json('{"true": {"fridge": ["(placed fridge kitchen)", "(closed fridge)"], '
+                                       '"purple_potato": ["(in purple_potato fridge)"]}}')
+    assert choices(reply.model_dump()) == (["(placed fridge kitchen)", "(closed fridge)", "(in purple_potato fridge)"],
+                                          [])
+    assert choices({"true": ["(at kitchen)", "(at kitchen)"], "false": ["(closed fridge)"]}) == (
+        ["(at kitchen)"], ["(closed fridge)"])
+
+
+def test_a_listed_name_ending_in_a_commanded_objects_name_is_that_object():
+    """Cooking seed 10 (1.5B): the observation's "a raw purple potato" listed as an item was a second potato beside
+    the commands' purple_potato; a listed name whose last words are a known object's name is that object (the
+    longest); one that is the last words of one known object ("cupboard") is that one; another name is new."""
+    cooking = resolve_domain("cooking")
+    objects = {"kitchen": "location", "red_potato": "item", **cooking.meta["explore"]["known"]}
+    commands = ["look around", "take purple potato"]
+    asked = slots(cooking, command_objects(cooking, cooking.meta["explore"]["actions"], commands))
+    state = {atom("(at kitchen)"), atom("(item_at red_potato kitchen)")}
+    words = {"here": "", "item": ["raw purple potato", "sliced red potato", "potato", "salt"]}
+    proposal = propose(cooking, objects, state, asked, words, commands)
+    assert proposal.named == {"purple_potato": "item", "potato": "item", "salt": "item"}  # potato: two end so
+    cupboard = propose(cooking, objects, state, asked, {"here": "", "container": ["cupboard"]},
+                       [*commands, "open kitchen cupboard"])
+    assert cupboard.named == {"purple_potato": "item", "kitchen_cupboard": "container"}
+    assert not any("raw_purple_potato" in a.args or "sliced_red_potato" in a.args for a in proposal.cands)
+
+
+def test_a_thing_chosen_no_longer_where_it_was_with_no_new_place_stays_there():
+    """Cooking seed 10 (1.5B): the recipe's reading chose "the potato is on the counter" false and no new place; the
+    exactly-one invariant refused it three times and the recipe went unread. Such a false is not read; one with a
+    new place (here, or an effect) is."""
+    cooking = resolve_domain("cooking")
+    objects = {"kitchen": "location", "counter": "container", "potato": "item", "cookbook": "item",
+               **cooking.meta["explore"]["known"]}
+    state = {atom("(at kitchen)"), atom("(visited kitchen)"), atom("(placed counter kitchen)"),
+             atom("(in potato counter)"), atom("(holding cookbook)"), atom("(recipe_read)")}
+    read_it = ([atom("(recipe_read)")], [])
+    delta = build(cooking, objects, state, Reading({}, [], [atom("(needs potato)")], [atom("(in potato counter)")]),
+                  read_it, "read cookbook: ...")
+    assert {f.atom for f in delta.add} == {atom("(needs potato)"), atom("(uncut potato)"), atom("(raw potato)")}
+    assert delta.remove == []
+    moved = build(cooking, objects, state, Reading({}, [], [atom("(item_at potato kitchen)")],
+                                                   [atom("(in potato counter)")]), read_it, "read cookbook: ...")
+    assert {f.atom for f in moved.remove} == {atom("(in potato counter)")}
+    taken = build(cooking, objects, state, Reading({}, [], [], [atom("(in potato counter)")]),
+                  ([atom("(holding potato)")], []), "take potato: You take the potato.")
+    assert {f.atom for f in taken.remove} == {atom("(in potato counter)")}
+
+
+def test_the_facts_chosen_are_about_what_the_observation_names():
+    """Cooking seeds 10 and 11 (1.5B): after "You open the trash can. It's empty inside." it chose the apple, the
+    pepper and the cookbook in the trash can, then each of them sliced, diced and fried. Where the model lists what
+    the observation names, a candidate is about a thing it named or a new one; a listed thing is one the
+    observation's words name (after "Unknown action" it listed the recipe's apple)."""
+    assert copied("raw purple potato", "a counter that has a raw purple potato, and a cookbook") and copied(
+        "Red Apple", "1 red apple.") and not copied("red apple", "Unknown action: I'm not sure what you mean.")
+    cooking = resolve_domain("cooking")
+    objects = {"kitchen": "location", "counter": "container", "trash_can": "container", "red_apple": "item",
+               **cooking.meta["explore"]["known"]}
+    state = {atom("(at kitchen)"), atom("(visited kitchen)"), atom("(placed counter kitchen)"),
+             atom("(placed trash_can kitchen)"), atom("(in red_apple counter)"), atom("(closed trash_can)")}
+    commands = ["look around", "take red apple", "take knife"]
+    asked = slots(cooking, command_objects(cooking, cooking.meta["explore"]["actions"], commands))
+    opened = ([], [atom("(closed trash_can)")])
+    for items, named in (([], False), (["knife"], False), (["red apple"], True)):
+        words = {"here": "", "container": ["trash can"], "item": items}
+        cands = propose(cooking, objects, state, asked, words, commands, opened).cands
+        assert (atom("(in red_apple trash_can)") in cands) == named and (atom("(sliced red_apple)") in cands) == named
+        assert atom("(in knife trash_can)") in cands  # the commands name it, it has no place yet
+        assert atom("(recipe_read)") not in cands  # about nothing named (1.5B, seed 11: "It's empty inside.")
+
+
+def test_an_action_with_a_universal_precondition_refutes_nothing():
+    """Cooking seed 11 (1.5B): read as the recipe was, nothing was needed yet, so "prepare meal" looked possible;
+    the game did not admit it, and "the kitchen is a kitchen" was refuted: the meal never had a plan again. A
+    universal precondition holds vacuously over a partly observed state; the other actions still refute."""
+    cooking = resolve_domain("cooking")
+    objects = {"kitchen": "location", "cookbook": "item", "fridge": "container", **cooking.meta["explore"]["known"]}
+    state = {atom("(at kitchen)"), atom("(is_kitchen kitchen)"), atom("(recipe_read)"), atom("(holding cookbook)"),
+             atom("(placed fridge kitchen)")}
+    facts = [atom("(is_kitchen kitchen)"), atom("(closed fridge)")]
+    assert refuted(cooking, cooking.meta["explore"]["actions"], objects, state, ["look around", "read cookbook"],
+                   facts) == {atom("(closed fridge)")}
+
+
+def test_a_needed_ingredient_is_uncut_and_raw_unless_the_state_says_otherwise():
+    """Cooking seed 11 (1.5B, per object): the apple's cut and cooked state were left out, and nothing could be
+    sliced. domain.toml's upkeep: a needed thing the state gives no cut (cooked) state is uncut (raw); the
+    observation no longer tells those two."""
+    cooking = resolve_domain("cooking")
+    assert not {"uncut", "raw"} & set(told(cooking))
+    state = upkeep(rules(cooking), {atom("(needs apple)"), atom("(sliced apple)"), atom("(needs salt)"),
+                                    atom("(in knife drawer)")})
+    assert state - {atom("(needs apple)"), atom("(sliced apple)"), atom("(needs salt)"), atom("(in knife drawer)")} == {
+        atom("(raw apple)"), atom("(uncut salt)"), atom("(raw salt)")}
