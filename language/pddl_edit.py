@@ -286,8 +286,9 @@ def rules(domain: Domain) -> list[Rule]:
 
 
 def told(domain: Domain) -> list[str]:
-    """The predicates an observation may tell (those the upkeep rules do not keep)."""
-    kept = set().union(*(r.writes for r in rules(domain)))
+    """The predicates an observation may tell: those the upkeep rules do not keep, less domain.toml's [explore]
+    `untold` (what only the player's actions make, which their effects say)."""
+    kept = set().union(*(r.writes for r in rules(domain)), domain.meta.get("explore", {}).get("untold", []))
     return [p for p in domain.predicates if p not in kept]
 
 
