@@ -354,11 +354,18 @@ def refuted(domain: Domain, templates: dict[str, str], objects: dict[str, str], 
     """The facts (candidates, or facts of `state`) the game's admissible commands refute: with one of them true, an
     action whose command the game does not admit now would be possible, and without it not (a door is not closed
     where the game offers no "open door" for it). A game may admit more than is possible, so only a command it leaves
-    out tells."""
+    out tells. Where facts make such an action possible together, the one an action changes goes first, and the
+    others are weighed without it (cooking, 1.5B: "the counter is closed" beside "the counter is in the kitchen",
+    and no "open counter": the counter is not closed, and still there)."""
     if not admissible:  # a game that lists no commands refutes nothing
         return set()
     admitted = set(admissible)
-    return {f for f in facts if not enabled(domain, templates, objects, state, f) <= admitted}
+    changed = {e.atom.predicate for a in domain.actions.values() for e in a.effects}
+    out: set[GroundAtom] = set()
+    for f in sorted(facts, key=lambda a: (a.predicate not in changed, str(a))):
+        if not enabled(domain, templates, objects, state - out, f) <= admitted:
+            out.add(f)
+    return out
 
 
 def about(domain: Domain, atom: GroundAtom, here: str | None, scope: dict[str, str]) -> bool:

@@ -401,6 +401,19 @@ def test_an_action_with_a_universal_precondition_refutes_nothing():
                    facts) == {atom("(closed fridge)")}
 
 
+def test_of_facts_that_make_a_refused_action_possible_together_the_changing_one_is_refuted():
+    """Cooking (1.5B): "the counter is closed" beside "the counter is in the kitchen", and the game offers no "open
+    counter": both were refuted, the counter was lost, and what lay on it could not be taken. The fact an action
+    changes goes first; the others are weighed without it."""
+    cooking = resolve_domain("cooking")
+    objects = {"kitchen": "location", "counter": "container", "apple": "item", **cooking.meta["explore"]["known"]}
+    state = {atom("(at kitchen)"), atom("(placed counter kitchen)"), atom("(closed counter)"),
+             atom("(in apple counter)")}
+    facts = sorted(state - {atom("(at kitchen)")})
+    assert refuted(cooking, cooking.meta["explore"]["actions"], objects, state, ["look around", "take apple"],
+                   facts) == {atom("(closed counter)")}
+
+
 def test_a_needed_ingredient_is_uncut_and_raw_unless_the_state_says_otherwise():
     """Cooking seed 11 (1.5B, per object): the apple's cut and cooked state were left out, and nothing could be
     sliced. domain.toml's upkeep: a needed thing the state gives no cut (cooked) state is uncut (raw); the
