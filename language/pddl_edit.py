@@ -891,6 +891,10 @@ def read(llm: LLM, graph: WorldGraph, action: str | None, observation: str, admi
                 false = []
             true = place(llm, domain, asking, true, cands, listed_now, now, out.calls)
             true = settle(llm, domain, asking, true, out.calls, admitted)
+            # refuted again with the choice in place (cooking, 1.5B: "the counter is closed" beside "the counter is
+            # in the kitchen", both chosen in the first kitchen, no "open counter": the agent tried it)
+            wrong = refuted(domain, cfg.get("actions", {}), {**objects, **named}, now | set(true), commands, true)
+            true = [a for a in true if a not in wrong]
             delta = build(domain, objects, state, Reading(named, given, true, [*false, *stale]), effects, text)
             if delta.is_empty():
                 return out

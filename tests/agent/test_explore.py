@@ -545,3 +545,26 @@ def test_where_a_newly_listed_thing_is_is_asked_among_its_places_glossed(tmp_pat
             assert "- item red_apple is in or on container counter" in asked
             assert "- the player holds item red_apple" in asked
             assert {str(f) for f in agent.facts() if f.predicate == "in"} == {f"(in red_apple {place})"}
+
+
+def test_the_choice_is_refuted_again_with_its_own_facts_in_place(tmp_path):
+    """Cooking seeds 10 and 11 (1.5B): the first kitchen's choice had "the counter is closed" beside "the counter is
+    in the kitchen"; neither alone made "open counter" possible, the game did not offer it, and the agent tried it
+    ("Unknown action"). With the choice in place the commands refute the closed counter, and keep the counter."""
+    from kgplan.agent.agent import Agent
+    from kgplan.domains.model import Problem, resolve_domain
+    from kgplan.language.llm import ScriptedLLM
+    from kgplan.language.pddl_edit import read
+
+    cooking = resolve_domain("cooking")
+    text = "You are in the kitchen. You see a counter that has a red apple on it."
+    where = {"here": "kitchen", "container": ["counter"], "item": ["red apple"], "in": [["red apple", "counter"]]}
+    choice = {"true": {"kitchen": [], "counter": ["(placed counter kitchen)", "(closed counter)"], "red_apple": []}}
+    with Agent(f"sqlite:{tmp_path / 'w.db'}") as agent:
+        agent.graph.init(cooking, problem=Problem.parse(
+            "(define (problem p) (:domain cooking) (:objects north south east west - direction) (:init))", "t"))
+        out = read(ScriptedLLM([json.dumps(where), json.dumps(choice)]), agent.graph, None, text,
+                   ["look around", "take red apple"])
+        assert out.error is None
+        facts = {str(f) for f in agent.facts()}
+        assert {"(placed counter kitchen)", "(in red_apple counter)"} <= facts and "(closed counter)" not in facts
