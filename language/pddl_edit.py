@@ -39,7 +39,7 @@ from kgplan.language.prompts import (
     read_messages,
     retry,
 )
-from kgplan.language.propose import conflict, copied, replacements, which
+from kgplan.language.propose import conflict, copied, keyed, replacements, which
 from kgplan.planners.state import State, Step, action_text
 
 NAME = NAME_RE.pattern.strip("^$")
@@ -390,11 +390,9 @@ def bereft(domain: Domain, removed: Iterable[GroundAtom], state: set[GroundAtom]
     """The facts of `removed` whose instance of an exactly-one group (with a key: where a thing is) has no fact in
     `state`."""
     out: set[GroundAtom] = set()
-    for g in domain.invariants:
-        if g.exactly_one and g.arity:
-            parts = {p.predicate: p for p in g.parts}
-            held = {parts[a.predicate].key(a.args) for a in state if a.predicate in parts}
-            out |= {a for a in removed if a.predicate in parts and parts[a.predicate].key(a.args) not in held}
+    for parts in keyed(domain):
+        held = {parts[a.predicate].key(a.args) for a in state if a.predicate in parts}
+        out |= {a for a in removed if a.predicate in parts and parts[a.predicate].key(a.args) not in held}
     return out
 
 
@@ -807,10 +805,7 @@ def place(llm: LLM, domain: Domain, first: Messages, chosen: list[GroundAtom], c
     choice's messages), in place of the choice's; the choice's where it says the text does not tell. Chosen in one
     list of a kitchen's facts, shown no glosses, the 1.5B put what lay on the counter in the closed cupboard, the
     drawer or the trash can (cooking seeds 10 and 11)."""
-    for g in domain.invariants:
-        if not (g.exactly_one and g.arity):
-            continue
-        parts = {p.predicate: p for p in g.parts}
+    for parts in keyed(domain):
         held = {parts[a.predicate].key(a.args) for a in now if a.predicate in parts}
         options: dict[tuple[str, ...], list[GroundAtom]] = {}
         for a in cands:

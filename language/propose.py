@@ -50,7 +50,7 @@ from typing import Annotated, NamedTuple
 from pydantic import BaseModel, Field, StringConstraints
 
 from kgplan.domains.formula import GroundAtom
-from kgplan.domains.invariants import MutexGroup
+from kgplan.domains.invariants import InvariantPart, MutexGroup
 from kgplan.domains.model import Domain
 from kgplan.domains.verify import ChangeRefused
 from kgplan.graph.model import Delta, Fact
@@ -199,9 +199,14 @@ def changing(domain: Domain) -> set[str]:
     return (set(domain.predicates) - domain.static_predicates()) | told_only(domain)
 
 
+def keyed(domain: Domain) -> list[dict[str, InvariantPart]]:
+    """The parts, by predicate, of each exactly-one group with a key (where a thing is)."""
+    return [{p.predicate: p for p in g.parts} for g in domain.invariants if g.exactly_one and g.arity]
+
+
 def replaced(domain: Domain) -> set[str]:
     """Predicates whose old value an exactly-one invariant removes when a new one becomes true."""
-    return {part.predicate for g in domain.invariants if g.exactly_one and g.arity for part in g.parts}
+    return {p for parts in keyed(domain) for p in parts}
 
 
 def told_places(domain: Domain) -> set[str]:
@@ -293,11 +298,7 @@ def emptied(domain: Domain, add: Collection[GroundAtom], removed: Iterable[Groun
     Seed134 (0.5B): "placed the book on the 3rd level of the shelf" chose the level alone, which took "anna holds
     the book" from both groups of where a thing is and gave only one of them (the level's, not the shelf's)."""
     removed = list(removed)
-    for g in domain.invariants:
-        if not (g.exactly_one and g.arity):
-            continue
-        parts = {p.predicate: p for p in g.parts}
-
+    for parts in keyed(domain):
         def keys(atoms: Iterable[GroundAtom], parts: dict = parts) -> set[tuple[str, ...]]:
             return {parts[a.predicate].key(a.args) for a in atoms if a.predicate in parts}
         for key in sorted(keys(removed) - keys(add)):
