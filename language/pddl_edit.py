@@ -730,8 +730,9 @@ def propose(domain: Domain, objects: dict[str, str], state: set[GroundAtom], ask
     given, named, here = slot_facts(asked, words, state, entered, bool(mark), fits)
     named |= {n: t for n, t in listed_names(domain, words, known).items() if n not in named}
     scope = scope_of(domain, objects, named, admissible)
-    said = [a for a in paired(domain, words, scope) if not displaced(domain, [a], set(effects[0]))]
-    given = [*given, *(a for a in said if conflict(domain, [*given, a]) is None)]
+    for a in paired(domain, words, scope):  # the first pair that gives a thing its place, unless an effect did
+        if not displaced(domain, [a], set(effects[0])) and conflict(domain, [*given, a]) is None:
+            given.append(a)
     asked_predicates = {s.predicate for s in asked}
     typed, untold = {**objects, **scope}, asked_predicates | unread(domain, effects)
     now = after(domain, state, effects, given)

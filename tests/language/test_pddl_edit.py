@@ -424,3 +424,19 @@ def test_a_needed_ingredient_is_uncut_and_raw_unless_the_state_says_otherwise():
                                     atom("(in knife drawer)")})
     assert state - {atom("(needs apple)"), atom("(sliced apple)"), atom("(needs salt)"), atom("(in knife drawer)")} == {
         atom("(raw apple)"), atom("(uncut salt)"), atom("(raw salt)")}
+
+
+def test_pairs_give_each_thing_one_place_and_never_undo_an_effect():
+    """The listed pairs become facts like the blanks: the first pair that places a thing (a second place for it
+    would make the reading refused), none that contradicts what the action just made true."""
+    cooking = resolve_domain("cooking")
+    objects = {"kitchen": "location", "counter": "container", "fridge": "container", "apple": "item",
+               "salt": "item", **cooking.meta["explore"]["known"]}
+    commands = ["look around", "take apple", "take salt"]
+    asked = slots(cooking, command_objects(cooking, cooking.meta["explore"]["actions"], commands))
+    words = {"here": "kitchen", "container": ["counter", "fridge"], "item": ["apple", "salt"],
+             "in": [["apple", "counter"], ["apple", "fridge"], ["salt", "fridge"]]}
+    given = propose(cooking, objects, set(), asked, words, commands).given
+    assert {a for a in given if a.predicate == "in"} == {atom("(in apple counter)"), atom("(in salt fridge)")}
+    taken = propose(cooking, objects, set(), asked, words, commands, ([atom("(holding salt)")], [])).given
+    assert {a for a in taken if a.predicate == "in"} == {atom("(in apple counter)")}
