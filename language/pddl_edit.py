@@ -36,6 +36,7 @@ from kgplan.language.prompts import (
     edit_messages,
     edits_refused,
     invalid_reply,
+    observation_messages,
     read_messages,
     retry,
 )
@@ -440,10 +441,13 @@ def still(asked: list[Slot], effects: Effects) -> bool:
 def unread(domain: Domain, effects: Effects) -> set[str]:
     """The predicates the observation does not tell: domain.toml's [explore] `told_after` maps a fact to the predicates
     only the observation of an action that just made it true tells (a recipe's needs, after the cookbook is read;
-    the 1.5B chose "the recipe needs the oven" in the first kitchen)."""
-    made = set(map(str, effects[0]))
-    return {p for fact, ps in domain.meta.get("explore", {}).get("told_after", {}).items() if fact not in made
-            for p in ps}
+    the 1.5B chose "the recipe needs the oven" in the first kitchen), and that observation tells nothing else (cooking
+    seed 10, 1.5B: reading the recipe, it put the potato it named in the cutlery drawer, the salt in the
+    dishwasher)."""
+    made, after = set(map(str, effects[0])), domain.meta.get("explore", {}).get("told_after", {})
+    if only := [set(ps) for fact, ps in after.items() if fact in made]:
+        return set(told(domain)) - set().union(*only)
+    return {p for ps in after.values() for p in ps}
 
 
 def listed(domain: Domain) -> dict[str, str]:
@@ -459,23 +463,32 @@ def pairs(domain: Domain) -> dict[str, str]:
     return domain.meta.get("explore", {}).get("pairs", {})
 
 
+def lines(domain: Domain) -> dict[str, dict[str, Any]]:
+    """domain.toml's [explore] `lines`: kinds of line the model copies whole from the observation (a recipe's
+    directions), each with what it `covers` and the predicates whose facts such a line `tells`, which are asked one
+    line at a time (`line_facts`), not chosen with the rest."""
+    return domain.meta.get("explore", {}).get("lines", {})
+
+
 def blanks(domain: Domain, asked: list[Slot]) -> str:
-    """The names question for the slots: each fact glossed, the open place a blank; then the listed types and
-    pairs."""
+    """The names question for the slots: each fact glossed, the open place a blank; then the listed types, pairs
+    and lines."""
     return blanks_question({s.field: domain.gloss(s.predicate, [BLANK if a == OPEN else a for a in s.args])
                             for s in asked} | {t: f"every {t} it names (a list): {what}"
                                                for t, what in listed(domain).items()}
-                           | {p: f"{what} (a list of pairs)" for p, what in pairs(domain).items()})
+                           | {p: f"{what} (a list of pairs)" for p, what in pairs(domain).items()}
+                           | {k: f"{spec['covers']} (a list)" for k, spec in lines(domain).items()})
 
 
 def names_schema(domain: Domain, asked: list[Slot]) -> type[BaseModel]:
     """One string per slot: the words naming what fills it ("" where the observation does not tell); a list of
-    such strings per listed type, of pairs of them per listed predicate."""
-    words = Annotated[str, Field(max_length=40)]
+    such strings per listed type, of pairs of them per listed predicate, a list of lines per kind of line."""
+    words, line = Annotated[str, Field(max_length=40)], Annotated[str, Field(max_length=80)]
     return enum_model("Names", **{s.field: (words, "") for s in asked},
                       **{t: (list[words], Field(default_factory=list, max_length=MAX_LISTED)) for t in listed(domain)},
                       **{p: (list[tuple[words, words]], Field(default_factory=list, max_length=MAX_LISTED))
-                         for p in pairs(domain)})
+                         for p in pairs(domain)},
+                      **{k: (list[line], Field(default_factory=list, max_length=MAX_LISTED)) for k in lines(domain)})
 
 
 def paired(domain: Domain, words: dict[str, Any], scope: dict[str, str]) -> list[GroundAtom]:
@@ -689,7 +702,8 @@ def listed_names(domain: Domain, words: dict[str, Any], known: Iterable[str]) ->
 class Proposal(NamedTuple):
     """From the filled slots: the facts they tell (`given`), the new objects they name (name -> type), the candidate
     facts about where the player is, the true facts about it that may stop being true, the true facts the admissible
-    commands refute (`stale`: they stop being true whatever the model chooses), and the choice question."""
+    commands refute (`stale`: they stop being true whatever the model chooses), the choice question, and the
+    candidates that copied lines tell (`lines`: asked one line at a time, not chosen)."""
 
     given: list[GroundAtom]
     named: dict[str, str]
@@ -697,6 +711,7 @@ class Proposal(NamedTuple):
     true_now: list[GroundAtom]
     stale: set[GroundAtom]
     question: str
+    lined: list[GroundAtom]
 
 
 def propose(domain: Domain, objects: dict[str, str], state: set[GroundAtom], asked: list[Slot],
@@ -734,7 +749,8 @@ def propose(domain: Domain, objects: dict[str, str], state: set[GroundAtom], ask
         if not displaced(domain, [a], set(effects[0])) and conflict(domain, [*given, a]) is None:
             given.append(a)
     asked_predicates = {s.predicate for s in asked}
-    typed, untold = {**objects, **scope}, asked_predicates | unread(domain, effects)
+    typed, unsaid = {**objects, **scope}, unread(domain, effects)
+    untold = asked_predicates | unsaid
     now = after(domain, state, effects, given)
     # where the model lists what the observation names, a fact is about a thing it named or a new one (the commands')
     # (cooking seeds 10 and 11, 1.5B: after "You open the trash can. It's empty inside." it chose the apple, the
@@ -753,13 +769,16 @@ def propose(domain: Domain, objects: dict[str, str], state: set[GroundAtom], ask
         settled = {*settled, *(GroundAtom(a.predicate, tuple(here if x == entered else x for x in a.args))
                                for a in settled)}
     cands = [a for a in cands if a not in gone and a not in settled]
+    by_line = {p for spec in lines(domain).values() for p in spec["tells"]}
+    lined, cands = [a for a in cands if a.predicate in by_line], [a for a in cands if a.predicate not in by_line]
     question = choose_question(scope, {str(a): domain.gloss(a.predicate, list(a.args)) for a in cands}
                                if len(cands) <= SHOWN else {}, admissible)
     # what may stop being true is what is here too (cooking seed 12, 1.5B: in the pantry it chose the cookbook no
     # longer in the kitchen, which the invariants refused three times, and the move went unread)
     return Proposal(given, {n: t for n, t in scope.items() if n not in objects}, cands,
-                    [a for a in true_now if about(domain, a, here, typed)], gone & set(true_now),
-                    question)
+                    [a for a in true_now if about(domain, a, here, typed) and a.predicate not in unsaid],
+                    gone & set(true_now),
+                    question, lined)
 
 
 def examples(domain: Domain) -> list[Shot]:
@@ -775,7 +794,7 @@ def examples(domain: Domain) -> list[Shot]:
         made = [Fact.parse(f).atom for f in ex.get("made", [])]  # what the example's action just made true
         proposal = propose(domain, problem.objects, state, asked, ex["names"], ex["commands"], (made, []))
         names = json.dumps({s.field: ex["names"].get(s.field, "") for s in asked} |
-                           {t: ex["names"].get(t, []) for t in [*listed(domain), *pairs(domain)]})
+                           {t: ex["names"].get(t, []) for t in [*listed(domain), *pairs(domain), *lines(domain)]})
         out.append(Shot(CurrentProblem(problem, [], False), ex.get("action"), ex["observation"], blanks(domain, asked),
                         names, proposal.question, chosen_json(proposal.cands, ex.get("true", []), ex.get("false", []),
                                                            by_object(domain))))
@@ -820,6 +839,22 @@ def place(llm: LLM, domain: Domain, first: Messages, chosen: list[GroundAtom], c
     return chosen
 
 
+def line_facts(llm: LLM, domain: Domain, observation: str, words: dict[str, Any], cands: list[GroundAtom],
+               calls: list[CallRecord]) -> list[GroundAtom]:
+    """The facts the copied lines tell (`lines`): of each line, the one it answers to a short question after the
+    observation alone ("Which fact does the direction "roast the purple potato" tell?") among the candidates of the
+    predicates its kind tells, glossed, one thing's after another (in the order of the predicates, the 1.5B read
+    "slice the red apple" as "the recipe wants the red apple roasted"); none where it says the line does not tell."""
+    first, out = observation_messages(observation), []
+    for kind, spec in lines(domain).items():
+        options = {str(a): domain.gloss(a.predicate, list(a.args))
+                   for a in sorted(cands, key=owner) if a.predicate in spec["tells"]}
+        for line in words.get(kind, []) if options else []:
+            if picked := which(llm, first, f'Which fact does the {kind} "{line}" tell?', options, calls, by_text=True):
+                out.append(Fact.parse(picked).atom)
+    return list(dict.fromkeys(out))
+
+
 def read(llm: LLM, graph: WorldGraph, action: str | None, observation: str, admissible: Iterable[str] = (),
          effects: Effects = NO_EFFECTS, rounds: int = 3, note: str | None = None,
          lock: AbstractContextManager = nullcontext(), took: bool = False,
@@ -851,16 +886,16 @@ def read(llm: LLM, graph: WorldGraph, action: str | None, observation: str, admi
         reply, record = llm.complete(messages, names_schema(domain, asked))
         out.calls.append(record)
         words = reply.model_dump()
-        for t in listed(domain):  # a thing listed is one the observation names (after "Unknown action", the 1.5B
-            words[t] = [w for w in words[t] if copied(w, observation)]  # listed the recipe's apple and pepper)
+        for t in [*listed(domain), *lines(domain)]:  # a thing listed is one the observation names (after "Unknown
+            words[t] = [w for w in words[t] if copied(w, observation)]  # action", the 1.5B listed the recipe's apple)
         for p in pairs(domain):
             words[p] = [pair for pair in words[p] if all(copied(w, observation) for w in pair)]
         stayed = still(asked, effects)
         left = {a.args[0] for a in effects[1] if any(s.field == HERE and s.predicate == a.predicate for s in asked)}
         if stayed or (took and symbol(words.get(HERE, "")) in left):
             words[HERE] = ""  # the room the problem holds, or the one the move entered
-        given, named, cands, true_now, stale, question = propose(domain, objects, state, asked, words, admissible,
-                                                                 effects, settled)
+        given, named, cands, true_now, stale, question, lined = propose(domain, objects, state, asked, words,
+                                                                        admissible, effects, settled)
         schema = choice_schema(cands, true_now, by_object(domain))
         listed_now = set(listed_names(domain, words, {**objects, **command_objects(domain, cfg.get("actions", {}),
                                                                                    admissible)}))
@@ -870,7 +905,7 @@ def read(llm: LLM, graph: WorldGraph, action: str | None, observation: str, admi
             return bool(enabled(domain, cfg.get("actions", {}), {**objects, **named}, now, a) & commands)
 
         messages += retry(reply.model_dump_json(), question)
-        asking = list(messages)
+        asking, told_lines = list(messages), line_facts(llm, domain, observation, words, lined, out.calls)
         for _ in range(rounds):
             try:
                 answer, record = llm.complete(messages, schema)
@@ -885,7 +920,7 @@ def read(llm: LLM, graph: WorldGraph, action: str | None, observation: str, admi
             true, false = ([by_text[t] for t in ts] for ts in choices(answer.model_dump()))
             if stayed:  # the observation reports the action: what stopped being true is its effects (`build`)
                 false = []
-            true = place(llm, domain, asking, true, cands, listed_now, now, out.calls)
+            true = place(llm, domain, asking, [*true, *told_lines], cands, listed_now, now, out.calls)
             true = settle(llm, domain, asking, true, out.calls, admitted)
             # refuted again with the choice in place (cooking, 1.5B: "the counter is closed" beside "the counter is
             # in the kitchen", both chosen in the first kitchen, no "open counter": the agent tried it)

@@ -294,6 +294,14 @@ def choose_goal_messages(domain: Domain, examples: Iterable[tuple[str, dict, str
     return _two_questions(system, "Task", examples, task, candidates)
 
 
+OBSERVATION_SYSTEM = "You read what a text game shows the player and answer questions about it."
+
+
+def observation_messages(observation: str) -> Messages:
+    """An observation alone, before a short question about one of its lines (`which_messages`)."""
+    return [{"role": "system", "content": OBSERVATION_SYSTEM}, {"role": "user", "content": observation.strip()}]
+
+
 def which_messages(first: Messages, question: str, options: str) -> Messages:
     """A targeted question about a sentence or task (which entity a phrase names, which of two facts holds), with its
     `options` one per line with their ids, asked after the prefix of `first` (the messages of the first question of

@@ -568,3 +568,42 @@ def test_the_choice_is_refuted_again_with_its_own_facts_in_place(tmp_path):
         assert out.error is None
         facts = {str(f) for f in agent.facts()}
         assert {"(placed counter kitchen)", "(in red_apple counter)"} <= facts and "(closed counter)" not in facts
+
+
+def test_each_direction_of_a_recipe_is_asked_about_alone(tmp_path):
+    """Cooking seeds 10 and 11 (1.5B): chosen with the recipe's other facts, the wants copied the worked example's
+    (diced and grilled) whatever the directions said, and the agent grilled what the recipe wanted roasted. The
+    model lists the directions, copied whole (one not in the text is dropped); each is asked about alone, after the
+    observation only, among the wants of the listed things, glossed; the choice offers no want."""
+    from kgplan.agent.agent import Agent
+    from kgplan.domains.formula import GroundAtom
+    from kgplan.domains.model import Problem, resolve_domain
+    from kgplan.language.llm import ScriptedLLM
+    from kgplan.language.pddl_edit import read
+
+    cooking = resolve_domain("cooking")
+    text = ("You read the recipe. \n\nIngredients:\n  purple potato\n  salt\n\nDirections:\n  roast the purple potato\n"
+            "  prepare meal\n")
+    names = {"here": "", "item": ["purple potato", "salt"],
+             "direction": ["roast the purple potato", "prepare meal", "grill the carrot"]}
+    choice = {"true": {"purple_potato": ["(needs purple_potato)"], "salt": ["(needs salt)"]}}
+    with Agent(f"sqlite:{tmp_path / 'w.db'}") as agent:
+        agent.graph.init(cooking, problem=Problem.parse(
+            "(define (problem p) (:domain cooking) (:objects kitchen - location cookbook - item north south east west"
+            " - direction) (:init (at kitchen) (is_kitchen kitchen) (holding cookbook) (is_cookbook cookbook)))", "t"))
+        llm = ScriptedLLM([json.dumps(names), json.dumps({"answer": "the recipe wants item purple_potato roasted"}),
+                           json.dumps({"answer": "unclear"}), json.dumps(choice)])
+        out = read(llm, agent.graph, "read cookbook", text, ["look around", "read cookbook", "inventory"],
+                   ([GroundAtom("recipe_read", ())], []))
+        assert out.error is None and not llm.replies
+        lines = [p for p in llm.prompts if "Which fact does the direction" in p[-1]["content"]]
+        assert len(lines) == 2 and all(len(p) == 2 and p[-1]["content"].startswith(text.strip()) for p in lines)
+        assert 'Which fact does the direction "roast the purple potato" tell?' in lines[0][-1]["content"]
+        asked = lines[0][-1]["content"]  # one thing's wants after another
+        assert asked.index("- the recipe wants item purple_potato grilled") < asked.index(
+            "- the recipe wants item salt sliced") < asked.index("- the recipe wants item salt grilled")
+        assert "want_" not in llm.prompts[-1][-1]["content"]  # the choice's question
+        facts = {str(f) for f in agent.facts()}
+        assert {"(needs purple_potato)", "(needs salt)", "(want_roasted purple_potato)"} <= facts
+        assert {f for f in facts if f.startswith("(want_")} == {  # the others by upkeep: no direction cuts or cooks
+            "(want_roasted purple_potato)", "(want_uncut purple_potato)", "(want_uncut salt)", "(want_raw salt)"}

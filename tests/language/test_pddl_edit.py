@@ -56,8 +56,8 @@ def test_every_fact_the_choice_admits_is_type_correct_and_about_here(coin):
     state = {atom("(at kitchen)"), atom("(visited kitchen)")}
     asked = slots(coin, {"west": "direction", "coin": "item"})
     assert [s.field for s in asked] == ["here", "west"]
-    given, named, cands, true_now, _, question = propose(coin, objects, state, asked,
-                                                      {"here": "kitchen", "west": "the corridor"}, ["take coin"])
+    given, named, cands, true_now, _, question, _ = propose(coin, objects, state, asked,
+                                                         {"here": "kitchen", "west": "the corridor"}, ["take coin"])
     assert given == [atom("(at kitchen)"), atom("(connected kitchen west the_corridor)")]
     assert named == {"the_corridor": "room", "coin": "item"}
     assert atom("(coin_in coin kitchen)") in cands and atom("(coin_in coin the_corridor)") not in cands
@@ -183,9 +183,10 @@ def test_exits_keep_the_way_back_and_name_different_rooms_else_placeholders(coin
             "(connected corridor west porch)"]))
 
 
-def test_the_model_lists_the_items_a_recipe_names_and_chooses_what_it_wants_of_them():
+def test_the_model_lists_the_items_a_recipe_names_and_its_directions():
     """A recipe names ingredients no command names yet (the salt is in another room): the names question lists
-    domain.toml's `list` types, and the candidates are about the listed items too, glossed."""
+    domain.toml's `list` types and `lines`; the candidates are about the listed items too, glossed, and the wants
+    are left to the lines (`line_facts`)."""
     cooking = resolve_domain("cooking")
     objects = {"kitchen": "location", "cookbook": "item", **cooking.meta["explore"]["known"]}
     state = {atom("(at kitchen)"), atom("(visited kitchen)"), atom("(holding cookbook)"),
@@ -194,20 +195,23 @@ def test_the_model_lists_the_items_a_recipe_names_and_chooses_what_it_wants_of_t
     asked = slots(cooking, command_objects(cooking, cooking.meta["explore"]["actions"], commands))
     schema = names_schema(cooking, asked).model_json_schema()
     assert schema["properties"]["item"]["type"] == "array" and schema["properties"]["item"]["maxItems"] == 8
+    assert schema["properties"]["direction"]["type"] == "array"
     assert "item: every item it names (a list)" in blanks(cooking, asked)
-    words = {"here": "", "item": ["purple potato", "salt"]}
+    assert 'direction: every direction of a recipe, copied whole: "dice the carrot" (a list)' in blanks(cooking, asked)
+    words = {"here": "", "item": ["purple potato", "salt"], "direction": ["roast the purple potato"]}
     proposal = propose(cooking, objects, state, asked, words, commands, ([atom("(recipe_read)")], []))
     assert proposal.named == {"purple_potato": "item", "salt": "item"}
-    assert {atom("(needs salt)"), atom("(needs purple_potato)"), atom("(want_roasted purple_potato)")} <= set(
-        proposal.cands)
-    assert "(want_roasted purple_potato): the recipe wants item purple_potato roasted" in proposal.question
+    assert {atom("(needs salt)"), atom("(needs purple_potato)")} <= set(proposal.cands)
+    assert atom("(want_roasted purple_potato)") in proposal.lined and atom("(want_sliced salt)") in proposal.lined
+    assert not any(a.predicate.startswith("want_") for a in proposal.cands) and "want_" not in proposal.question
     assert "(needs salt): the recipe needs item salt" in proposal.question
 
 
 def test_what_the_recipe_needs_is_told_only_by_the_observation_of_reading_it():
     """Cooking seed 10 (1.5B): in the first kitchen, before the cookbook was read, the model chose that the recipe
     needs the counter, the oven, the stove and the toaster, and the meal had no plan. domain.toml's `told_after`:
-    only the observation of the action that just made (recipe_read) true tells what the recipe needs."""
+    only the observation of the action that just made (recipe_read) true tells what the recipe needs, and it tells
+    nothing else."""
     cooking = resolve_domain("cooking")
     objects = {"kitchen": "location", **cooking.meta["explore"]["known"]}
     commands = ["look around", "take cookbook", "take purple potato", "open fridge"]
@@ -221,6 +225,8 @@ def test_what_the_recipe_needs_is_told_only_by_the_observation_of_reading_it():
     for effects, read_it in ((([atom("(recipe_read)")], []), True), (([atom("(holding purple_potato)")], []), False)):
         cands = propose(cooking, {**objects, "cookbook": "item"}, state, asked, words, commands, effects).cands
         assert (atom("(needs purple_potato)") in cands) == read_it
+        # and it tells nothing else (seed 10, 1.5B: reading it, it put the potato it named in the cutlery drawer)
+        assert (atom("(item_at purple_potato kitchen)") in cands) != read_it
 
 
 def test_what_may_stop_being_true_is_what_is_where_the_player_is():
@@ -355,7 +361,8 @@ def test_a_thing_chosen_no_longer_where_it_was_with_no_new_place_stays_there():
     read_it = ([atom("(recipe_read)")], [])
     delta = build(cooking, objects, state, Reading({}, [], [atom("(needs potato)")], [atom("(in potato counter)")]),
                   read_it, "read cookbook: ...")
-    assert {f.atom for f in delta.add} == {atom("(needs potato)"), atom("(uncut potato)"), atom("(raw potato)")}
+    assert {f.atom for f in delta.add} == {atom("(needs potato)"), atom("(uncut potato)"), atom("(raw potato)"),
+                                           atom("(want_uncut potato)"), atom("(want_raw potato)")}
     assert delta.remove == []
     moved = build(cooking, objects, state, Reading({}, [], [atom("(item_at potato kitchen)")],
                                                    [atom("(in potato counter)")]), read_it, "read cookbook: ...")
@@ -417,13 +424,13 @@ def test_of_facts_that_make_a_refused_action_possible_together_the_changing_one_
 def test_a_needed_ingredient_is_uncut_and_raw_unless_the_state_says_otherwise():
     """Cooking seed 11 (1.5B, per object): the apple's cut and cooked state were left out, and nothing could be
     sliced. domain.toml's upkeep: a needed thing the state gives no cut (cooked) state is uncut (raw); the
-    observation no longer tells those two."""
+    observation no longer tells those two. Likewise a needed thing no direction cuts (cooks) is wanted uncut (raw)."""
     cooking = resolve_domain("cooking")
-    assert not {"uncut", "raw", "sliced", "fried"} & set(told(cooking))  # upkeep's, and `untold`
-    state = upkeep(rules(cooking), {atom("(needs apple)"), atom("(sliced apple)"), atom("(needs salt)"),
-                                    atom("(in knife drawer)")})
-    assert state - {atom("(needs apple)"), atom("(sliced apple)"), atom("(needs salt)"), atom("(in knife drawer)")} == {
-        atom("(raw apple)"), atom("(uncut salt)"), atom("(raw salt)")}
+    assert not {"uncut", "raw", "sliced", "fried", "want_uncut", "want_raw"} & set(told(cooking))  # upkeep's, `untold`
+    given = {atom("(needs apple)"), atom("(sliced apple)"), atom("(want_fried apple)"), atom("(needs salt)"),
+             atom("(in knife drawer)")}
+    assert upkeep(rules(cooking), given) - given == set(map(atom, [
+        "(raw apple)", "(want_uncut apple)", "(uncut salt)", "(raw salt)", "(want_uncut salt)", "(want_raw salt)"]))
 
 
 def test_pairs_give_each_thing_one_place_and_never_undo_an_effect():
