@@ -302,6 +302,12 @@ def observation_messages(observation: str) -> Messages:
     return [{"role": "system", "content": OBSERVATION_SYSTEM}, {"role": "user", "content": observation.strip()}]
 
 
+def list_messages(first: Messages, request: str) -> Messages:
+    """A request to list what a text holds (`request`: "List every direction of a recipe."), after `first`."""
+    *prefix, text = first
+    return [*prefix, {"role": "user", "content": f"{text['content']}\n\n{request} Answer with JSON only."}]
+
+
 def which_messages(first: Messages, question: str, options: str) -> Messages:
     """A targeted question about a sentence or task (which entity a phrase names, which of two facts holds), with its
     `options` one per line with their ids, asked after the prefix of `first` (the messages of the first question of

@@ -537,7 +537,8 @@ def test_where_a_newly_listed_thing_is_is_asked_among_its_places_glossed(tmp_pat
         with Agent(f"sqlite:{tmp_path / f'{place}.db'}") as agent:
             agent.graph.init(cooking, problem=Problem.parse(
                 "(define (problem p) (:domain cooking) (:objects north south east west - direction) (:init))", "t"))
-            llm = ScriptedLLM([json.dumps(where), json.dumps(choice), json.dumps({"answer": answer})])
+            llm = ScriptedLLM([json.dumps(where), *[json.dumps({"answer": "unclear"})] * 2,  # no knife, no cookbook
+                               json.dumps(choice), json.dumps({"answer": answer})])
             out = read(llm, agent.graph, None, text, commands)
             assert out.error is None and not llm.replies
             asked = llm.prompts[-1][-1]["content"]
@@ -563,7 +564,8 @@ def test_the_choice_is_refuted_again_with_its_own_facts_in_place(tmp_path):
     with Agent(f"sqlite:{tmp_path / 'w.db'}") as agent:
         agent.graph.init(cooking, problem=Problem.parse(
             "(define (problem p) (:domain cooking) (:objects north south east west - direction) (:init))", "t"))
-        out = read(ScriptedLLM([json.dumps(where), json.dumps(choice)]), agent.graph, None, text,
+        unclear = json.dumps({"answer": "unclear"})  # what the apple is (`kinds`)
+        out = read(ScriptedLLM([json.dumps(where), unclear, unclear, json.dumps(choice)]), agent.graph, None, text,
                    ["look around", "take red apple"])
         assert out.error is None
         facts = {str(f) for f in agent.facts()}
@@ -573,8 +575,9 @@ def test_the_choice_is_refuted_again_with_its_own_facts_in_place(tmp_path):
 def test_each_direction_of_a_recipe_is_asked_about_alone(tmp_path):
     """Cooking seeds 10 and 11 (1.5B): chosen with the recipe's other facts, the wants copied the worked example's
     (diced and grilled) whatever the directions said, and the agent grilled what the recipe wanted roasted. The
-    model lists the directions, copied whole (one not in the text is dropped); each is asked about alone, after the
-    observation only, among the wants of the listed things, glossed; the choice offers no want."""
+    model lists the directions after the observation alone, copied whole (one not in the text is dropped); each is
+    asked about alone, after the observation only, among the wants of the listed things, glossed; the choice offers
+    no want."""
     from kgplan.agent.agent import Agent
     from kgplan.domains.formula import GroundAtom
     from kgplan.domains.model import Problem, resolve_domain
@@ -584,18 +587,22 @@ def test_each_direction_of_a_recipe_is_asked_about_alone(tmp_path):
     cooking = resolve_domain("cooking")
     text = ("You read the recipe. \n\nIngredients:\n  purple potato\n  salt\n\nDirections:\n  roast the purple potato\n"
             "  prepare meal\n")
-    names = {"here": "", "item": ["purple potato", "salt"],
-             "direction": ["roast the purple potato", "prepare meal", "grill the carrot"]}
+    names = {"here": "", "item": ["purple potato", "salt"]}
+    directions = {"lines": ["roast the purple potato", "prepare meal", "grill the carrot"]}
     choice = {"true": {"purple_potato": ["(needs purple_potato)"], "salt": ["(needs salt)"]}}
     with Agent(f"sqlite:{tmp_path / 'w.db'}") as agent:
         agent.graph.init(cooking, problem=Problem.parse(
             "(define (problem p) (:domain cooking) (:objects kitchen - location cookbook - item north south east west"
             " - direction) (:init (at kitchen) (is_kitchen kitchen) (holding cookbook) (is_cookbook cookbook)))", "t"))
-        llm = ScriptedLLM([json.dumps(names), json.dumps({"answer": "the recipe wants item purple_potato roasted"}),
+        llm = ScriptedLLM([json.dumps(names), json.dumps(directions),
+                           json.dumps({"answer": "the recipe wants item purple_potato roasted"}),
                            json.dumps({"answer": "unclear"}), json.dumps(choice)])
         out = read(llm, agent.graph, "read cookbook", text, ["look around", "read cookbook", "inventory"],
                    ([GroundAtom("recipe_read", ())], []))
         assert out.error is None and not llm.replies
+        listing = llm.prompts[1]
+        assert len(listing) == 2 and listing[-1]["content"].startswith(text.strip())
+        assert "List every direction of the recipe, each copied whole." in listing[-1]["content"]
         lines = [p for p in llm.prompts if "Which fact does the direction" in p[-1]["content"]]
         assert len(lines) == 2 and all(len(p) == 2 and p[-1]["content"].startswith(text.strip()) for p in lines)
         assert 'Which fact does the direction "roast the purple potato" tell?' in lines[0][-1]["content"]
@@ -607,3 +614,34 @@ def test_each_direction_of_a_recipe_is_asked_about_alone(tmp_path):
         assert {"(needs purple_potato)", "(needs salt)", "(want_roasted purple_potato)"} <= facts
         assert {f for f in facts if f.startswith("(want_")} == {  # the others by upkeep: no direction cuts or cooks
             "(want_roasted purple_potato)", "(want_uncut purple_potato)", "(want_uncut salt)", "(want_raw salt)"}
+
+
+def test_what_a_thing_is_is_asked_per_kind_after_the_observation_alone(tmp_path):
+    """Cooking seeds 10 and 11 (1.5B): chosen per object, the knife was not chosen a knife, and the apple and the pepper
+    were. domain.toml's `kinds`: one question per predicate ("Which item is a knife?") after the observation alone,
+    among the listed things' candidates, glossed; the choice offers none of them."""
+    from kgplan.agent.agent import Agent
+    from kgplan.domains.model import Problem, resolve_domain
+    from kgplan.language.llm import ScriptedLLM
+    from kgplan.language.pddl_edit import read
+
+    cooking = resolve_domain("cooking")
+    text = "You are in the kitchen. You see a counter that has a knife, a red apple, and a cookbook on it."
+    where = {"here": "kitchen", "container": ["counter"], "item": ["knife", "red apple", "cookbook"],
+             "in": [["knife", "counter"], ["red apple", "counter"], ["cookbook", "counter"]]}
+    choice = {"true": {"kitchen": ["(is_kitchen kitchen)"], "counter": ["(placed counter kitchen)"]}}
+    with Agent(f"sqlite:{tmp_path / 'w.db'}") as agent:
+        agent.graph.init(cooking, problem=Problem.parse(
+            "(define (problem p) (:domain cooking) (:objects north south east west - direction) (:init))", "t"))
+        llm = ScriptedLLM([json.dumps(where), json.dumps({"answer": "item knife is a knife"}),
+                           json.dumps({"answer": "item cookbook is the cookbook"}), json.dumps(choice)])
+        out = read(llm, agent.graph, None, text, ["look around", "take knife", "take red apple", "take cookbook"])
+        assert out.error is None and not llm.replies
+        knife, book = llm.prompts[1], llm.prompts[2]
+        assert len(knife) == 2 and knife[-1]["content"].startswith(text)
+        assert "Question: Which item is a knife?" in knife[-1]["content"]
+        assert {"- item red_apple is a knife", "- item knife is a knife"} <= set(knife[-1]["content"].splitlines())
+        assert "Question: Which item is the cookbook?" in book[-1]["content"]
+        assert "is_knife" not in llm.prompts[-1][-1]["content"] and "is_cookbook" not in llm.prompts[-1][-1]["content"]
+        kinds = {str(f) for f in agent.facts() if f.predicate in ("is_knife", "is_cookbook")}
+        assert kinds == {"(is_knife knife)", "(is_cookbook cookbook)"}

@@ -185,8 +185,8 @@ def test_exits_keep_the_way_back_and_name_different_rooms_else_placeholders(coin
 
 def test_the_model_lists_the_items_a_recipe_names_and_its_directions():
     """A recipe names ingredients no command names yet (the salt is in another room): the names question lists
-    domain.toml's `list` types and `lines`; the candidates are about the listed items too, glossed, and the wants
-    are left to the lines (`line_facts`)."""
+    domain.toml's `list` types; the candidates are about the listed items too, glossed, and the wants are left to the
+    directions (`lines`, `line_facts`)."""
     cooking = resolve_domain("cooking")
     objects = {"kitchen": "location", "cookbook": "item", **cooking.meta["explore"]["known"]}
     state = {atom("(at kitchen)"), atom("(visited kitchen)"), atom("(holding cookbook)"),
@@ -195,14 +195,12 @@ def test_the_model_lists_the_items_a_recipe_names_and_its_directions():
     asked = slots(cooking, command_objects(cooking, cooking.meta["explore"]["actions"], commands))
     schema = names_schema(cooking, asked).model_json_schema()
     assert schema["properties"]["item"]["type"] == "array" and schema["properties"]["item"]["maxItems"] == 8
-    assert schema["properties"]["direction"]["type"] == "array"
     assert "item: every item it names (a list)" in blanks(cooking, asked)
-    assert 'direction: every direction of a recipe, copied whole: "dice the carrot" (a list)' in blanks(cooking, asked)
-    words = {"here": "", "item": ["purple potato", "salt"], "direction": ["roast the purple potato"]}
+    words = {"here": "", "item": ["purple potato", "salt"]}
     proposal = propose(cooking, objects, state, asked, words, commands, ([atom("(recipe_read)")], []))
     assert proposal.named == {"purple_potato": "item", "salt": "item"}
     assert {atom("(needs salt)"), atom("(needs purple_potato)")} <= set(proposal.cands)
-    assert atom("(want_roasted purple_potato)") in proposal.lined and atom("(want_sliced salt)") in proposal.lined
+    assert atom("(want_roasted purple_potato)") in proposal.alone and atom("(want_sliced salt)") in proposal.alone
     assert not any(a.predicate.startswith("want_") for a in proposal.cands) and "want_" not in proposal.question
     assert "(needs salt): the recipe needs item salt" in proposal.question
 
@@ -389,7 +387,8 @@ def test_the_facts_chosen_are_about_what_the_observation_names():
     opened = ([], [atom("(closed trash_can)")])
     for items, named in (([], False), (["knife"], False), (["red apple"], True)):
         words = {"here": "", "container": ["trash can"], "item": items}
-        cands = propose(cooking, objects, state, asked, words, commands, opened).cands
+        proposal = propose(cooking, objects, state, asked, words, commands, opened)
+        cands = [*proposal.cands, *proposal.alone]  # the kinds (is_knife) are asked alone
         assert (atom("(in red_apple trash_can)") in cands) == named and (atom("(is_knife red_apple)") in cands) == named
         assert atom("(in knife trash_can)") in cands  # the commands name it, it has no place yet
         assert atom("(recipe_read)") not in cands  # about nothing named (1.5B, seed 11: "It's empty inside.")
