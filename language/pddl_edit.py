@@ -458,9 +458,11 @@ def listed(domain: Domain) -> dict[str, str]:
 
 
 def pairs(domain: Domain) -> dict[str, str]:
-    """domain.toml's [explore] `pairs`: binary predicates whose facts the model lists as pairs of copied words, each
-    with what it covers (where a thing lies: "a counter that has a potato, and a cookbook on it"; chosen among a
-    kitchen's facts without glosses, the 1.5B put them in the closed cupboard, the drawer or the trash can)."""
+    """domain.toml's [explore] `pairs`: predicates whose facts the model lists as copied words, one per argument (a
+    pair for two), each with what it covers (where a thing lies: "a counter that has a potato, and a cookbook on it";
+    chosen among a kitchen's facts without glosses, the 1.5B put them in the closed cupboard, the drawer or the trash
+    can; which container is closed: chosen per object, it chose one fact per thing, where it is, in seed 10's first
+    kitchen)."""
     return domain.meta.get("explore", {}).get("pairs", {})
 
 
@@ -484,17 +486,27 @@ def blanks(domain: Domain, asked: list[Slot]) -> str:
     return blanks_question({s.field: domain.gloss(s.predicate, [BLANK if a == OPEN else a for a in s.args])
                             for s in asked} | {t: f"every {t} it names (a list): {what}"
                                                for t, what in listed(domain).items()}
-                           | {p: f"{what} (a list of pairs)" for p, what in pairs(domain).items()})
+                           | {p: f"{what} (a list{' of pairs' if arity(domain, p) == 2 else ''})"
+                              for p, what in pairs(domain).items()})
 
 
 def names_schema(domain: Domain, asked: list[Slot]) -> type[BaseModel]:
     """One string per slot: the words naming what fills it ("" where the observation does not tell); a list of
-    such strings per listed type, of pairs of them per listed predicate."""
+    such strings per listed type, and per listed predicate of them (unary) or of tuples of them."""
     words = Annotated[str, Field(max_length=40)]
     return enum_model("Names", **{s.field: (words, "") for s in asked},
                       **{t: (list[words], Field(default_factory=list, max_length=MAX_LISTED)) for t in listed(domain)},
-                      **{p: (list[tuple[words, words]], Field(default_factory=list, max_length=MAX_LISTED))
-                         for p in pairs(domain)})
+                      **{p: (list[words if (n := arity(domain, p)) == 1 else tuple[(words,) * n]],  # type: ignore[misc]
+                             Field(default_factory=list, max_length=MAX_LISTED)) for p in pairs(domain)})
+
+
+def arity(domain: Domain, predicate: str) -> int:
+    return len(domain.predicates[predicate].params)
+
+
+def entries(words: dict[str, Any], predicate: str) -> list[tuple[str, ...]]:
+    """A listed predicate's entries in a names reply, each a tuple of copied words."""
+    return [(e,) if isinstance(e, str) else tuple(e) for e in words.get(predicate, [])]
 
 
 def paired(domain: Domain, words: dict[str, Any], scope: dict[str, str]) -> list[GroundAtom]:
@@ -502,7 +514,7 @@ def paired(domain: Domain, words: dict[str, Any], scope: dict[str, str]) -> list
     out = []
     for p in pairs(domain):
         params = domain.predicates[p].params
-        for pair in words.get(p, []):
+        for pair in entries(words, p):
             args = tuple(denoted(symbol(w), scope) for w in pair)
             if all(a in scope and domain.accepts(q.types, scope[a]) for a, q in zip(args, params, strict=True)):
                 out.append(GroundAtom(p, args))
@@ -764,12 +776,15 @@ def propose(domain: Domain, objects: dict[str, str], state: set[GroundAtom], ask
     # the kitchen cupboard. It's empty inside.", that the recipe was read)
     cands = [a for a in proposals(domain, scope, state) if a.predicate not in untold and about(domain, a, here, typed)
              and (not listed(domain) or (a.args and (owner(a) in named or owner(a) not in objects)))
-             and not displaced(domain, [a], set(given))]
+             and a not in given and not displaced(domain, [a], set(given))]
     true_now = sorted(a for a in state if a.predicate in told(domain))
     # refuted where the player is now: after the action's effects, with what the blanks tell (coin seed 17, 1.5B:
     # in the living room, still also "in the kitchen", a kitchen door whose opening the living room's commands do
     # not list was refuted closed, the kitchen's reading closed it again, and the agent walked to and fro)
-    gone = refuted(domain, cfg.get("actions", {}), typed, now, set(admissible),
+    # without the listed facts, which are weighed with the choice in `read` (a counter listed closed refuted its
+    # place, where "open counter" is not offered, instead of itself)
+    gone = refuted(domain, cfg.get("actions", {}), typed, now - {a for a in given if a.predicate in pairs(domain)},
+                   set(admissible),
                    [*cands, *(a for a in true_now if a.predicate not in asked_predicates)])
     if entered and here != entered:  # the placeholder the move entered is the room named here
         settled = {*settled, *(GroundAtom(a.predicate, tuple(here if x == entered else x for x in a.args))
@@ -869,15 +884,18 @@ def line_facts(llm: LLM, domain: Domain, observation: str, cands: list[GroundAto
     return list(dict.fromkeys(out))
 
 
-def kind_facts(llm: LLM, domain: Domain, observation: str, cands: list[GroundAtom], calls: list[CallRecord]
-               ) -> list[GroundAtom]:
-    """The facts that say what a thing is (`kinds`): per predicate with candidates, the one the model answers to its
-    question after the observation alone, among the candidates glossed; none where it says the text does not tell.
-    Chosen per object, the 1.5B chose an apple and a pepper knives (cooking seed 11) and missed the knife (seed 10);
-    asked so, 12 of 12 right on seven kitchen observations, "unclear" where none is a knife."""
+def kind_facts(llm: LLM, domain: Domain, observation: str, cands: list[GroundAtom], calls: list[CallRecord],
+               state: Iterable[GroundAtom] = ()) -> list[GroundAtom]:
+    """The facts that say what a thing is (`kinds`): per predicate in order, the one the model answers to its question
+    after the observation alone, among the candidates about things of no kind yet (in `state` or this reading),
+    glossed; none where it says the text does not tell. Chosen per object, the 1.5B chose an apple and a pepper
+    knives (cooking seed 11) and missed the knife (seed 10); asked so, 12 of 12 right on seven kitchen observations,
+    "unclear" where none is a knife; asked first, in seed 10's first kitchen, it made the cookbook a knife."""
     first, out = observation_messages(observation), []
     for p, question in kinds(domain).items():
-        options = {str(a): domain.gloss(a.predicate, list(a.args)) for a in cands if a.predicate == p}
+        kinded = {owner(a) for a in [*state, *out] if a.predicate in kinds(domain)}
+        options = {str(a): domain.gloss(a.predicate, list(a.args)) for a in cands
+                   if a.predicate == p and owner(a) not in kinded}
         if options and (picked := which(llm, first, question, options, calls, by_text=True)):
             out.append(Fact.parse(picked).atom)
     return out
@@ -917,7 +935,7 @@ def read(llm: LLM, graph: WorldGraph, action: str | None, observation: str, admi
         for t in listed(domain):  # a thing listed is one the observation names (after "Unknown action", the 1.5B
             words[t] = [w for w in words[t] if copied(w, observation)]  # listed the recipe's apple and pepper)
         for p in pairs(domain):
-            words[p] = [pair for pair in words[p] if all(copied(w, observation) for w in pair)]
+            words[p] = [pair for pair in entries(words, p) if all(copied(w, observation) for w in pair)]
         stayed = still(asked, effects)
         left = {a.args[0] for a in effects[1] if any(s.field == HERE and s.predicate == a.predicate for s in asked)}
         if stayed or (took and symbol(words.get(HERE, "")) in left):
@@ -935,7 +953,7 @@ def read(llm: LLM, graph: WorldGraph, action: str | None, observation: str, admi
         messages += retry(reply.model_dump_json(), question)
         asking = list(messages)
         apart = [*line_facts(llm, domain, observation, alone, out.calls),
-                 *kind_facts(llm, domain, observation, alone, out.calls)]
+                 *kind_facts(llm, domain, observation, alone, out.calls, now)]
         for _ in range(rounds):
             try:
                 answer, record = llm.complete(messages, schema)
@@ -952,11 +970,13 @@ def read(llm: LLM, graph: WorldGraph, action: str | None, observation: str, admi
                 false = []
             true = place(llm, domain, asking, [*true, *apart], cands, listed_now, now, out.calls)
             true = settle(llm, domain, asking, true, out.calls, admitted)
-            # refuted again with the choice in place (cooking, 1.5B: "the counter is closed" beside "the counter is
-            # in the kitchen", both chosen in the first kitchen, no "open counter": the agent tried it)
-            wrong = refuted(domain, cfg.get("actions", {}), {**objects, **named}, now | set(true), commands, true)
-            true = [a for a in true if a not in wrong]
-            delta = build(domain, objects, state, Reading(named, given, true, [*false, *stale]), effects, text)
+            # refuted again with the choice in place, and the listed facts (cooking, 1.5B: "the counter is closed"
+            # beside "the counter is in the kitchen", both chosen in the first kitchen, no "open counter": the agent
+            # tried it)
+            wrong = refuted(domain, cfg.get("actions", {}), {**objects, **named}, now | set(true), commands,
+                            [*true, *(a for a in given if a.predicate in pairs(domain))])
+            true, said = [a for a in true if a not in wrong], [a for a in given if a not in wrong]
+            delta = build(domain, objects, state, Reading(named, said, true, [*false, *stale]), effects, text)
             if delta.is_empty():
                 return out
             try:

@@ -537,7 +537,7 @@ def test_where_a_newly_listed_thing_is_is_asked_among_its_places_glossed(tmp_pat
         with Agent(f"sqlite:{tmp_path / f'{place}.db'}") as agent:
             agent.graph.init(cooking, problem=Problem.parse(
                 "(define (problem p) (:domain cooking) (:objects north south east west - direction) (:init))", "t"))
-            llm = ScriptedLLM([json.dumps(where), *[json.dumps({"answer": "unclear"})] * 2,  # no knife, no cookbook
+            llm = ScriptedLLM([json.dumps(where), *[json.dumps({"answer": "unclear"})] * 3,  # what things are (kinds)
                                json.dumps(choice), json.dumps({"answer": answer})])
             out = read(llm, agent.graph, None, text, commands)
             assert out.error is None and not llm.replies
@@ -551,7 +551,8 @@ def test_where_a_newly_listed_thing_is_is_asked_among_its_places_glossed(tmp_pat
 def test_the_choice_is_refuted_again_with_its_own_facts_in_place(tmp_path):
     """Cooking seeds 10 and 11 (1.5B): the first kitchen's choice had "the counter is closed" beside "the counter is
     in the kitchen"; neither alone made "open counter" possible, the game did not offer it, and the agent tried it
-    ("Unknown action"). With the choice in place the commands refute the closed counter, and keep the counter."""
+    ("Unknown action"). With the choice in place the commands refute the closed counter, and keep the counter; so
+    too where the counter is listed closed (`pairs`)."""
     from kgplan.agent.agent import Agent
     from kgplan.domains.model import Problem, resolve_domain
     from kgplan.language.llm import ScriptedLLM
@@ -560,17 +561,18 @@ def test_the_choice_is_refuted_again_with_its_own_facts_in_place(tmp_path):
     cooking = resolve_domain("cooking")
     text = "You are in the kitchen. You see a counter that has a red apple on it."
     where = {"here": "kitchen", "container": ["counter"], "item": ["red apple"], "in": [["red apple", "counter"]]}
-    choice = {"true": {"kitchen": [], "counter": ["(placed counter kitchen)", "(closed counter)"], "red_apple": []}}
-    with Agent(f"sqlite:{tmp_path / 'w.db'}") as agent:
-        agent.graph.init(cooking, problem=Problem.parse(
-            "(define (problem p) (:domain cooking) (:objects north south east west - direction) (:init))", "t"))
-        unclear = json.dumps({"answer": "unclear"})  # what the apple is (`kinds`)
-        out = read(ScriptedLLM([json.dumps(where), unclear, unclear, json.dumps(choice)]), agent.graph, None, text,
-                   ["look around", "take red apple"])
-        assert out.error is None
-        facts = {str(f) for f in agent.facts()}
-        assert {"(placed counter kitchen)", "(in red_apple counter)"} <= facts and "(closed counter)" not in facts
-
+    unclear = json.dumps({"answer": "unclear"})  # what the apple and the kitchen are (`kinds`)
+    for listed, chosen in (([], ["(placed counter kitchen)", "(closed counter)"]),
+                           (["counter"], ["(placed counter kitchen)"])):
+        choice = {"true": {"counter": chosen}}
+        with Agent(f"sqlite:{tmp_path / f'w{len(listed)}.db'}") as agent:
+            agent.graph.init(cooking, problem=Problem.parse(
+                "(define (problem p) (:domain cooking) (:objects north south east west - direction) (:init))", "t"))
+            llm = ScriptedLLM([json.dumps(where | {"closed": listed}), unclear, unclear, unclear, json.dumps(choice)])
+            out = read(llm, agent.graph, None, text, ["look around", "take red apple"])
+            assert out.error is None and not llm.replies
+            facts = {str(f) for f in agent.facts()}
+            assert {"(placed counter kitchen)", "(in red_apple counter)"} <= facts and "(closed counter)" not in facts
 
 def test_each_direction_of_a_recipe_is_asked_about_alone(tmp_path):
     """Cooking seeds 10 and 11 (1.5B): chosen with the recipe's other facts, the wants copied the worked example's
@@ -619,7 +621,7 @@ def test_each_direction_of_a_recipe_is_asked_about_alone(tmp_path):
 def test_what_a_thing_is_is_asked_per_kind_after_the_observation_alone(tmp_path):
     """Cooking seeds 10 and 11 (1.5B): chosen per object, the knife was not chosen a knife, and the apple and the pepper
     were. domain.toml's `kinds`: one question per predicate ("Which item is a knife?") after the observation alone,
-    among the listed things' candidates, glossed; the choice offers none of them."""
+    in order, among the candidates of the listed things of no kind yet, glossed; the choice offers none of them."""
     from kgplan.agent.agent import Agent
     from kgplan.domains.model import Problem, resolve_domain
     from kgplan.language.llm import ScriptedLLM
@@ -629,19 +631,21 @@ def test_what_a_thing_is_is_asked_per_kind_after_the_observation_alone(tmp_path)
     text = "You are in the kitchen. You see a counter that has a knife, a red apple, and a cookbook on it."
     where = {"here": "kitchen", "container": ["counter"], "item": ["knife", "red apple", "cookbook"],
              "in": [["knife", "counter"], ["red apple", "counter"], ["cookbook", "counter"]]}
-    choice = {"true": {"kitchen": ["(is_kitchen kitchen)"], "counter": ["(placed counter kitchen)"]}}
+    choice = {"true": {"counter": ["(placed counter kitchen)"]}}
     with Agent(f"sqlite:{tmp_path / 'w.db'}") as agent:
         agent.graph.init(cooking, problem=Problem.parse(
             "(define (problem p) (:domain cooking) (:objects north south east west - direction) (:init))", "t"))
-        llm = ScriptedLLM([json.dumps(where), json.dumps({"answer": "item knife is a knife"}),
-                           json.dumps({"answer": "item cookbook is the cookbook"}), json.dumps(choice)])
+        llm = ScriptedLLM([json.dumps(where), json.dumps({"answer": "item cookbook is the cookbook"}),
+                           json.dumps({"answer": "item knife is a knife"}),
+                           json.dumps({"answer": "location kitchen is the kitchen"}), json.dumps(choice)])
         out = read(llm, agent.graph, None, text, ["look around", "take knife", "take red apple", "take cookbook"])
         assert out.error is None and not llm.replies
-        knife, book = llm.prompts[1], llm.prompts[2]
+        book, knife = llm.prompts[1], llm.prompts[2]
         assert len(knife) == 2 and knife[-1]["content"].startswith(text)
         assert "Question: Which item is a knife?" in knife[-1]["content"]
         assert {"- item red_apple is a knife", "- item knife is a knife"} <= set(knife[-1]["content"].splitlines())
+        assert "- item cookbook is a knife" not in knife[-1]["content"]  # of no kind yet: in order, one kind a thing
         assert "Question: Which item is the cookbook?" in book[-1]["content"]
         assert "is_knife" not in llm.prompts[-1][-1]["content"] and "is_cookbook" not in llm.prompts[-1][-1]["content"]
-        kinds = {str(f) for f in agent.facts() if f.predicate in ("is_knife", "is_cookbook")}
-        assert kinds == {"(is_knife knife)", "(is_cookbook cookbook)"}
+        kinds = {str(f) for f in agent.facts() if f.predicate in ("is_knife", "is_cookbook", "is_kitchen")}
+        assert kinds == {"(is_knife knife)", "(is_cookbook cookbook)", "(is_kitchen kitchen)"}

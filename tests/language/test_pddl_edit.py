@@ -446,3 +446,19 @@ def test_pairs_give_each_thing_one_place_and_never_undo_an_effect():
     assert {a for a in given if a.predicate == "in"} == {atom("(in apple counter)"), atom("(in salt fridge)")}
     taken = propose(cooking, objects, set(), asked, words, commands, ([atom("(holding salt)")], [])).given
     assert {a for a in taken if a.predicate == "in"} == {atom("(in apple counter)")}
+
+
+def test_closed_containers_are_listed_as_copied_words():
+    """Cooking seed 10 (1.5B): chosen per object, no container was chosen closed (one fact per thing, where it is).
+    domain.toml's `pairs` lists a unary predicate as copied words (the commands refute a wrong one in `read`)."""
+    cooking = resolve_domain("cooking")
+    objects = {"kitchen": "location", **cooking.meta["explore"]["known"]}
+    commands = ["look around", "open fridge", "take apple"]
+    asked = slots(cooking, command_objects(cooking, cooking.meta["explore"]["actions"], commands))
+    schema = names_schema(cooking, asked).model_json_schema()
+    assert schema["properties"]["closed"]["items"]["type"] == "string"
+    assert "closed: every container it says is closed (a list)" in blanks(cooking, asked)
+    words = {"here": "kitchen", "container": ["counter", "fridge"], "closed": ["fridge", "counter"]}
+    proposal = propose(cooking, objects, set(), asked, words, commands)
+    assert {a for a in proposal.given if a.predicate == "closed"} == {atom("(closed fridge)"), atom("(closed counter)")}
+    assert atom("(closed fridge)") not in proposal.cands
