@@ -887,14 +887,14 @@ def line_facts(llm: LLM, domain: Domain, observation: str, cands: list[GroundAto
 def kind_facts(llm: LLM, domain: Domain, observation: str, cands: list[GroundAtom], calls: list[CallRecord],
                state: Iterable[GroundAtom] = ()) -> list[GroundAtom]:
     """The facts that say what a thing is (`kinds`): per predicate in order, the one the model answers to its question
-    after the observation alone, among the candidates about things of no kind yet (in `state` or this reading),
-    glossed; none where it says the text does not tell. Chosen per object, the 1.5B chose an apple and a pepper
+    after the observation alone, among the things of no kind yet (in `state` or this reading) shown by their names;
+    none where it says the text does not tell. Chosen per object, the 1.5B chose an apple and a pepper
     knives (cooking seed 11) and missed the knife (seed 10); asked so, 12 of 12 right on seven kitchen observations,
     "unclear" where none is a knife; asked first, in seed 10's first kitchen, it made the cookbook a knife."""
     first, out = observation_messages(observation), []
     for p, question in kinds(domain).items():
         kinded = {owner(a) for a in [*state, *out] if a.predicate in kinds(domain)}
-        options = {str(a): domain.gloss(a.predicate, list(a.args)) for a in cands
+        options = {str(a): owner(a).replace("_", " ") for a in cands
                    if a.predicate == p and owner(a) not in kinded}
         if options and (picked := which(llm, first, question, options, calls, by_text=True)):
             out.append(Fact.parse(picked).atom)
