@@ -41,7 +41,7 @@ from kgplan.language.prompts import (
     read_messages,
     retry,
 )
-from kgplan.language.propose import conflict, copied, keyed, replacements, which
+from kgplan.language.propose import conflict, copied, held, keyed, replacements, which
 from kgplan.planners.state import State, Step, action_text
 
 NAME = NAME_RE.pattern.strip("^$")
@@ -393,8 +393,8 @@ def bereft(domain: Domain, removed: Iterable[GroundAtom], state: set[GroundAtom]
     `state`."""
     out: set[GroundAtom] = set()
     for parts in keyed(domain):
-        held = {parts[a.predicate].key(a.args) for a in state if a.predicate in parts}
-        out |= {a for a in removed if a.predicate in parts and parts[a.predicate].key(a.args) not in held}
+        there = held(parts, state)
+        out |= {a for a in removed if a.predicate in parts and parts[a.predicate].key(a.args) not in there}
     return out
 
 
@@ -847,10 +847,10 @@ def place(llm: LLM, domain: Domain, first: Messages, chosen: list[GroundAtom], c
     list of a kitchen's facts, shown no glosses, the 1.5B put what lay on the counter in the closed cupboard, the
     drawer or the trash can (cooking seeds 10 and 11)."""
     for parts in keyed(domain):
-        held = {parts[a.predicate].key(a.args) for a in now if a.predicate in parts}
+        there = held(parts, now)
         options: dict[tuple[str, ...], list[GroundAtom]] = {}
         for a in cands:
-            if a.predicate in parts and (key := parts[a.predicate].key(a.args)) not in held and set(key) <= listed_now:
+            if a.predicate in parts and (key := parts[a.predicate].key(a.args)) not in there and set(key) <= listed_now:
                 options.setdefault(key, []).append(a)
         for key, atoms in sorted(options.items()):
             if len(atoms) > 1 and (picked := which(llm, first, f"Which is true of {' and '.join(key)} now?",

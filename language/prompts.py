@@ -302,10 +302,15 @@ def observation_messages(observation: str) -> Messages:
     return [{"role": "system", "content": OBSERVATION_SYSTEM}, {"role": "user", "content": observation.strip()}]
 
 
+def _then(first: Messages, asked: str) -> Messages:
+    """`first` with `asked` after its last message's text: one shared prefix for every question about a text."""
+    *prefix, text = first
+    return [*prefix, {"role": "user", "content": f"{text['content']}{asked}"}]
+
+
 def list_messages(first: Messages, request: str) -> Messages:
     """A request to list what a text holds (`request`: "List every direction of a recipe."), after `first`."""
-    *prefix, text = first
-    return [*prefix, {"role": "user", "content": f"{text['content']}\n\n{request} Answer with JSON only."}]
+    return _then(first, f"\n\n{request} Answer with JSON only.")
 
 
 def which_messages(first: Messages, question: str, options: str) -> Messages:
@@ -313,9 +318,8 @@ def which_messages(first: Messages, question: str, options: str) -> Messages:
     `options` one per line with their ids, asked after the prefix of `first` (the messages of the first question of
     `propose_messages` or `choose_goal_messages`): every question about a text shares one prefix, which a llama.cpp
     server computes once."""
-    *prefix, text = first
-    return [*prefix, {"role": "user", "content": f"{text['content']}\nQuestion: {question}\nOptions:\n{options}\n"
-                      f"Answer with one of the options, or \"{UNCLEAR}\" if it does not tell."}]
+    return _then(first, f"\nQuestion: {question}\nOptions:\n{options}\n"
+                        f"Answer with one of the options, or \"{UNCLEAR}\" if it does not tell.")
 
 
 def candidate_lines(shown: Iterable[str]) -> str:

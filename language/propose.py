@@ -204,6 +204,11 @@ def keyed(domain: Domain) -> list[dict[str, InvariantPart]]:
     return [{p.predicate: p for p in g.parts} for g in domain.invariants if g.exactly_one and g.arity]
 
 
+def held(parts: dict[str, InvariantPart], atoms: Iterable[GroundAtom]) -> set[tuple[str, ...]]:
+    """The keys (which thing) of one `keyed` group that `atoms` give a value."""
+    return {parts[a.predicate].key(a.args) for a in atoms if a.predicate in parts}
+
+
 def replaced(domain: Domain) -> set[str]:
     """Predicates whose old value an exactly-one invariant removes when a new one becomes true."""
     return {p for parts in keyed(domain) for p in parts}
@@ -299,11 +304,9 @@ def emptied(domain: Domain, add: Collection[GroundAtom], removed: Iterable[Groun
     the book" from both groups of where a thing is and gave only one of them (the level's, not the shelf's)."""
     removed = list(removed)
     for parts in keyed(domain):
-        def keys(atoms: Iterable[GroundAtom], parts: dict = parts) -> set[tuple[str, ...]]:
-            return {parts[a.predicate].key(a.args) for a in atoms if a.predicate in parts}
-        for key in sorted(keys(removed) - keys(add)):
-            if options := [c for c in cands if c.value and keys([c.atom]) == {key} and conflict(domain, [*add, c.atom])
-                           is None]:
+        for key in sorted(held(parts, removed) - held(parts, add)):
+            if options := [c for c in cands if c.value and held(parts, [c.atom]) == {key}
+                           and conflict(domain, [*add, c.atom]) is None]:
                 return options
     return []
 
