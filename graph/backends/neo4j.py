@@ -51,7 +51,7 @@ from kgplan.graph.store import OPEN, ChangeRow, Span, Store, T, Tx
 CHUNK = 2000  # rows per UNWIND write
 TIMEOUT = 5.0  # seconds to connect
 RETRY_SECONDS, RETRY_PAUSE = 30.0, 0.01  # how long what passes is retried (see Neo4jStore._retried); first pause
-RESTARTED = ("not expected in state", "no longer valid")  # a server's answers on a connection it has restarted under
+RESTARTED = ("not expected in state", "no longer valid", "Type with name")  # a restarting server answers these
 LABELS = ("Entity", "Fact", "Change", "Delta", "Meta", "World", "FactSpan", "EntitySpan", "MarkSpan")
 POSITIONS = 4  # a fact span's first arguments, indexed (as a0, a1, ...): how its entities find it
 WINDOW = 2000  # a difference between changes at most this far apart looks each change's spans up
@@ -472,8 +472,9 @@ class Neo4jStore(Store):
         """`run()`, run again after a random pause that grows, for up to `RETRY_SECONDS`, while it fails in a
         way the driver does not retry but that passes: a clash with other writers on a unique key (see
         `in_transaction`), a server that restarts under a pooled connection (ArcadeDB answers "BEGIN not
-        expected in state AUTHENTICATION" or "credentials ... no longer valid" then, and a database error while
-        it opens the database)."""
+        expected in state AUTHENTICATION" or "credentials ... no longer valid" then, a database error while it
+        opens the database, and "Type with name 'Fact' was not found" before it has loaded the schema that
+        opening the store made)."""
         pause, deadline = RETRY_PAUSE, time.monotonic() + RETRY_SECONDS
         while True:
             try:
