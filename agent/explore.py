@@ -79,6 +79,8 @@ def explore(env: Environment, game: str, seed: int, planner: str | None = None,
         effects: Effects = NO_EFFECTS
         took, rereads = False, 0
         settled: set[GroundAtom] = set()  # what admitted actions made false for good (LLM mode: never read true again)
+        done: set[GroundAtom] = set()  # what admitted actions made true, until one makes it false (LLM mode: kept)
+        refused = False  # the game did not admit the action (LLM mode: its answer is not read)
         while True:
             show(f"observation: {obs.text.strip()}")
             if llm is None:
@@ -89,7 +91,7 @@ def explore(env: Environment, game: str, seed: int, planner: str | None = None,
                     ep.reason = f"observation refused: {e}"
                     break
             else:
-                change = _read(agent, action, obs, ep, rounds, show, free_edits, effects, took, settled)
+                change = _read(agent, action, obs, ep, rounds, show, free_edits, effects, took, settled, done, refused)
                 effects = NO_EFFECTS if change else effects  # applied with the reading
             delta = change.delta if change else Delta()
             if change:
@@ -109,7 +111,8 @@ def explore(env: Environment, game: str, seed: int, planner: str | None = None,
                     rereads += 1
                     ep.rereads += 1
                     show("no plan: the observation is read again")
-                    if _read(agent, action, obs, ep, rounds, show, free_edits, effects, took, settled, NO_PLAN):
+                    if _read(agent, action, obs, ep, rounds, show, free_edits, effects, took, settled, done, refused,
+                             NO_PLAN):
                         effects = NO_EFFECTS
                     plan = _plan(agent, cfg, planner, ep, show)
                 if not plan and "belief" in agent.domain.meta:  # nothing symbolic: search the belief (MCTS)
@@ -123,6 +126,8 @@ def explore(env: Environment, game: str, seed: int, planner: str | None = None,
             action = action_text(step, cfg[env.commands])
             effects = ([f.atom for f in added], [f.atom for f in removed]) if action in obs.admissible else NO_EFFECTS
             settled |= lasting(agent.domain, effects[1])
+            done = (done - set(effects[1])) | set(effects[0])
+            refused = bool(obs.admissible) and action not in obs.admissible
             ep.invalid += action not in obs.admissible
             show(f"action {ep.steps + 1}: {action}")
             before, obs = set(obs.admissible), env.step(action)
@@ -149,13 +154,14 @@ def start(agent: Agent, domain: Domain, sensor: Sensor, obs: Observation) -> Non
 
 def _read(agent: Agent, action: str | None, obs: Observation, ep: Episode, rounds: int,
           show: Callable[[str], None], free_edits: bool, effects: Effects, took: bool, settled: set[GroundAtom],
-          note: str | None = None) -> Change | None:
+          done: set[GroundAtom], refused: bool, note: str | None = None) -> Change | None:
     """LLM mode: the change the LLM's reading of an observation made (None if none was applied); `effects`: what
     the action just taken made true and false, where the game accepted it; `took`: it changed the game's commands;
-    `settled`: what admitted actions made false for good, renamed in place where the change merges a placeholder."""
+    `settled`: what admitted actions made false for good, `done` what they made true (until one makes it false), each
+    renamed in place where the change merges a placeholder; `refused`: the game did not admit the action."""
     out = (agent.read_observation(obs.text, action, rounds) if free_edits else
            read(agent.llm, agent.graph, action, obs.text, obs.admissible, effects, rounds, note, agent.writes,
-                took, settled))
+                took, settled, done, refused))
     ep.llm_calls += len(out.calls)
     ep.prompt_tokens += sum(c.prompt_tokens for c in out.calls)
     ep.completion_tokens += sum(c.completion_tokens for c in out.calls)
@@ -167,9 +173,10 @@ def _read(agent: Agent, action: str | None, obs: Observation, ep: Episode, round
         ep.unread += 1
         show(f"observation not read: {out.error}")
     if out.change and (into := merged(out.change.delta)):
-        renamed = {GroundAtom(a.predicate, tuple(into.get(x, x) for x in a.args)) for a in settled}
-        settled.clear()
-        settled |= renamed
+        for facts in (settled, done):
+            renamed = {GroundAtom(a.predicate, tuple(into.get(x, x) for x in a.args)) for a in facts}
+            facts.clear()
+            facts |= renamed
     return out.change
 
 

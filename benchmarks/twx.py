@@ -29,8 +29,8 @@ from typing import Any
 from rich.table import Table
 
 from kgplan.agent.explore import Episode
+from kgplan.benchmarks import bench_llm, write_json
 from kgplan.benchmarks import console as bench_console
-from kgplan.benchmarks import write_json
 from kgplan.games.base import Room, shortest
 from kgplan.games.twx import CoinReplica
 
@@ -226,13 +226,15 @@ def main(argv: list[str] | None = None) -> int:
     from kgplan.games import GAMES
     from kgplan.games.base import GameUnavailable
     from kgplan.games.oracle import SensorOracleLLM
-    from kgplan.language.llm import LLM, LLMConfig, OpenAIClient
+    from kgplan.language.llm import LLM
 
     ap = arguments("kgplan bench twx", __doc__, [g.name for g in GAMES if g.family == "twx"])
     ap.add_argument("--mode", choices=["sensor", "llm"], default="sensor",
                     help="sensor: structured outputs only; llm: an LLM edits the problem from the prose (PDDL-edit)")
-    ap.add_argument("--llm", choices=["oracle", "openai"], default="openai",
-                    help="LLM mode: oracle (true edits from the sensor, a check device) or openai (KGPLAN_LLM_*)")
+    ap.add_argument("--llm", choices=["oracle", "openai", "replay"], default="openai",
+                    help="LLM mode: oracle (true edits from the sensor, a check device), openai (KGPLAN_LLM_*) or "
+                         "replay (the replies --record wrote, answered again in order: the same seeds replay exactly)")
+    ap.add_argument("--llm-replay", type=Path, metavar="PATH", help="--llm replay: the replies --record wrote")
     ap.add_argument("--record", type=Path, default=None, help="LLM mode: write every reply here (after each episode)")
     ap.add_argument("--trace", type=Path, default=None,
                     help="write each episode's trace (observations, graph changes, plans, actions) to DIR/seed-N.log")
@@ -249,7 +251,7 @@ def main(argv: list[str] | None = None) -> int:
         llm = SensorOracleLLM(GAMES[args.game].sensor)
         env = llm.watch(env)
     elif args.mode == "llm":
-        llm = OpenAIClient(LLMConfig.from_env())
+        llm = bench_llm(args.llm, replay=args.llm_replay)
     counter = Counting(llm) if llm else None  # prompt tokens (messages only) counted with o200k
     counted: list[int] = []
 

@@ -734,11 +734,12 @@ class Proposal(NamedTuple):
 
 def propose(domain: Domain, objects: dict[str, str], state: set[GroundAtom], asked: list[Slot],
             words: dict[str, Any], admissible: Iterable[str], effects: Effects = NO_EFFECTS,
-            settled: Collection[GroundAtom] = ()) -> Proposal:
+            settled: Collection[GroundAtom] = (), done: Collection[GroundAtom] = ()) -> Proposal:
     """The candidates of a reading, from the filled slots (`Proposal`; `effects`: what the action just taken made
-    true and false, `build`'s; `settled`: what earlier actions made false for good, `lasting`, never a candidate).
-    The admissible commands refute candidates and true facts alike (`refuted`), but not the facts the blanks tell
-    (where the player is, the exits)."""
+    true and false, `build`'s; `settled`: what earlier actions made false for good, `lasting`, never a candidate;
+    `done`: what admitted actions made true and none has made false since, which no candidate displaces and nothing
+    refutes). The admissible commands refute candidates and true facts alike (`refuted`), but not the facts the
+    blanks tell (where the player is, the exits)."""
     admissible = list(admissible)
     cfg = domain.meta.get("explore", {})
     where = {s.predicate for s in asked if s.field == HERE}
@@ -770,14 +771,21 @@ def propose(domain: Domain, objects: dict[str, str], state: set[GroundAtom], ask
     typed, unsaid = {**objects, **scope}, unread(domain, effects)
     untold = asked_predicates | unsaid
     now = after(domain, state, effects, given)
+    if entered and here != entered:  # the placeholder the move entered is the room named here
+        settled, done = ({*facts, *(GroundAtom(a.predicate, tuple(here if x == entered else x for x in a.args))
+                                    for a in facts)} for facts in (settled, done))
+    # what admitted actions made true stays (cooking seed 11, 1.5B: after "You roast the red apple with the oven.",
+    # the apple taken before was chosen in the cutlery drawer; the pepper, taken and roasted, and the pepper read
+    # as a knife gave "slice red hot pepper", which the game did not offer: the holding was refuted, not the knife)
+    kept = set(done) & now
     # where the model lists what the observation names, a fact is about a thing it named or a new one (the commands')
     # (cooking seeds 10 and 11, 1.5B: after "You open the trash can. It's empty inside." it chose the apple, the
     # pepper and the cookbook in the trash can, then each of them sliced, diced, fried and roasted; after "You open
     # the kitchen cupboard. It's empty inside.", that the recipe was read)
     cands = [a for a in proposals(domain, scope, state) if a.predicate not in untold and about(domain, a, here, typed)
              and (not listed(domain) or (a.args and (owner(a) in named or owner(a) not in objects)))
-             and a not in given and not displaced(domain, [a], set(given))]
-    true_now = sorted(a for a in state if a.predicate in told(domain))
+             and a not in given and not displaced(domain, [a], set(given) | kept)]
+    true_now = sorted(a for a in state if a.predicate in told(domain) and a not in kept)
     # refuted where the player is now: after the action's effects, with what the blanks tell (coin seed 17, 1.5B:
     # in the living room, still also "in the kitchen", a kitchen door whose opening the living room's commands do
     # not list was refuted closed, the kitchen's reading closed it again, and the agent walked to and fro)
@@ -786,9 +794,6 @@ def propose(domain: Domain, objects: dict[str, str], state: set[GroundAtom], ask
     gone = refuted(domain, cfg.get("actions", {}), typed, now - {a for a in given if a.predicate in pairs(domain)},
                    set(admissible),
                    [*cands, *(a for a in true_now if a.predicate not in asked_predicates)])
-    if entered and here != entered:  # the placeholder the move entered is the room named here
-        settled = {*settled, *(GroundAtom(a.predicate, tuple(here if x == entered else x for x in a.args))
-                               for a in settled)}
     cands = [a for a in cands if a not in gone and a not in settled]
     apart = {p for spec in lines(domain).values() for p in spec["tells"]} | set(kinds(domain))
     alone, cands = [a for a in cands if a.predicate in apart], [a for a in cands if a.predicate not in apart]
@@ -904,7 +909,8 @@ def kind_facts(llm: LLM, domain: Domain, observation: str, cands: list[GroundAto
 def read(llm: LLM, graph: WorldGraph, action: str | None, observation: str, admissible: Iterable[str] = (),
          effects: Effects = NO_EFFECTS, rounds: int = 3, note: str | None = None,
          lock: AbstractContextManager = nullcontext(), took: bool = False,
-         settled: Collection[GroundAtom] = ()) -> EditOutcome:
+         settled: Collection[GroundAtom] = (), done: Collection[GroundAtom] = (),
+         refused: bool = False) -> EditOutcome:
     """An observation as a verified change, proposed and chosen: the model names the places and things it tells
     (copied words, a type from an enum); the domain proposes the type-correct facts over them, the objects the
     admissible commands name and the problem's objects known beforehand; the model chooses which became true and
@@ -917,8 +923,12 @@ def read(llm: LLM, graph: WorldGraph, action: str | None, observation: str, admi
     made true and false, where the game accepted it (`build`); `took`: the game's commands changed with it, so it
     took effect (a failed move changes none): a room blank naming the room it left is not read (coin seed 14, 1.5B:
     the backyard's "to the West you see the kitchen" read as being in the kitchen, whose exits it then redrew).
-    `settled`: what earlier actions made false for good (`lasting`): no candidate. `note` (e.g. that the last
-    reading left no plan) goes before the observation."""
+    `settled`: what earlier actions made false for good (`lasting`): no candidate; `done`: what admitted actions made
+    true and none has made false since (see `propose`). `refused`: the game did not admit the action (it lists its
+    commands, and the action was not among them), so nothing changed and the observation is its refusal: the model
+    is not asked (it read "Unknown action: I'm not sure what you mean." as doors closed, containers opened and the
+    recipe unread), only what the commands refute stops being true. `note` (e.g. that the last reading left no plan)
+    goes before the observation."""
     domain = graph.domain
     out = EditOutcome()
     shown = CurrentProblem.of(graph)
@@ -929,8 +939,10 @@ def read(llm: LLM, graph: WorldGraph, action: str | None, observation: str, admi
     messages = read_messages(domain, examples(domain), shown, action, observation, blanks(domain, asked), note)
     text = f"{action or 'start'}: {observation.strip()}"
     try:
-        reply, record = llm.complete(messages, names_schema(domain, asked))
-        out.calls.append(record)
+        reply = names_schema(domain, asked)()  # nothing named, where the observation is a refusal
+        if not refused:
+            reply, record = llm.complete(messages, names_schema(domain, asked))
+            out.calls.append(record)
         words = reply.model_dump()
         for t in listed(domain):  # a thing listed is one the observation names (after "Unknown action", the 1.5B
             words[t] = [w for w in words[t] if copied(w, observation)]  # listed the recipe's apple and pepper)
@@ -941,7 +953,7 @@ def read(llm: LLM, graph: WorldGraph, action: str | None, observation: str, admi
         if stayed or (took and symbol(words.get(HERE, "")) in left):
             words[HERE] = ""  # the room the problem holds, or the one the move entered
         given, named, cands, true_now, stale, question, alone = propose(domain, objects, state, asked, words,
-                                                                        admissible, effects, settled)
+                                                                        admissible, effects, settled, done)
         schema = choice_schema(cands, true_now, by_object(domain))
         listed_now = set(listed_names(domain, words, {**objects, **command_objects(domain, cfg.get("actions", {}),
                                                                                    admissible)}))
@@ -952,18 +964,18 @@ def read(llm: LLM, graph: WorldGraph, action: str | None, observation: str, admi
 
         messages += retry(reply.model_dump_json(), question)
         asking = list(messages)
-        apart = [*line_facts(llm, domain, observation, alone, out.calls),
-                 *kind_facts(llm, domain, observation, alone, out.calls, now)]
+        apart = [] if refused else [*line_facts(llm, domain, observation, alone, out.calls),
+                                    *kind_facts(llm, domain, observation, alone, out.calls, now)]
         for _ in range(rounds):
             try:
-                answer, record = llm.complete(messages, schema)
+                answer, record = (schema(), None) if refused else llm.complete(messages, schema)
             except LLMError as e:
                 if e.raw is None:  # the endpoint failed, not the reply
                     raise
                 out.rounds.append([e.reason])
                 messages += retry(e.raw, invalid_reply(e.reason))
                 continue
-            out.calls.append(record)
+            out.calls += [record] if record else []
             by_text = {str(a): a for a in [*cands, *true_now]}
             true, false = ([by_text[t] for t in ts] for ts in choices(answer.model_dump()))
             if stayed:  # the observation reports the action: what stopped being true is its effects (`build`)
