@@ -420,6 +420,54 @@ def test_of_facts_that_make_a_refused_action_possible_together_the_changing_one_
                    facts) == {atom("(closed counter)")}
 
 
+def test_what_admitted_actions_made_true_is_kept_and_the_read_fact_beside_it_refuted():
+    """Cooking seed 11 (1.5B): after "You roast the red apple with the oven." the apple, taken before, was chosen in
+    the cutlery drawer; the pepper, taken, beside the pepper read as a knife, gave "slice red hot pepper", which the
+    game did not offer: the holding was refuted (an action changes it), not the knife, and the agent tried to slice
+    with the pepper. What admitted actions made true (`done`) is no candidate's old value, not offered as stopped,
+    not refuted: the fact read beside it is."""
+    cooking = resolve_domain("cooking")
+    objects = {"kitchen": "location", "drawer": "container", "red_apple": "item", "red_hot_pepper": "item",
+               **cooking.meta["explore"]["known"]}
+    commands = ["look around", "open drawer", "cook red apple in oven", "cook red hot pepper in oven"]
+    asked = slots(cooking, command_objects(cooking, cooking.meta["explore"]["actions"], commands))
+    done = {atom("(holding red_apple)"), atom("(holding red_hot_pepper)"), atom("(roasted red_apple)")}
+    state = {atom("(at kitchen)"), atom("(placed drawer kitchen)"), atom("(closed drawer)"),
+             atom("(is_knife red_hot_pepper)"), atom("(needs red_apple)"), atom("(needs red_hot_pepper)"),
+             atom("(uncut red_apple)"), atom("(uncut red_hot_pepper)"), atom("(raw red_hot_pepper)"), *done}
+    words = {"item": ["red apple"], "device": ["oven"]}
+    for kept in (set(), done):
+        proposal = propose(cooking, objects, state, asked, words, commands, done=kept)
+        assert (atom("(in red_apple drawer)") in proposal.cands) == (not kept)
+        assert (atom("(holding red_hot_pepper)") in proposal.stale) == (not kept)
+        assert (atom("(is_knife red_hot_pepper)") in proposal.stale) == bool(kept)
+        assert not kept & set(proposal.true_now)
+
+
+def test_the_answer_to_a_command_the_game_does_not_admit_is_not_read(tmp_path):
+    """Cooking seed 11 (1.5B): "slice red hot pepper", not admitted, was answered "Unknown action: I'm not sure
+    what you mean.", which the model read as a door closed, containers opened and the recipe unread. The model is
+    not asked; what the commands refute stops being true."""
+    from kgplan.agent.agent import Agent
+    from kgplan.domains.model import Problem
+    from kgplan.language.pddl_edit import read
+
+    cooking = resolve_domain("cooking")
+    init = ("(at kitchen) (is_kitchen kitchen) (holding red_hot_pepper) (is_knife red_hot_pepper) (needs "
+            "red_hot_pepper) (uncut red_hot_pepper) (raw red_hot_pepper) (placed drawer kitchen) (closed drawer)")
+    with Agent(f"sqlite:{tmp_path / 'w.db'}") as agent:
+        agent.graph.init(cooking, problem=Problem.parse(
+            "(define (problem p) (:domain cooking) (:objects kitchen - location drawer - container red_hot_pepper - "
+            f"item north south east west - direction) (:init {init}))", "t"))
+        llm = ScriptedLLM([])
+        out = read(llm, agent.graph, "slice red hot pepper", "Unknown action: I'm not sure what you mean.",
+                   ["look around", "open drawer", "cook red hot pepper in oven"],
+                   done={atom("(holding red_hot_pepper)")}, refused=True)
+        assert out.error is None and not out.calls and not llm.prompts
+        facts = {str(f) for f in agent.facts()}
+        assert "(is_knife red_hot_pepper)" not in facts and {"(holding red_hot_pepper)", "(closed drawer)"} <= facts
+
+
 def test_a_needed_ingredient_is_uncut_and_raw_unless_the_state_says_otherwise():
     """Cooking seed 11 (1.5B, per object): the apple's cut and cooked state were left out, and nothing could be
     sliced. domain.toml's upkeep: a needed thing the state gives no cut (cooked) state is uncut (raw); the
