@@ -351,6 +351,11 @@ def enabled(domain: Domain, templates: dict[str, str], objects: dict[str, str], 
             if with_f.holds(act.precondition, b) and not base.holds(act.precondition, b)}
 
 
+def changing(domain: Domain) -> set[str]:
+    """The predicates some action's effects change."""
+    return {e.atom.predicate for a in domain.actions.values() for e in a.effects}
+
+
 def refuted(domain: Domain, templates: dict[str, str], objects: dict[str, str], state: set[GroundAtom],
             admissible: Collection[str], facts: Iterable[GroundAtom]) -> set[GroundAtom]:
     """The facts (candidates, or facts of `state`) the game's admissible commands refute: with one of them true, an
@@ -362,7 +367,7 @@ def refuted(domain: Domain, templates: dict[str, str], objects: dict[str, str], 
     if not admissible:  # a game that lists no commands refutes nothing
         return set()
     admitted = set(admissible)
-    changed = {e.atom.predicate for a in domain.actions.values() for e in a.effects}
+    changed = changing(domain)
     out: set[GroundAtom] = set()
     for f in sorted(facts, key=lambda a: (a.predicate not in changed, str(a))):
         if not enabled(domain, templates, objects, state - out, f) <= admitted:
@@ -719,7 +724,8 @@ def listed_names(domain: Domain, words: dict[str, Any], known: Iterable[str]) ->
 
 class Proposal(NamedTuple):
     """From the filled slots: the facts they tell (`given`), the new objects they name (name -> type), the candidate
-    facts about where the player is, the true facts about it that may stop being true, the true facts the admissible
+    facts about where the player is, the true facts about it that may stop being true (an action changes them), the
+    true facts the admissible
     commands refute (`stale`: they stop being true whatever the model chooses), the choice question, and the
     candidates asked about alone, not chosen (those of `lines` and `kinds`)."""
 
@@ -800,9 +806,14 @@ def propose(domain: Domain, objects: dict[str, str], state: set[GroundAtom], ask
     question = choose_question(scope, {str(a): domain.gloss(a.predicate, list(a.args)) for a in cands}
                                if len(cands) <= SHOWN else {}, admissible)
     # what may stop being true is what is here too (cooking seed 12, 1.5B: in the pantry it chose the cookbook no
-    # longer in the kitchen, which the invariants refused three times, and the move went unread)
+    # longer in the kitchen, which the invariants refused three times, and the move went unread), and what an action
+    # changes: what none changes never stops being true, and one read wrongly is refuted by the commands (cooking
+    # seed 10, 1.5B: back in the kitchen, which the observation said had a stove, an oven and a toaster, it chose
+    # each of them no longer in the kitchen, and nothing could be cooked)
+    moving = changing(domain)
     return Proposal(given, {n: t for n, t in scope.items() if n not in objects}, cands,
-                    [a for a in true_now if about(domain, a, here, typed) and a.predicate not in unsaid],
+                    [a for a in true_now if about(domain, a, here, typed) and a.predicate not in unsaid
+                     and a.predicate in moving],
                     gone & set(true_now),
                     question, alone)
 

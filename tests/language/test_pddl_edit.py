@@ -444,6 +444,26 @@ def test_what_admitted_actions_made_true_is_kept_and_the_read_fact_beside_it_ref
         assert not kept & set(proposal.true_now)
 
 
+def test_what_no_action_changes_is_not_offered_as_stopped_but_still_refuted():
+    """Cooking seed 10 (1.5B): back in the kitchen, whose observation named its stove, oven and toaster, the model
+    chose each of them no longer in the kitchen, and nothing could be cooked. What no action changes never stops
+    being true: only the commands refute it."""
+    cooking = resolve_domain("cooking")
+    objects = {"kitchen": "location", "drawer": "container", "oven": "device", "apple": "item",
+               **cooking.meta["explore"]["known"]}
+    commands = ["look around", "open drawer", "take apple"]
+    asked = slots(cooking, command_objects(cooking, cooking.meta["explore"]["actions"], commands))
+    state = {atom("(at kitchen)"), atom("(placed drawer kitchen)"), atom("(closed drawer)"),
+             atom("(device_in oven kitchen)"), atom("(in apple drawer)"), atom("(item_at apple kitchen)")}
+    proposal = propose(cooking, objects, state, asked, {"device": ["oven"], "container": ["drawer"]}, commands)
+    assert atom("(closed drawer)") in proposal.true_now
+    assert not {atom("(device_in oven kitchen)"), atom("(placed drawer kitchen)")} & set(proposal.true_now)
+    wrong = state - {atom("(in apple drawer)")} | {atom(f) for f in ("(is_knife apple)", "(holding apple)",
+                                                                     "(uncut apple)")}
+    assert atom("(is_knife apple)") in propose(cooking, objects, wrong, asked, {}, commands,
+                                               done={atom("(holding apple)")}).stale
+
+
 def test_the_answer_to_a_command_the_game_does_not_admit_is_not_read(tmp_path):
     """Cooking seed 11 (1.5B): "slice red hot pepper", not admitted, was answered "Unknown action: I'm not sure
     what you mean.", which the model read as a door closed, containers opened and the recipe unread. The model is
