@@ -357,20 +357,24 @@ def changing(domain: Domain) -> set[str]:
 
 
 def refuted(domain: Domain, templates: dict[str, str], objects: dict[str, str], state: set[GroundAtom],
-            admissible: Collection[str], facts: Iterable[GroundAtom]) -> set[GroundAtom]:
+            admissible: Collection[str], facts: Iterable[GroundAtom], attempted: str | None = None) -> set[GroundAtom]:
     """The facts (candidates, or facts of `state`) the game's admissible commands refute: with one of them true, an
     action whose command the game does not admit now would be possible, and without it not (a door is not closed
     where the game offers no "open door" for it). A game may admit more than is possible, so only a command it leaves
     out tells. Where facts make such an action possible together, the one an action changes goes first, and the
     others are weighed without it (cooking, 1.5B: "the counter is closed" beside "the counter is in the kitchen",
-    and no "open counter": the counter is not closed, and still there)."""
+    and no "open counter": the counter is not closed, and still there). What no action changes (where a device is,
+    what a thing is) only the command the agent just `attempted` and the game refused refutes: a game may offer fewer
+    commands than the domain's preconditions allow (cooking: no "cook olive oil in oven"; with the oil held, the
+    oven, the stove and the toaster were refuted out of the kitchen)."""
     if not admissible:  # a game that lists no commands refutes nothing
         return set()
     admitted = set(admissible)
     changed = changing(domain)
     out: set[GroundAtom] = set()
     for f in sorted(facts, key=lambda a: (a.predicate not in changed, str(a))):
-        if not enabled(domain, templates, objects, state - out, f) <= admitted:
+        commands = enabled(domain, templates, objects, state - out, f)
+        if not commands <= admitted if f.predicate in changed else attempted in commands - admitted:
             out.add(f)
     return out
 
@@ -740,12 +744,13 @@ class Proposal(NamedTuple):
 
 def propose(domain: Domain, objects: dict[str, str], state: set[GroundAtom], asked: list[Slot],
             words: dict[str, Any], admissible: Iterable[str], effects: Effects = NO_EFFECTS,
-            settled: Collection[GroundAtom] = (), done: Collection[GroundAtom] = ()) -> Proposal:
+            settled: Collection[GroundAtom] = (), done: Collection[GroundAtom] = (),
+            attempted: str | None = None) -> Proposal:
     """The candidates of a reading, from the filled slots (`Proposal`; `effects`: what the action just taken made
     true and false, `build`'s; `settled`: what earlier actions made false for good, `lasting`, never a candidate;
     `done`: what admitted actions made true and none has made false since, which no candidate displaces and nothing
-    refutes). The admissible commands refute candidates and true facts alike (`refuted`), but not the facts the
-    blanks tell (where the player is, the exits)."""
+    refutes; `attempted`: the command the game just refused, see `refuted`). The admissible commands refute
+    candidates and true facts alike (`refuted`), but not the facts the blanks tell (where the player is, the exits)."""
     admissible = list(admissible)
     cfg = domain.meta.get("explore", {})
     where = {s.predicate for s in asked if s.field == HERE}
@@ -799,7 +804,7 @@ def propose(domain: Domain, objects: dict[str, str], state: set[GroundAtom], ask
     # place, where "open counter" is not offered, instead of itself)
     gone = refuted(domain, cfg.get("actions", {}), typed, now - {a for a in given if a.predicate in pairs(domain)},
                    set(admissible),
-                   [*cands, *(a for a in true_now if a.predicate not in asked_predicates)])
+                   [*cands, *(a for a in true_now if a.predicate not in asked_predicates)], attempted)
     cands = [a for a in cands if a not in gone and a not in settled]
     apart = {p for spec in lines(domain).values() for p in spec["tells"]} | set(kinds(domain))
     alone, cands = [a for a in cands if a.predicate in apart], [a for a in cands if a.predicate not in apart]
@@ -964,7 +969,8 @@ def read(llm: LLM, graph: WorldGraph, action: str | None, observation: str, admi
         if stayed or (took and symbol(words.get(HERE, "")) in left):
             words[HERE] = ""  # the room the problem holds, or the one the move entered
         given, named, cands, true_now, stale, question, alone = propose(domain, objects, state, asked, words,
-                                                                        admissible, effects, settled, done)
+                                                                        admissible, effects, settled, done,
+                                                                        action if refused else None)
         schema = choice_schema(cands, true_now, by_object(domain))
         listed_now = set(listed_names(domain, words, {**objects, **command_objects(domain, cfg.get("actions", {}),
                                                                                    admissible)}))
@@ -997,7 +1003,7 @@ def read(llm: LLM, graph: WorldGraph, action: str | None, observation: str, admi
             # beside "the counter is in the kitchen", both chosen in the first kitchen, no "open counter": the agent
             # tried it)
             wrong = refuted(domain, cfg.get("actions", {}), {**objects, **named}, now | set(true), commands,
-                            [*true, *(a for a in given if a.predicate in pairs(domain))])
+                            [*true, *(a for a in given if a.predicate in pairs(domain))], action if refused else None)
             true, said = [a for a in true if a not in wrong], [a for a in given if a not in wrong]
             delta = build(domain, objects, state, Reading(named, said, true, [*false, *stale]), effects, text)
             if delta.is_empty():

@@ -437,7 +437,7 @@ def test_what_admitted_actions_made_true_is_kept_and_the_read_fact_beside_it_ref
              atom("(uncut red_apple)"), atom("(uncut red_hot_pepper)"), atom("(raw red_hot_pepper)"), *done}
     words = {"item": ["red apple"], "device": ["oven"]}
     for kept in (set(), done):
-        proposal = propose(cooking, objects, state, asked, words, commands, done=kept)
+        proposal = propose(cooking, objects, state, asked, words, commands, done=kept, attempted="slice red hot pepper")
         assert (atom("(in red_apple drawer)") in proposal.cands) == (not kept)
         assert (atom("(holding red_hot_pepper)") in proposal.stale) == (not kept)
         assert (atom("(is_knife red_hot_pepper)") in proposal.stale) == bool(kept)
@@ -461,7 +461,9 @@ def test_what_no_action_changes_is_not_offered_as_stopped_but_still_refuted():
     wrong = state - {atom("(in apple drawer)")} | {atom(f) for f in ("(is_knife apple)", "(holding apple)",
                                                                      "(uncut apple)")}
     assert atom("(is_knife apple)") in propose(cooking, objects, wrong, asked, {}, commands,
-                                               done={atom("(holding apple)")}).stale
+                                               done={atom("(holding apple)")}, attempted="slice apple").stale
+    # not by a command the agent did not try: the game may not offer one the domain allows (no "cook olive oil")
+    assert not propose(cooking, objects, wrong, asked, {}, commands, done={atom("(holding apple)")}).stale
 
 
 def test_the_answer_to_a_command_the_game_does_not_admit_is_not_read(tmp_path):
