@@ -812,9 +812,8 @@ def propose(domain: Domain, objects: dict[str, str], state: set[GroundAtom], ask
                                if len(cands) <= SHOWN else {}, admissible)
     # what may stop being true is what is here too (cooking seed 12, 1.5B: in the pantry it chose the cookbook no
     # longer in the kitchen, which the invariants refused three times, and the move went unread), and what an action
-    # changes: what none changes never stops being true, and one read wrongly is refuted by the commands (cooking
-    # seed 10, 1.5B: back in the kitchen, which the observation said had a stove, an oven and a toaster, it chose
-    # each of them no longer in the kitchen, and nothing could be cooked)
+    # changes: what none changes (where a device is) never stops being true, and one read wrongly is refuted by the
+    # commands the agent tries (`refuted`)
     moving = changing(domain)
     return Proposal(given, {n: t for n, t in scope.items() if n not in objects}, cands,
                     [a for a in true_now if about(domain, a, here, typed) and a.predicate not in unsaid

@@ -445,9 +445,10 @@ def test_what_admitted_actions_made_true_is_kept_and_the_read_fact_beside_it_ref
 
 
 def test_what_no_action_changes_is_not_offered_as_stopped_but_still_refuted():
-    """Cooking seed 10 (1.5B): back in the kitchen, whose observation named its stove, oven and toaster, the model
-    chose each of them no longer in the kitchen, and nothing could be cooked. What no action changes never stops
-    being true: only the commands refute it."""
+    """Cooking seeds 10 and 12 (1.5B): back in the kitchen, its stove, oven and toaster were no longer there, and
+    nothing could be cooked. What no action changes never stops being true: it is not offered as stopped, and only
+    the command the agent tried and the game refused refutes it (the game offers no "cook salt", which the domain
+    allows)."""
     cooking = resolve_domain("cooking")
     objects = {"kitchen": "location", "drawer": "container", "oven": "device", "apple": "item",
                **cooking.meta["explore"]["known"]}
