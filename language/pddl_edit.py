@@ -729,9 +729,8 @@ def listed_names(domain: Domain, words: dict[str, Any], known: Iterable[str]) ->
 class Proposal(NamedTuple):
     """From the filled slots: the facts they tell (`given`), the new objects they name (name -> type), the candidate
     facts about where the player is, the true facts about it that may stop being true (an action changes them), the
-    true facts the admissible
-    commands refute (`stale`: they stop being true whatever the model chooses), the choice question, and the
-    candidates asked about alone, not chosen (those of `lines` and `kinds`)."""
+    true facts the admissible commands refute (`stale`: they stop being true whatever the model chooses), the choice
+    question, and the candidates asked about alone, not chosen (those of `lines` and `kinds`)."""
 
     given: list[GroundAtom]
     named: dict[str, str]
@@ -953,10 +952,12 @@ def read(llm: LLM, graph: WorldGraph, action: str | None, observation: str, admi
     asked = slots(domain, command_objects(domain, cfg.get("actions", {}), admissible))
     messages = read_messages(domain, examples(domain), shown, action, observation, blanks(domain, asked), note)
     text = f"{action or 'start'}: {observation.strip()}"
+    attempted = action if refused else None
     try:
-        reply = names_schema(domain, asked)()  # nothing named, where the observation is a refusal
+        names = names_schema(domain, asked)
+        reply = names()  # nothing named, where the observation is a refusal
         if not refused:
-            reply, record = llm.complete(messages, names_schema(domain, asked))
+            reply, record = llm.complete(messages, names)
             out.calls.append(record)
         words = reply.model_dump()
         for t in listed(domain):  # a thing listed is one the observation names (after "Unknown action", the 1.5B
@@ -969,7 +970,7 @@ def read(llm: LLM, graph: WorldGraph, action: str | None, observation: str, admi
             words[HERE] = ""  # the room the problem holds, or the one the move entered
         given, named, cands, true_now, stale, question, alone = propose(domain, objects, state, asked, words,
                                                                         admissible, effects, settled, done,
-                                                                        action if refused else None)
+                                                                        attempted)
         schema = choice_schema(cands, true_now, by_object(domain))
         listed_now = set(listed_names(domain, words, {**objects, **command_objects(domain, cfg.get("actions", {}),
                                                                                    admissible)}))
@@ -1002,7 +1003,7 @@ def read(llm: LLM, graph: WorldGraph, action: str | None, observation: str, admi
             # beside "the counter is in the kitchen", both chosen in the first kitchen, no "open counter": the agent
             # tried it)
             wrong = refuted(domain, cfg.get("actions", {}), {**objects, **named}, now | set(true), commands,
-                            [*true, *(a for a in given if a.predicate in pairs(domain))], action if refused else None)
+                            [*true, *(a for a in given if a.predicate in pairs(domain))], attempted)
             true, said = [a for a in true if a not in wrong], [a for a in given if a not in wrong]
             delta = build(domain, objects, state, Reading(named, said, true, [*false, *stale]), effects, text)
             if delta.is_empty():
