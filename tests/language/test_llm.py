@@ -363,3 +363,19 @@ def test_the_local_model_server_says_the_settings_that_point_kgplan_at_it() -> N
     assert config.base_url == "http://127.0.0.1:8123/v1" and config.model == "qwen2.5-coder-0.5b"
     assert config.temperature == 0.0 and config.response_format == "json_object" and not config.schema_in_prompt
     assert config.max_tokens == 1024 and config.timeout_s == 600.0
+
+
+def test_the_local_model_server_keeps_a_prompt_cache_unless_told_not_to() -> None:
+    """The exploration's short questions come between long prompts that share their instructions and examples: with
+    llama-cpp-python's RAM cache each resumes from the longest prefix it shares with any prompt before (0.5B, one
+    thread, oracle cooking prompts each after a short one: 247 s without, 155 s with, the same replies)."""
+    import argparse
+
+    from kgplan.language.local_model import server_command
+
+    def args(cache_mb: int) -> argparse.Namespace:
+        return argparse.Namespace(model="0.5b", port=8123, threads=1, ctx=8192, logprobs=False, cache_mb=cache_mb)
+
+    cmd = server_command(Path("m.gguf"), args(512))
+    assert cmd[cmd.index("--cache") + 1] == "true" and cmd[cmd.index("--cache_size") + 1] == str(512 << 20)
+    assert "--cache" not in server_command(Path("m.gguf"), args(0))
