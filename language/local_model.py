@@ -28,6 +28,7 @@ import hashlib
 import importlib
 import importlib.util
 import os
+import runpy
 import sys
 import tempfile
 from dataclasses import dataclass
@@ -91,14 +92,29 @@ def settings(model: str, port: int) -> dict[str, str]:
             "KGPLAN_LLM_RESPONSE_FORMAT": "json_object", "KGPLAN_LLM_SCHEMA_IN_PROMPT": "0"}
 
 
-def server_command(path: Path, args: argparse.Namespace) -> list[str]:
-    """llama-cpp-python's server for the model at `path`, with `main`'s settings."""
-    cmd = [sys.executable, "-m", "llama_cpp.server", "--model", str(path), "--model_alias", MODELS[args.model].alias,
-           "--host", "127.0.0.1", "--port", str(args.port), "--n_threads", str(args.threads),
-           "--n_threads_batch", str(args.threads), "--n_ctx", str(args.ctx), "--logits_all", str(args.logprobs).lower()]
+def server_argv(path: Path, args: argparse.Namespace) -> list[str]:
+    """The command line of llama-cpp-python's server for the model at `path`, with `main`'s settings."""
+    argv = ["llama_cpp.server", "--model", str(path), "--model_alias", MODELS[args.model].alias,
+            "--host", "127.0.0.1", "--port", str(args.port), "--n_threads", str(args.threads),
+            "--n_threads_batch", str(args.threads), "--n_ctx", str(args.ctx),
+            "--logits_all", str(args.logprobs).lower()]
     if args.cache_mb > 0:
-        cmd += ["--cache", "true", "--cache_type", "ram", "--cache_size", str(args.cache_mb << 20)]
-    return cmd
+        argv += ["--cache", "true", "--cache_type", "ram", "--cache_size", str(args.cache_mb << 20)]
+    return argv
+
+
+def counted_cache() -> None:
+    """Make llama-cpp-python's RAM cache count all it keeps: it counts each prompt's KV state, not the copy of the
+    logits each also keeps (one batch of rows: about 300 MB for Qwen's vocabulary, whatever the prompt's length), so
+    with short prompts a 512 MB cache held 10 GB (the 0.5B, L3M+P sentences)."""
+    import llama_cpp
+
+    class Counted(llama_cpp.LlamaRAMCache):
+        @property
+        def cache_size(self) -> int:
+            return sum(s.llama_state_size + s.scores.nbytes for s in self.cache_state.values())
+
+    llama_cpp.LlamaRAMCache = Counted  # the server makes its cache by this name
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -112,10 +128,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--port", type=int, default=8080)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--ctx", type=int, default=16384, help="context window in tokens (the R- prompts need ~12k)")
-    ap.add_argument("--cache-mb", type=int, default=512,
+    ap.add_argument("--cache-mb", type=int, default=2048,
                     help="prompt cache (llama-cpp-python's RAM cache of evaluated prompts, by longest shared prefix) "
-                         "in MB; 0: none. Each kept prompt also holds a copy of one batch of logits (about 300 MB "
-                         "whatever its length) that this size does not count")
+                         "in MB, all it keeps counted; 0: none. A long prompt of the 1.5B takes about 400 MB")
     ap.add_argument("--logprobs", action="store_true",
                     help="turn llama.cpp's logits_all on, so replies carry log-probabilities (MC-DML's prior); it "
                          "reserves ctx x vocabulary floats (about 2.4 GB at --ctx 4096): lower --ctx with it")
@@ -128,7 +143,10 @@ def main(argv: list[str] | None = None) -> int:
         f"{k}={v}" for k, v in settings(args.model, args.port).items()), file=sys.stderr, flush=True)
     if importlib.util.find_spec("llama_cpp") is None:
         raise SystemExit("llama-cpp-python is not installed: pip install -e '.[local-llm]'")
-    os.execv(sys.executable, server_command(path, args))
+    counted_cache()
+    sys.argv = server_argv(path, args)
+    runpy.run_module("llama_cpp.server", run_name="__main__", alter_sys=True)
+    return 0
 
 
 if __name__ == "__main__":
