@@ -283,6 +283,13 @@ def upkeep(rules: list[Rule], state: set[GroundAtom]) -> set[GroundAtom]:
     return state
 
 
+def sources(laws: list[Rule], state: set[GroundAtom], fact: GroundAtom) -> set[GroundAtom]:
+    """The facts of `state` from which an upkeep rule makes `fact` true (an exit's way back), which go with it."""
+    return {GroundAtom(p, tuple(b.get(x, x) for x in args)) for r in laws for b in r.bindings(state)
+            if fact in {GroundAtom(q, tuple(b.get(x, x) for x in xs)) for q, xs in r.add}
+            for pos, p, args in r.when if pos}
+
+
 def rules(domain: Domain) -> list[Rule]:
     return [Rule.of(r) for r in domain.meta.get("explore", {}).get("upkeep", [])]
 
@@ -730,7 +737,8 @@ class Proposal(NamedTuple):
     """From the filled slots: the facts they tell (`given`), the new objects they name (name -> type), the candidate
     facts about where the player is, the true facts about it that may stop being true (an action changes them), the
     true facts the admissible commands refute (`stale`: they stop being true whatever the model chooses), the choice
-    question, and the candidates asked about alone, not chosen (those of `lines` and `kinds`)."""
+    question, the candidates asked about alone, not chosen (those of `lines` and `kinds`), and for each thing `stale`
+    leaves with no place, the places the commands support (`refills`)."""
 
     given: list[GroundAtom]
     named: dict[str, str]
@@ -739,6 +747,7 @@ class Proposal(NamedTuple):
     stale: set[GroundAtom]
     question: str
     alone: list[GroundAtom]
+    refills: dict[tuple[str, ...], list[GroundAtom]]
 
 
 def propose(domain: Domain, objects: dict[str, str], state: set[GroundAtom], asked: list[Slot],
@@ -800,10 +809,15 @@ def propose(domain: Domain, objects: dict[str, str], state: set[GroundAtom], ask
     # in the living room, still also "in the kitchen", a kitchen door whose opening the living room's commands do
     # not list was refuted closed, the kitchen's reading closed it again, and the agent walked to and fro)
     # without the listed facts, which are weighed with the choice in `read` (a counter listed closed refuted its
-    # place, where "open counter" is not offered, instead of itself)
+    # place, where "open counter" is not offered, instead of itself); of the facts the blanks tell, only what no
+    # action changes (an exit, not where the player is), by the command the game refused (coin seed 24, 1.5B: "a
+    # closed wood door" east of the kitchen and south of the living room was read as one room; entered from the
+    # living room it was the bedroom, west of which the kitchen then lay, and "move west" was refused 47 times)
+    moving = changing(domain)
+    exits = [a for a in state if attempted and a.predicate in asked_predicates and a.predicate not in moving]
     gone = refuted(domain, cfg.get("actions", {}), typed, now - {a for a in given if a.predicate in pairs(domain)},
-                   set(admissible),
-                   [*cands, *(a for a in true_now if a.predicate not in asked_predicates)], attempted)
+                   set(admissible), [*cands, *(a for a in true_now if a.predicate not in asked_predicates), *exits],
+                   attempted)
     cands = [a for a in cands if a not in gone and a not in settled]
     apart = {p for spec in lines(domain).values() for p in spec["tells"]} | set(kinds(domain))
     alone, cands = [a for a in cands if a.predicate in apart], [a for a in cands if a.predicate not in apart]
@@ -813,12 +827,28 @@ def propose(domain: Domain, objects: dict[str, str], state: set[GroundAtom], ask
     # longer in the kitchen, which the invariants refused three times, and the move went unread), and what an action
     # changes: what none changes (where a device is) never stops being true, and one read wrongly is refuted by the
     # commands the agent tries (`refuted`)
-    moving = changing(domain)
+    stale = gone & set(true_now) | {b for a in gone & set(exits) for b in [a, *sources(laws, state, a)]}
     return Proposal(given, {n: t for n, t in scope.items() if n not in objects}, cands,
                     [a for a in true_now if about(domain, a, here, typed) and a.predicate not in unsaid
                      and a.predicate in moving],
-                    gone & set(true_now),
-                    question, alone)
+                    stale, question, alone,
+                    refills(domain, cfg.get("actions", {}), typed, now - stale, stale, set(admissible)))
+
+
+def refills(domain: Domain, templates: dict[str, str], objects: dict[str, str], state: set[GroundAtom],
+            stale: set[GroundAtom], commands: set[str]) -> dict[tuple[str, ...], list[GroundAtom]]:
+    """For each thing the refuted facts (`stale`) leave with no value of an exactly-one group in `state` (nowhere:
+    `build` would keep the refuted one), the values of that group over `objects` that alone make an admitted
+    command possible (the knife on the counter or in an open cupboard here, where "take knife" is offered)."""
+    out: dict[tuple[str, ...], list[GroundAtom]] = {}
+    for parts in keyed(domain):
+        if not (lost := {parts[a.predicate].key(a.args) for a in stale if a.predicate in parts} - held(parts, state)):
+            continue
+        for a in proposals(domain, objects, state):
+            if (a.predicate in parts and (key := parts[a.predicate].key(a.args)) in lost and a not in stale
+                    and enabled(domain, templates, objects, state, a) & commands):
+                out.setdefault(key, []).append(a)
+    return out
 
 
 def examples(domain: Domain) -> list[Shot]:
@@ -872,11 +902,30 @@ def place(llm: LLM, domain: Domain, first: Messages, chosen: list[GroundAtom], c
             if a.predicate in parts and (key := parts[a.predicate].key(a.args)) not in there and set(key) <= listed_now:
                 options.setdefault(key, []).append(a)
         for key, atoms in sorted(options.items()):
-            if len(atoms) > 1 and (picked := which(llm, first, f"Which is true of {' and '.join(key)} now?",
-                                                   {str(a): domain.gloss(a.predicate, list(a.args)) for a in atoms},
-                                                   calls, by_text=True)):
-                chosen = [a for a in chosen if a not in atoms] + [a for a in atoms if str(a) == picked]
+            if len(atoms) > 1 and (picked := where_now(llm, domain, first, key, atoms, calls)):
+                chosen = [a for a in chosen if a not in atoms] + [picked]
     return chosen
+
+
+def where_now(llm: LLM, domain: Domain, first: Messages, key: tuple[str, ...], atoms: list[GroundAtom],
+              calls: list[CallRecord]) -> GroundAtom | None:
+    """The one of `atoms` (values of one thing's exactly-one group) the model answers to "Which is true of ... now?"
+    among them, glossed (after `first`); the only one unasked; None where it says the text does not tell."""
+    if len(atoms) == 1:
+        return atoms[0]
+    picked = which(llm, first, f"Which is true of {' and '.join(key)} now?",
+                   {str(a): domain.gloss(a.predicate, list(a.args)) for a in atoms}, calls, by_text=True)
+    return next((a for a in atoms if str(a) == picked), None)
+
+
+def refill(llm: LLM, domain: Domain, first: Messages, options: dict[tuple[str, ...], list[GroundAtom]],
+           calls: list[CallRecord]) -> list[GroundAtom]:
+    """Where the commands refute a thing's only place, the place they support (`refills`), or the one of several
+    the model answers (after `first`). Cooking seed 21 (1.5B): "The kitchen cupboard contains a knife." was read as
+    the knife held; the commands refuted the holding at every step ("take knife" offered), but `build` keeps a fact
+    that would leave a thing nowhere, the plan sliced with the knife, and "slice red hot pepper" was refused 12
+    times until the budget ran out."""
+    return [a for key, atoms in sorted(options.items()) if (a := where_now(llm, domain, first, key, atoms, calls))]
 
 
 def line_facts(llm: LLM, domain: Domain, observation: str, cands: list[GroundAtom], calls: list[CallRecord]
@@ -968,9 +1017,8 @@ def read(llm: LLM, graph: WorldGraph, action: str | None, observation: str, admi
         left = {a.args[0] for a in effects[1] if any(s.field == HERE and s.predicate == a.predicate for s in asked)}
         if stayed or (took and symbol(words.get(HERE, "")) in left):
             words[HERE] = ""  # the room the problem holds, or the one the move entered
-        given, named, cands, true_now, stale, question, alone = propose(domain, objects, state, asked, words,
-                                                                        admissible, effects, settled, done,
-                                                                        attempted)
+        given, named, cands, true_now, stale, question, alone, options = propose(
+            domain, objects, state, asked, words, admissible, effects, settled, done, attempted)
         schema = choice_schema(cands, true_now, by_object(domain))
         listed_now = set(listed_names(domain, words, {**objects, **command_objects(domain, cfg.get("actions", {}),
                                                                                    admissible)}))
@@ -981,8 +1029,9 @@ def read(llm: LLM, graph: WorldGraph, action: str | None, observation: str, admi
 
         messages += retry(reply.model_dump_json(), question)
         asking = list(messages)
-        apart = [] if refused else [*line_facts(llm, domain, observation, alone, out.calls),
-                                    *kind_facts(llm, domain, observation, alone, out.calls, now)]
+        apart = [*([] if refused else [*line_facts(llm, domain, observation, alone, out.calls),
+                                       *kind_facts(llm, domain, observation, alone, out.calls, now)]),
+                 *refill(llm, domain, asking, options, out.calls)]
         for _ in range(rounds):
             try:
                 answer, record = (schema(), None) if refused else llm.complete(messages, schema)

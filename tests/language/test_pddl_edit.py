@@ -20,6 +20,7 @@ from kgplan.language.pddl_edit import (
     command_objects,
     names_schema,
     propose,
+    refill,
     refuted,
     rules,
     settle,
@@ -56,7 +57,7 @@ def test_every_fact_the_choice_admits_is_type_correct_and_about_here(coin):
     state = {atom("(at kitchen)"), atom("(visited kitchen)")}
     asked = slots(coin, {"west": "direction", "coin": "item"})
     assert [s.field for s in asked] == ["here", "west"]
-    given, named, cands, true_now, _, question, _ = propose(coin, objects, state, asked,
+    given, named, cands, true_now, _, question, *_ = propose(coin, objects, state, asked,
                                                          {"here": "kitchen", "west": "the corridor"}, ["take coin"])
     assert given == [atom("(at kitchen)"), atom("(connected kitchen west the_corridor)")]
     assert named == {"the_corridor": "room", "coin": "item"}
@@ -370,6 +371,49 @@ def test_a_thing_chosen_no_longer_where_it_was_with_no_new_place_stays_there():
     assert {f.atom for f in taken.remove} == {atom("(in potato counter)")}
 
 
+def test_a_things_only_place_the_commands_refute_gives_way_to_one_they_support():
+    """Cooking seed 21 (1.5B): "The kitchen cupboard contains a knife." was read as the knife held. The commands
+    refuted the holding at every step (no "slice red hot pepper" with the pepper held; "take knife" offered), but it
+    was the knife's only place, which a reading never leaves empty, so it stayed and "slice red hot pepper" was sent
+    12 times until the budget ran out. Where the commands refute a thing's only place, its places that make an
+    admitted command possible are offered (not the closed drawer), and the model's answer among them replaces it."""
+    cooking = resolve_domain("cooking")
+    objects = {"kitchen": "location", "counter": "container", "cupboard": "container", "drawer": "container",
+               "knife": "item", "red_hot_pepper": "item", **cooking.meta["explore"]["known"]}
+    commands = ["look around", "open drawer", "take knife", "cook red hot pepper in oven", "eat red hot pepper"]
+    asked = slots(cooking, command_objects(cooking, cooking.meta["explore"]["actions"], commands))
+    took = ([atom("(holding red_hot_pepper)")], [atom("(in red_hot_pepper counter)")])
+    state = {atom(f) for f in ("(at kitchen)", "(placed counter kitchen)", "(placed cupboard kitchen)",
+                               "(placed drawer kitchen)", "(closed drawer)", "(holding knife)", "(is_knife knife)",
+                               "(in red_hot_pepper counter)", "(needs red_hot_pepper)", "(uncut red_hot_pepper)")}
+    proposal = propose(cooking, objects, state, asked, {"item": ["red hot pepper"]}, commands, took,
+                       done=set(took[0]))
+    assert atom("(holding knife)") in proposal.stale
+    assert set(proposal.refills) == {("knife",)} and set(proposal.refills[("knife",)]) == {
+        atom("(in knife counter)"), atom("(in knife cupboard)"), atom("(item_at knife kitchen)")}
+    first = [{"role": "user", "content": "Observation: You take the red hot pepper."}]
+    cupboard = cooking.gloss("in", ["knife", "cupboard"])
+
+    def answer(messages):
+        content = messages[-1]["content"]
+        assert content.startswith(first[0]["content"]) and "Question: Which is true of knife now?" in content
+        assert f"- {cupboard}" in content and "drawer" not in content
+        return json.dumps({"answer": cupboard})
+
+    llm, calls = ScriptedLLM([answer]), []
+    regained = refill(llm, cooking, first, proposal.refills, calls)
+    assert regained == [atom("(in knife cupboard)")] and len(calls) == 1
+    delta = build(cooking, objects, state, Reading({}, [], regained, list(proposal.stale)), took, "take red hot pepper")
+    assert {f.atom for f in delta.remove} == {atom("(holding knife)"), atom("(in red_hot_pepper counter)")}
+    assert atom("(in knife cupboard)") in {f.atom for f in delta.add}
+    # without a place the commands support, the refuted place stays (a reading never leaves a thing nowhere)
+    assert not propose(cooking, objects, state, asked, {}, [c for c in commands if c != "take knife"], took,
+                       done=set(took[0])).refills
+    llm = ScriptedLLM([])
+    assert refill(llm, cooking, first, {("knife",): [atom("(item_at knife kitchen)")]}, []) == [
+        atom("(item_at knife kitchen)")] and not llm.prompts
+
+
 def test_the_facts_chosen_are_about_what_the_observation_names():
     """Cooking seeds 10 and 11 (1.5B): after "You open the trash can. It's empty inside." it chose the apple, the
     pepper and the cookbook in the trash can, then each of them sliced, diced and fried. Where the model lists what
@@ -489,6 +533,38 @@ def test_the_answer_to_a_command_the_game_does_not_admit_is_not_read(tmp_path):
         assert out.error is None and not out.calls and not llm.prompts
         facts = {str(f) for f in agent.facts()}
         assert "(is_knife red_hot_pepper)" not in facts and {"(holding red_hot_pepper)", "(closed drawer)"} <= facts
+
+
+def test_an_exit_the_game_refuses_to_take_is_gone_both_ways(tmp_path, coin):
+    """Coin seed 24 (1.5B): "a closed wood door" east of the kitchen and south of the living room was read as one
+    room; entered from the living room it was the bedroom, so the kitchen lay west of it, and "move west" was refused
+    47 times until the budget ran out (an exit, which the blanks tell, was never refuted). The command the agent tried
+    and the game refused refutes the exit it needs, with its way back (else the upkeep would make it again); the
+    player stays where they are, and no other command refutes an exit."""
+    from kgplan.agent.agent import Agent
+    from kgplan.domains.model import Problem
+    from kgplan.language.pddl_edit import read
+
+    init = upkeep(rules(coin), {atom("(at bedroom)"), atom("(connected bedroom west kitchen)"),
+                                atom("(connected bedroom north living_room)"), atom("(visited kitchen)"),
+                                atom("(visited living_room)")})
+    commands = ["move north", "look around", "inventory"]
+    objects = {"bedroom": "room", "kitchen": "room", "living_room": "room", **coin.meta["explore"]["known"]}
+    asked = slots(coin, command_objects(coin, coin.meta["explore"]["actions"], commands))
+    assert not propose(coin, objects, init, asked, {}, commands).stale
+    assert not propose(coin, objects, init, asked, {}, commands, attempted="move north").stale
+    with Agent(f"sqlite:{tmp_path / 'w.db'}") as agent:
+        agent.graph.init(coin, problem=Problem.parse(
+            "(define (problem p) (:domain coin_collector) (:objects bedroom kitchen living_room - room "
+            f"north south east west - direction) (:init {' '.join(sorted(map(str, init)))}))", "t"))
+        llm = ScriptedLLM([])
+        out = read(llm, agent.graph, "move west", "Unknown action: I'm not sure what you mean.", commands,
+                   refused=True)
+        assert out.error is None and not llm.prompts
+        facts = {str(f) for f in agent.facts()}
+        assert not {"(connected bedroom west kitchen)", "(connected kitchen east bedroom)"} & facts
+        assert {"(at bedroom)", "(connected bedroom north living_room)",
+                "(connected living_room south bedroom)"} <= facts
 
 
 def test_a_needed_ingredient_is_uncut_and_raw_unless_the_state_says_otherwise():
