@@ -41,7 +41,7 @@ from kgplan.language.prompts import (
     read_messages,
     retry,
 )
-from kgplan.language.propose import conflict, copied, held, keyed, replacements, which
+from kgplan.language.propose import conflict, copied, held, keyed, replacements, tokens, which, whole_names
 from kgplan.planners.state import State, Step, action_text
 
 NAME = NAME_RE.pattern.strip("^$")
@@ -343,17 +343,17 @@ def proposals(domain: Domain, scope: dict[str, str], state: set[GroundAtom]) -> 
 
 
 def enabled(domain: Domain, templates: dict[str, str], objects: dict[str, str], state: set[GroundAtom],
-            fact: GroundAtom) -> set[str]:
+            fact: GroundAtom, quantified: bool = False) -> set[str]:
     """The commands of the actions that `fact` makes possible in `state`: possible with it, and not without it. An
-    action with a universal precondition is left out: over a partly observed state it holds vacuously (cooking seed
-    11, 1.5B: read as the recipe was, "prepare meal" needed nothing yet, the game did not admit it, and the kitchen
-    stopped being one)."""
+    action with a universal precondition is left out unless `quantified`: over a partly observed state it holds
+    vacuously (cooking seed 11, 1.5B: read as the recipe was, "prepare meal" needed nothing yet, the game did not
+    admit it, and the kitchen stopped being one)."""
     base = State(domain, objects, state - {fact})
     with_f = base.copy()
     with_f.add(fact)
     return {action_text(Step(act.name, tuple(b[p.name] for p in act.params)), templates)
             for act in (domain.actions[a] for a in templates if a in domain.actions)
-            if not any(q.kind == "forall" for q in quantifiers(act.precondition))
+            if quantified or not any(q.kind == "forall" for q in quantifiers(act.precondition))
             for b in with_f.bindings(act.params)
             if with_f.holds(act.precondition, b) and not base.holds(act.precondition, b)}
 
@@ -373,15 +373,17 @@ def refuted(domain: Domain, templates: dict[str, str], objects: dict[str, str], 
     and no "open counter": the counter is not closed, and still there). What no action changes (where a device is,
     what a thing is) only the command the agent just `attempted` and the game refused refutes: a game may offer fewer
     commands than the domain's preconditions allow (cooking: no "cook olive oil in oven"; with the oil held, the
-    oven, the stove and the toaster were refuted out of the kitchen)."""
+    oven, the stove and the toaster were refuted out of the kitchen), and it does so whatever its precondition
+    quantifies: the agent planned it on this state (cooking seed 27, 1.5B: the pantry read as a kitchen, "prepare
+    meal" was refused there until the budget ran out)."""
     if not admissible:  # a game that lists no commands refutes nothing
         return set()
     admitted = set(admissible)
     changed = changing(domain)
     out: set[GroundAtom] = set()
     for f in sorted(facts, key=lambda a: (a.predicate not in changed, str(a))):
-        commands = enabled(domain, templates, objects, state - out, f)
-        if not commands <= admitted if f.predicate in changed else attempted in commands - admitted:
+        if (not enabled(domain, templates, objects, state - out, f) <= admitted if f.predicate in changed else
+                attempted and attempted in enabled(domain, templates, objects, state - out, f, True) - admitted):
             out.add(f)
     return out
 
@@ -933,21 +935,26 @@ def line_facts(llm: LLM, domain: Domain, observation: str, cands: list[GroundAto
     """The facts the observation's lines tell (`lines`), where a kind of line has candidates: the model lists such
     lines, copied whole (`copied`), after the observation alone (listed with the names, the 1.5B followed the worked
     example nearest the question, which had none); of each line, the fact it answers to a short question ("Which fact
-    does the direction "roast the purple potato" tell?") among the candidates of the predicates its kind tells,
-    glossed, one thing's after another (in the order of the predicates, the 1.5B read "slice the red apple" as "the
-    recipe wants the red apple roasted"); none where it says the line does not tell."""
+    does the direction "roast the purple potato" tell?") among the candidates of the predicates its kind tells about
+    the things whose whole names the line spells out, glossed, one thing's after another (in the order of the
+    predicates, the 1.5B read "slice the red apple" as "the recipe wants the red apple roasted"); a line that spells
+    out none is not asked (the 1.5B listed "prepare meal" as a direction in 18 recorded cooking episodes of 18 and
+    answered it with a want each time: seed 25, "the recipe wants the salt fried", which the game offers no command
+    for); none where it says the line does not tell."""
     first, out = observation_messages(observation), []
     text = Annotated[str, Field(max_length=80)]
     schema = enum_model("Lines", lines=(list[text], Field(default_factory=list, max_length=MAX_LISTED)))
     for kind, spec in lines(domain).items():
-        options = {str(a): domain.gloss(a.predicate, list(a.args))
-                   for a in sorted(cands, key=owner) if a.predicate in spec["tells"]}
-        if not options:
+        told_here = sorted((a for a in cands if a.predicate in spec["tells"]), key=owner)
+        if not told_here:
             continue
         reply, record = llm.complete(list_messages(first, f"List {spec['covers']}."), schema)
         calls.append(record)
         for line in [t for t in reply.lines if copied(t, observation)]:
-            if picked := which(llm, first, f'Which fact does the {kind} "{line}" tell?', options, calls, by_text=True):
+            named = set(whole_names(tokens(line), {owner(a) for a in told_here}))
+            options = {str(a): domain.gloss(a.predicate, list(a.args)) for a in told_here if owner(a) in named}
+            if options and (picked := which(llm, first, f'Which fact does the {kind} "{line}" tell?', options, calls,
+                                            by_text=True)):
                 out.append(Fact.parse(picked).atom)
     return list(dict.fromkeys(out))
 

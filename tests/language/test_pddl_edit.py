@@ -451,6 +451,23 @@ def test_an_action_with_a_universal_precondition_refutes_nothing():
                    facts) == {atom("(closed fridge)")}
 
 
+def test_the_command_the_game_refused_refutes_whatever_its_precondition_quantifies():
+    """Cooking seed 27 (1.5B): the pantry was read as a kitchen, and "prepare meal", which the agent planned there
+    with the recipe's things held, was refused until the budget ran out (a universal precondition refuted nothing).
+    The command the agent attempted was planned on this state, so it refutes what no action changes, quantified or
+    not; what an action changes (where the player is, what is held) it leaves."""
+    cooking = resolve_domain("cooking")
+    objects = {"kitchen": "location", "pantry": "location", "salt": "item", **cooking.meta["explore"]["known"]}
+    state = {atom(f) for f in ("(at pantry)", "(is_kitchen pantry)", "(is_kitchen kitchen)", "(recipe_read)",
+                               "(needs salt)", "(holding salt)", "(want_raw salt)", "(raw salt)",
+                               "(want_uncut salt)", "(uncut salt)")}
+    commands = ["look around", "move north", "inventory"]
+    facts = [atom("(is_kitchen pantry)"), atom("(is_kitchen kitchen)")]
+    assert refuted(cooking, cooking.meta["explore"]["actions"], objects, state, commands, facts,
+                   "prepare meal") == {atom("(is_kitchen pantry)")}
+    assert not refuted(cooking, cooking.meta["explore"]["actions"], objects, state, commands, facts)
+
+
 def test_of_facts_that_make_a_refused_action_possible_together_the_changing_one_is_refuted():
     """Cooking (1.5B): "the counter is closed" beside "the counter is in the kitchen", and the game offers no "open
     counter": both were refuted, the counter was lost, and what lay on it could not be taken. The fact an action
