@@ -382,8 +382,12 @@ def refuted(domain: Domain, templates: dict[str, str], objects: dict[str, str], 
     changed = changing(domain)
     out: set[GroundAtom] = set()
     for f in sorted(facts, key=lambda a: (a.predicate not in changed, str(a))):
-        if (not enabled(domain, templates, objects, state - out, f) <= admitted if f.predicate in changed else
-                attempted and attempted in enabled(domain, templates, objects, state - out, f, True) - admitted):
+        if f.predicate in changed:
+            refutes = not enabled(domain, templates, objects, state - out, f) <= admitted
+        else:
+            refutes = bool(attempted) and attempted in enabled(domain, templates, objects, state - out, f,
+                                                               quantified=True) - admitted
+        if refutes:
             out.add(f)
     return out
 
@@ -950,8 +954,9 @@ def line_facts(llm: LLM, domain: Domain, observation: str, cands: list[GroundAto
             continue
         reply, record = llm.complete(list_messages(first, f"List {spec['covers']}."), schema)
         calls.append(record)
+        owners = {owner(a) for a in told_here}
         for line in [t for t in reply.lines if copied(t, observation)]:
-            named = set(whole_names(tokens(line), {owner(a) for a in told_here}))
+            named = set(whole_names(tokens(line), owners))
             options = {str(a): domain.gloss(a.predicate, list(a.args)) for a in told_here if owner(a) in named}
             if options and (picked := which(llm, first, f'Which fact does the {kind} "{line}" tell?', options, calls,
                                             by_text=True)):
