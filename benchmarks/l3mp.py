@@ -49,7 +49,7 @@ from rich.table import Table
 from kgplan.benchmarks import console as bench_console
 from kgplan.benchmarks import write_json
 from kgplan.benchmarks.planning import needed_facts
-from kgplan.domains.formula import And, Formula, atoms, to_pddl
+from kgplan.domains.formula import And, Atom, Formula, GroundAtom, Not, atoms, to_pddl
 from kgplan.domains.model import Domain, Problem
 from kgplan.domains.verify import ChangeRefused
 from kgplan.errors import InputError
@@ -363,6 +363,9 @@ def after_goal(g: WorldGraph, report: PlanReport | None, truth: Problem, true_in
     executed plan changed; they are brought to the next step's true state. Returns the row's fields and the
     true state the next sentence starts from. (Seed138: "make sure the bathroom light is on" held already, the
     agent's plan was empty, the simulator's robot went to the bathroom, and the next sentence was scored for it.)
+    The true goal's ground literals hold after the task whatever the next step's state says: it holds the next
+    sentence's change as well, which may undo one (seed194: "turn off all appliances", then "Thomas turned on the
+    overhead light", the light observed on before the sentence was read).
     """
     before, row = _atoms(g), {}
     if report is not None and report.solved:
@@ -372,6 +375,8 @@ def after_goal(g: WorldGraph, report: PlanReport | None, truth: Problem, true_in
     assert truth.goal is not None
     robots = {(o,) for o, t in truth.objects.items() if t == "agent"}
     subjects = {x.args[:1] for x in atoms(truth.goal)} | robots | {args[:1] for _, args in before ^ after}
+    required = _required(truth.goal)
+    next_init = {a for a in next_init if required.get(a, True)} | {a for a, holds in required.items() if holds}
     add = {a for a in next_init - after if a[1][:1] in subjects}
     remove = {a for a in after - next_init if a[1][:1] in subjects}
     row |= {"sensor_facts": len(add) + len(remove), "sensor_error": None}
@@ -384,6 +389,16 @@ def after_goal(g: WorldGraph, report: PlanReport | None, truth: Problem, true_in
     # the plan's own changes are the dataset's transition for those subjects (whatever the graph held before)
     row["plan_reproduced"] = before ^ after == {a for a in true_init ^ next_init if a[1][:1] in subjects}
     return row, {a for a in true_init if a[1][:1] not in subjects} | {a for a in next_init if a[1][:1] in subjects}
+
+
+def _required(goal: Formula) -> dict[GroundAtom, bool]:
+    """The ground literals of a goal's top-level conjunction: atom -> whether it must hold."""
+    out = {}
+    for f in goal.args if isinstance(goal, And) else (goal,):
+        a = f.arg if isinstance(f, Not) else f
+        if isinstance(a, Atom) and not any(x.startswith("?") for x in a.args):
+            out[GroundAtom(a.predicate, a.args)] = not isinstance(f, Not)
+    return out
 
 
 def _retrieve(retriever: str, llm: LLM, g: WorldGraph, text: str, depth: int, out: Outcome) -> Retrieval:

@@ -12,7 +12,8 @@ A state change in English becomes a verified delta in four stages, each accounte
    living room's bookshelf). Of the entities of the best one's type, those whose whole name the sentence spells
    out come first (the model often copies "the bedroom" from "Amy's bedroom"). Where several entities of a type
    fit a word about as well, the model chooses among them or says the sentence does not tell which: then the
-   outcome is a `Clarification` with those entities, not a guess;
+   outcome is a `Clarification` with those entities, not a guess. A phrase copied for two things ("the dates on
+   the 1st level of the shelf") names the other one too (`besides`);
 3. `candidates`: the single-fact changes the domain admits for the named entities: every type-correct atom of
    a changing predicate over them that is false now (it may become true), and every true one that no
    exactly-one invariant replaces (it may stop being true); shown as glosses ("now: wren holds ivo scarf").
@@ -28,8 +29,9 @@ A state change in English becomes a verified delta in four stages, each accounte
    is taken; a person's place one order gives where the others say none is taken too. The
    old place or value of what it makes true is removed by the domain's exactly-one invariants, never by the
    model; two chosen facts that the invariants exclude are a targeted question to the model, then (if the
-   sentence does not tell) a `Clarification` between them. Each fact of the delta records how it was chosen
-   (`Delta.how`).
+   sentence does not tell) a `Clarification` between them; so is a thing left with no value of an exactly-one
+   group, among its candidates, else among those over the named things' static neighbours (a named shelf's
+   levels: `emptied`). Each fact of the delta records how it was chosen (`Delta.how`).
 
 The worked examples come from domain.toml's `[[examples]]` (an invented sentence and mini-situation); their
 candidate lists and answers are computed by the same code, so they show exactly what the model will see.
@@ -37,6 +39,7 @@ candidate lists and answers are computed by the same code, so they show exactly 
 
 from __future__ import annotations
 
+import functools
 import itertools
 import re
 import string
@@ -162,8 +165,31 @@ def unsaid(text: str, mentions: Iterable[str], names: Iterable[str]) -> list[str
             if copied and said[i:i + len(copied)] == copied:
                 said[i:i + len(copied)] = [None] * len(copied)
                 break
+    return between(said, names)
+
+
+def between(said: list[str | None], names: Iterable[str]) -> list[str]:
+    """`whole_names` within each run of the words `said` that no None breaks."""
     runs = " ".join(w or "|" for w in said).split("|")
     return list(dict.fromkeys(e for run in runs for e in whole_names(run.split(), names)))
+
+
+def besides(mention: str, entity: str, names: Collection[str]) -> tuple[list[str], str | None]:
+    """What a copied phrase names besides `entity`, which it names by meaning: the other entities whose whole names
+    it spells out in words not of `entity`'s name (the 0.5B copied "the dates on the 1st level of the shelf",
+    shelf_level_1 and the dates, and "plate in the sink", the kitchen sink and the plate, as one phrase each: seed181,
+    seed180; not ryan_bedroom_tv in "the remote for Ryan's bedroom TV"); and where it spells out `entity`'s whole name
+    and its other words say a word of another entity's name, those words, to match by meaning ("Brian's cardigan on
+    the 6th level of the shelf": brian_cardigan, then "on the 6 level of the shelf")."""
+    said = [w for w in tokens(mention) if w != "s"]
+    own = set(tokens(entity))
+    spelled = [e for e in between([w if w not in own else None for w in said], names) if e != entity]
+    if spelled or whole_names(said, [entity]) != [entity]:
+        return spelled, None
+    articles = {a for (a,) in ARTICLES}
+    rest = [w for w in said if w not in own | articles]
+    vocabulary = {w for n in names if n != entity for w in tokens(n)}
+    return [], " ".join(rest) if vocabulary & set(rest) else None
 
 
 def ids() -> Iterable[str]:
@@ -220,11 +246,24 @@ def told_places(domain: Domain) -> set[str]:
 
 
 def candidates(domain: Domain, entities: dict[str, str], state: Collection[GroundAtom]) -> list[Candidate]:
-    """The single-fact changes the domain admits over the entities the sentence named (name -> type), and the `told`
-    values an invariant replaces that hold already (where a person is; no change when chosen); not over what they
+    """The single-fact changes the domain admits over the entities the sentence named (name -> type), and the values
+    an invariant replaces that hold already where they are `told` (where a person is) or a place that does not move
+    (`stays`; no change when chosen, but they may exclude another choice); not over what they
     own (a room's light is proposed when the light is named, not for the room; an item picked up in a room gets no
     candidate place on the room's table): a small model chooses worse among more candidates."""
     out, replaceable, kept = [], replaced(domain), told_places(domain)
+    groups = keyed(domain)
+    movers = {k for parts in groups for a in state if a.predicate in parts and a.predicate in changing(domain)
+              for k in parts[a.predicate].key(a.args)}  # things whose place changes (people, items)
+
+    def stays(atom: GroundAtom) -> bool:
+        """A thing's value that holds already where the value is named things that do not move ("washed the fork
+        in the sink", the fork in the sink already: the 0.5B chose "now: jerry holds fork" where the sink was no
+        candidate, seed194); not a person holding it (answered "none", it taught the 0.5B to answer "none" to
+        "picked up the remote": seed134)."""
+        parts = next(parts for parts in groups if atom.predicate in parts)
+        return not (set(atom.args) - set(parts[atom.predicate].key(atom.args))) & movers
+
     for p in sorted(changing(domain)):
         params = domain.predicates[p].params
         objects = [[e for e, t in entities.items() if domain.accepts(a.types, t)] for a in params]
@@ -236,7 +275,7 @@ def candidates(domain: Domain, entities: dict[str, str], state: Collection[Groun
             # light" when that was the lone candidate, not beside the move. Not what an action changes: "now: pia
             # holds the teapot" (held already, so answered "none") in the worked examples taught the 0.5B to answer
             # "none" to "picked up the remote" (seed134)
-            if atom not in state or p in kept:
+            if atom not in state or p in kept or (p in replaceable and stays(atom)):
                 out.append((atom, True))
             elif p not in replaceable:
                 out.append((atom, False))
@@ -297,17 +336,20 @@ def conflict(domain: Domain, add: list[GroundAtom]) -> tuple[GroundAtom, ...] | 
 
 
 def emptied(domain: Domain, add: Collection[GroundAtom], removed: Iterable[GroundAtom],
-            cands: Iterable[Candidate]) -> list[Candidate]:
+            cands: Iterable[Candidate], more: Callable[[], Iterable[Candidate]] = tuple) -> list[Candidate]:
     """The candidates that may fill the first exactly-one group instance the change leaves with none (`removed`
-    takes its fact, nothing in `add` gives one), of those that fit beside `add`; none where no group is left so.
-    Seed134 (0.5B): "placed the book on the 3rd level of the shelf" chose the level alone, which took "anna holds
-    the book" from both groups of where a thing is and gave only one of them (the level's, not the shelf's)."""
+    takes its fact, nothing in `add` gives one), of those that fit beside `add`, else of `more` (called only then);
+    none where no group is left so. Seed134 (0.5B): "placed the book on the 3rd level of the shelf" chose the level
+    alone, which took "anna holds the book" from both groups of where a thing is and gave only one of them (the
+    level's, not the shelf's); seed193: the model named the book and the shelf, not the level, which `more` (over
+    the named things' static neighbours: the shelf's levels) proposes."""
     removed = list(removed)
     for parts in keyed(domain):
         for key in sorted(held(parts, removed) - held(parts, add)):
-            if options := [c for c in cands if c.value and held(parts, [c.atom]) == {key}
-                           and conflict(domain, [*add, c.atom]) is None]:
-                return options
+            for pool in (cands, more()):
+                if options := [c for c in pool if c.value and held(parts, [c.atom]) == {key}
+                               and conflict(domain, [*add, c.atom]) is None]:
+                    return options
     return []
 
 
@@ -391,10 +433,11 @@ def ground(llm: LLM, graph: WorldGraph, first: Messages, text: str, mentions: li
     asked = [m for m in mentions if m not in named]
     if not asked or not names:
         return named
-    sims = embed(asked) @ index.vectors.T
-    best = {m: names[int(row.argmax())] for m, row in zip(asked, sims, strict=True) if row.max() >= MIN_SIMILARITY}
+    queue = list(zip(asked, embed(asked) @ index.vectors.T, strict=True))
+    best = {m: names[int(row.argmax())] for m, row in queue if row.max() >= MIN_SIMILARITY}
     said = set(tokens(text))
-    for m, row in zip(asked, sims, strict=True):
+    while queue:
+        m, row = queue.pop(0)
         if m not in best:
             continue
         anchors = {named.get(w, e) for w, e in best.items() if w != m} | set(named.values())
@@ -422,6 +465,11 @@ def ground(llm: LLM, graph: WorldGraph, first: Messages, text: str, mentions: li
             kinds[m] = types[options[0]]
             continue
         named[m] = options[0] if len(options) == 1 else pick
+        also, rest = besides(m, named[m], names)
+        named |= {words(e): e for e in also if e not in named.values() and words(e) not in named}
+        if rest and rest not in named and (row := (embed([rest]) @ index.vectors.T)[0]).max() >= MIN_SIMILARITY:
+            best[rest] = names[int(row.argmax())]
+            queue.append((rest, row))
     return named
 
 
@@ -513,8 +561,19 @@ def tell(llm: LLM, graph: WorldGraph, text: str, *, answers: dict[str, str] | No
         return out
     by_id, where = {c.id: c for c in cands}, told_places(domain)
     agreed = [by_id[i] for p in replies[0] if (i := _voted([r[p] for r in replies], p in where))]
-    chosen = [c for c in agreed if not (c.value and c.atom in state)]  # what holds already changes nothing
-    return _apply(llm, graph, first, out, chosen, cands, named, answers, record.model, dry_run, lock)
+    # what holds already changes nothing, but it may exclude another choice (asked between them)
+    chosen = [c for c in agreed if not (c.value and c.atom in state and c.atom.predicate in where)]
+
+    @functools.cache
+    def around() -> list[Candidate]:
+        """The candidates over the named things and their static neighbours (a named shelf's levels): those whose
+        whole names the sentence spells out ("the 3rd level": shelf_level_3), else all."""
+        near = {x for a in found.static if scope & set(a.args) for x in a.args} - scope
+        said = set(tokens(text))
+        near = scope | ({x for x in near if set(tokens(x)) <= said} or near)
+        return sorted(candidates(domain, {e: found.types[e] for e in near if e in found.types},
+                                 {f.atom for f in graph.facts_about(near)}), key=lambda c: (not c.value, c.id))
+    return _apply(llm, graph, first, out, chosen, (cands, around), named, answers, record.model, dry_run, lock)
 
 
 def _voted(answers: list[str], lenient: bool) -> str | None:
@@ -529,12 +588,13 @@ def _voted(answers: list[str], lenient: bool) -> str | None:
 
 
 def _apply(llm: LLM, graph: WorldGraph, first: Messages, out: Outcome, chosen: list[Candidate],
-           cands: list[Candidate], named: dict[str, str], answers: dict[str, str], model: str, dry_run: bool,
+           pools: tuple[list[Candidate], Callable[[], list[Candidate]]], named: dict[str, str],
+           answers: dict[str, str], model: str, dry_run: bool,
            lock: AbstractContextManager) -> Outcome:
     """The chosen facts with the old values the invariants remove, as one verified change. Two chosen facts that
-    cannot both hold, or a change that leaves a thing with none of what exactly one of must hold (`emptied`), are a
-    targeted question to the model (after `first`, the words question's messages) among the options, then (if the
-    sentence does not tell) to the user."""
+    cannot both hold, or a change that leaves a thing with none of what exactly one of must hold (`emptied`, among
+    `pools`: the candidates, else the more a function proposes), are a targeted question to the model (after `first`,
+    the words question's messages) among the options, then (if the sentence does not tell) to the user."""
     domain = graph.domain
     add = [c.atom for c in chosen if c.value]
     drop = [c.atom for c in chosen if not c.value]
@@ -560,7 +620,7 @@ def _apply(llm: LLM, graph: WorldGraph, first: Messages, out: Outcome, chosen: l
             if (picked := ask(list(both), "over the other")) is None:
                 return out
             add = [a for a in add if a not in both or str(a) == picked]
-        elif options := emptied(domain, add, [*drop, *replacements(domain, add, about)], cands):
+        elif options := emptied(domain, add, [*drop, *replacements(domain, add, about)], *pools):
             # by the option's text: by letter, the 0.5B answered "unclear" for "placed the book on the 3rd level of the
             # shelf" with the one option "the book is on the bedroom shelf" (seed134, 138)
             if (picked := ask([c.atom for c in options], "as what holds instead", by_text=True)) is None:
@@ -569,12 +629,13 @@ def _apply(llm: LLM, graph: WorldGraph, first: Messages, out: Outcome, chosen: l
             add.append(chosen[-1].atom)
         else:
             break
+    add = [a for a in add if a not in about(list(a.args))]  # what holds already changes nothing
     by_user = {e: w for w, e in named.items() if w in answers}
     how = {}
     for c in chosen:
         if c.value and c.atom not in add:
             continue
-        notes = [f"chosen by {model} among {len(cands)} candidates"]
+        notes = [f"chosen by {model} among {len(pools[0])} candidates"]
         notes += [f"the user said '{by_user[a]}' means {a}" for a in c.atom.args if a in by_user]
         notes += [asked[str(c.atom)]] if str(c.atom) in asked else []
         how[str(c.atom)] = "; ".join(notes)

@@ -116,6 +116,21 @@ def test_plan_and_sensor_changes_are_verified_and_recorded(tmp_path: Path, house
     assert prev == change(INIT, [], ["(switched_on kitchen_light)"])
 
 
+def test_after_a_goal_its_literals_hold_though_the_next_state_holds_the_next_sentences_change(tmp_path: Path,
+                                                                                                household) -> None:
+    """The next step's state holds the next sentence's change too: there the kitchen light is on again ("turned on
+    the light"). The task made it off, so it is not observed on before the sentence is read (seed194)."""
+    g = open_graph(f"sqlite:{tmp_path / 'w.db'}")
+    g.init(household)
+    g.load_problem(START)
+    report = plan(g, GOAL)
+    truth = Problem.parse(f"(define (problem p) (:domain household) (:objects) (:init) (:goal {GOAL}))")
+    assert ("switched_on", ("kitchen_light",)) in INIT
+    row, prev = after_goal(g, report, truth, INIT, INIT)
+    assert ("switched_on", ("kitchen_light",)) not in l3mp._atoms(g) | prev
+    assert row["executed_steps"] == 2 and row["sensor_facts"] == 2  # the robot observed back in the hallway alone
+
+
 def test_after_a_goal_that_held_already_the_robot_is_observed_where_the_simulator_left_it(tmp_path: Path,
                                                                                           household) -> None:
     """The goal holds, so the agent's plan is empty; the simulator's robot went to the kitchen all the same. The robot
