@@ -252,8 +252,8 @@ def candidates(domain: Domain, entities: dict[str, str], state: Collection[Groun
     own (a room's light is proposed when the light is named, not for the room; an item picked up in a room gets no
     candidate place on the room's table): a small model chooses worse among more candidates."""
     out, replaceable, kept = [], replaced(domain), told_places(domain)
-    groups = keyed(domain)
-    movers = {k for parts in groups for a in state if a.predicate in parts and a.predicate in changing(domain)
+    groups, changes = keyed(domain), changing(domain)
+    movers = {k for parts in groups for a in state if a.predicate in parts and a.predicate in changes
               for k in parts[a.predicate].key(a.args)}  # things whose place changes (people, items)
 
     def stays(atom: GroundAtom) -> bool:
@@ -264,7 +264,7 @@ def candidates(domain: Domain, entities: dict[str, str], state: Collection[Groun
         parts = next(parts for parts in groups if atom.predicate in parts)
         return not (set(atom.args) - set(parts[atom.predicate].key(atom.args))) & movers
 
-    for p in sorted(changing(domain)):
+    for p in sorted(changes):
         params = domain.predicates[p].params
         objects = [[e for e, t in entities.items() if domain.accepts(a.types, t)] for a in params]
         for args in itertools.product(*objects):
