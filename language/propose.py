@@ -262,7 +262,8 @@ def candidates(domain: Domain, entities: dict[str, str], state: Collection[Groun
         candidate, seed194); not a person holding it (answered "none", it taught the 0.5B to answer "none" to
         "picked up the remote": seed134)."""
         parts = next(parts for parts in groups if atom.predicate in parts)
-        return not (set(atom.args) - set(parts[atom.predicate].key(atom.args))) & movers
+        place = set(atom.args) - set(parts[atom.predicate].key(atom.args))
+        return bool(place) and not place & movers
 
     for p in sorted(changes):
         params = domain.predicates[p].params
