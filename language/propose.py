@@ -562,8 +562,6 @@ def tell(llm: LLM, graph: WorldGraph, text: str, *, answers: dict[str, str] | No
         return out
     by_id, where = {c.id: c for c in cands}, told_places(domain)
     agreed = [by_id[i] for p in replies[0] if (i := _voted([r[p] for r in replies], p in where))]
-    # what holds already changes nothing, but it may exclude another choice (asked between them)
-    chosen = [c for c in agreed if not (c.value and c.atom in state and c.atom.predicate in where)]
 
     @functools.cache
     def around() -> list[Candidate]:
@@ -574,7 +572,7 @@ def tell(llm: LLM, graph: WorldGraph, text: str, *, answers: dict[str, str] | No
         near = scope | ({x for x in near if set(tokens(x)) <= said} or near)
         return sorted(candidates(domain, {e: found.types[e] for e in near if e in found.types},
                                  {f.atom for f in graph.facts_about(near)}), key=lambda c: (not c.value, c.id))
-    return _apply(llm, graph, first, out, chosen, (cands, around), named, answers, record.model, dry_run, lock)
+    return _apply(llm, graph, first, out, agreed, (cands, around), named, answers, record.model, dry_run, lock)
 
 
 def _voted(answers: list[str], lenient: bool) -> str | None:
@@ -630,7 +628,9 @@ def _apply(llm: LLM, graph: WorldGraph, first: Messages, out: Outcome, chosen: l
             add.append(chosen[-1].atom)
         else:
             break
-    add = [a for a in add if a not in about(list(a.args))]  # what holds already changes nothing
+    # what holds already changes nothing (chosen, it may have excluded another choice, asked between them above)
+    holds = set(about(sorted({x for a in add for x in a.args})))
+    add = [a for a in add if a not in holds]
     by_user = {e: w for w, e in named.items() if w in answers}
     how = {}
     for c in chosen:
