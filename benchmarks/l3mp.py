@@ -52,7 +52,7 @@ from kgplan.benchmarks.planning import needed_facts
 from kgplan.domains.formula import And, Atom, Formula, GroundAtom, Not, atoms, to_pddl
 from kgplan.domains.model import Domain, Problem
 from kgplan.domains.verify import ChangeRefused
-from kgplan.errors import InputError
+from kgplan.errors import InputError, LLMError
 from kgplan.graph.backends import open_graph
 from kgplan.graph.model import Delta, Fact
 from kgplan.graph.world import WorldGraph
@@ -99,9 +99,18 @@ class Counting(Recording):
         self.schema_counted: list[int] = []
 
     def complete(self, messages: list[dict], schema: type[BaseModel]) -> tuple[BaseModel, CallRecord]:
+        self._count(messages, schema)
+        return super().complete(messages, schema)
+
+    def complete_many(self, requests: Sequence[tuple[list[dict], type[BaseModel]]]
+                      ) -> list[tuple[BaseModel, CallRecord] | LLMError]:
+        for messages, schema in requests:
+            self._count(messages, schema)
+        return super().complete_many(requests)
+
+    def _count(self, messages: list[dict], schema: type[BaseModel]) -> None:
         self.counted.append(sum(len(self.encoding.encode(m["content"])) for m in messages))
         self.schema_counted.append(len(self.encoding.encode(json.dumps(strict_schema(schema)))))
-        return super().complete(messages, schema)
 
     def _keep(self, entry: dict) -> None:
         kind = getattr(self.inner, "last_corruption", None)

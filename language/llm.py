@@ -19,6 +19,7 @@ import time
 from abc import ABC, abstractmethod
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
@@ -72,10 +73,13 @@ class LLMConfig:
     per reply format: the openai client retries connection errors, timeouts, 408/409/429 and 5xx itself
     (exponential backoff with jitter, honouring Retry-After), `timeout_s` is per request. `max_tokens` bounds a
     reply (unset: the endpoint's own bound, which for a llama.cpp server is the whole context window).
+    `replicas` are further endpoints serving the same model (a second one-thread llama.cpp server on a 2-core
+    machine): `complete_many` sends its requests to all of them at once.
     """
 
     model: str = "gpt-4o-mini"
     base_url: str | None = None
+    replicas: tuple[str, ...] = ()
     api_key: str | None = None
     response_format: Mode = "json_schema"
     temperature: float | None = None
@@ -86,15 +90,20 @@ class LLMConfig:
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, **overrides: Any) -> LLMConfig:
-        """`KGPLAN_LLM_BASE_URL` (else the openai client's `OPENAI_BASE_URL`), `KGPLAN_LLM_MODEL`, `OPENAI_API_KEY`,
+        """`KGPLAN_LLM_BASE_URL` (else the openai client's `OPENAI_BASE_URL`; several, comma-separated: the
+        first and its `replicas`), `KGPLAN_LLM_MODEL`, `OPENAI_API_KEY`,
         `KGPLAN_LLM_RESPONSE_FORMAT`, `KGPLAN_LLM_TIMEOUT` (seconds per request: raise it for a slow local
         model), `KGPLAN_LLM_MAX_TOKENS`, `KGPLAN_LLM_TEMPERATURE` (0: the same reply to the same prompt),
         `KGPLAN_LLM_SCHEMA_IN_PROMPT=0` (a llama.cpp server: json_object's schema is its grammar, and the prompt
         need not repeat it; small models copy worse with it)."""
         env = os.environ if env is None else env
+        urls = [u.strip() for u in (env.get("KGPLAN_LLM_BASE_URL") or env.get("OPENAI_BASE_URL") or "").split(",")]
+        if len(urls) > 1 and not all(urls):
+            raise InputError(f"KGPLAN_LLM_BASE_URL={','.join(urls)!r}: an empty URL in the list")
         config = cls(
             model=env.get("KGPLAN_LLM_MODEL") or cls.model,
-            base_url=env.get("KGPLAN_LLM_BASE_URL") or env.get("OPENAI_BASE_URL") or None,
+            base_url=urls[0] or None,
+            replicas=tuple(urls[1:]),
             api_key=env.get("OPENAI_API_KEY") or None,
             timeout_s=float(env.get("KGPLAN_LLM_TIMEOUT") or cls.timeout_s),
         )
@@ -233,6 +242,17 @@ class LLM(ABC):
         policy), with the records of the calls made; `LLMError` where the client gives none."""
         raise LLMError(f"{type(self).__name__} gives no sampled text replies")
 
+    def complete_many(self, requests: Sequence[tuple[list[dict], type[M]]]) -> list[tuple[M, CallRecord] | LLMError]:
+        """`complete` for each (messages, schema), the results in order, a failure as its `LLMError` (not raised):
+        one after the other, unless a client can ask several endpoints at once."""
+        out: list[tuple[M, CallRecord] | LLMError] = []
+        for messages, schema in requests:
+            try:
+                out.append(self.complete(messages, schema))
+            except LLMError as e:
+                out.append(e)
+        return out
+
     @property
     def usage(self) -> Usage:
         return Usage(
@@ -258,17 +278,32 @@ class OpenAIClient(LLM):
         self.mode: Mode = self.config.response_format  # lowered for good when the endpoint rejects a format
         import openai
 
-        self._client = openai.OpenAI(
-            base_url=self.config.base_url,
+        self._clients = [openai.OpenAI(
+            base_url=url,
             api_key=self.config.api_key or "none",  # local servers need no key, the client insists on one
             timeout=self.config.timeout_s,
             max_retries=self.config.max_attempts - 1,
-        )
+        ) for url in (self.config.base_url, *self.config.replicas)]
+        self._client = self._clients[0]
 
-    def complete(self, messages: list[dict], schema: type[M]) -> tuple[M, CallRecord]:
+    def complete_many(self, requests: Sequence[tuple[list[dict], type[M]]]) -> list[tuple[M, CallRecord] | LLMError]:
+        """With `replicas`, the i-th request to endpoint i (modulo their number), all at once."""
+        if len(self._clients) == 1 or len(requests) < 2:
+            return super().complete_many(requests)
+
+        def one(i: int) -> tuple[M, CallRecord] | LLMError:
+            try:
+                return self.complete(*requests[i], client=self._clients[i % len(self._clients)])
+            except LLMError as e:
+                return e
+        with ThreadPoolExecutor(len(self._clients)) as pool:
+            return list(pool.map(one, range(len(requests))))
+
+    def complete(self, messages: list[dict], schema: type[M], client: openai.OpenAI | None = None
+                 ) -> tuple[M, CallRecord]:
         import openai
 
-        start, attempts = time.perf_counter(), 0
+        start, attempts, client = time.perf_counter(), 0, client or self._client
 
         def fail(message: str, raw: str | None = None, usage: Any = None) -> LLMError:
             error = LLMError(f"{self.config.model}: {message}", raw)
@@ -277,12 +312,12 @@ class OpenAIClient(LLM):
 
         while True:
             try:
-                raw_response = self._client.chat.completions.with_raw_response.create(**self._request(messages, schema))
+                raw_response = client.chat.completions.with_raw_response.create(**self._request(messages, schema))
                 attempts += raw_response.retries_taken + 1
                 response = raw_response.parse()
                 break
             except openai.OpenAIError as e:  # the client has retried what is worth retrying
-                attempts += self._client.max_retries + 1 if _retried(e) else 1
+                attempts += client.max_retries + 1 if _retried(e) else 1
                 if self._format_rejected(e):  # not a retry: the same request in another format
                     self.mode = MODES[MODES.index(self.mode) + 1]
                     continue
@@ -500,6 +535,14 @@ class Recording(LLM):
             raise
         self._keep(entry | {"reply": reply.model_dump_json()})
         return reply, record
+
+    def complete_many(self, requests: Sequence[tuple[list[dict], type[M]]]) -> list[tuple[M, CallRecord] | LLMError]:
+        results = self.inner.complete_many(requests)
+        for (_, schema), r in zip(requests, results, strict=True):
+            entry: dict = {"schema": schema.__name__}
+            self._keep(entry | ({"error": r.reason, "raw": r.raw} if isinstance(r, LLMError)
+                                else {"reply": r[0].model_dump_json()}))
+        return results
 
     def sample(self, messages: list[dict], n: int, temperature: float, max_tokens: int,
                stop: Sequence[str] = (), top_p: float = 1.0) -> tuple[list[str], list[CallRecord]]:

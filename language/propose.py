@@ -550,18 +550,21 @@ def tell(llm: LLM, graph: WorldGraph, text: str, *, answers: dict[str, str] | No
             # up from a shelf in the second order alone: seed136, 159)
             third = cands[len(cands) // 2:] + cands[:len(cands) // 2]
             orders = [cands] if len(cands) == 1 else [cands, again] + [third] * (third not in (cands, again))
-            for order in orders:
+            for asked in (orders[:2], orders[2:]):  # the first two at once (to two servers, where there are)
                 if len(replies) == 2 and replies[0] == replies[1]:
                     break
-                reply, record = llm.complete(propose_messages(shown, text, candidate_lines(c.id for c in order)),
-                                             schema)
-                out.calls.append(record)
-                replies.append(reply.model_dump())
+                for result in llm.complete_many([(propose_messages(shown, text, candidate_lines(c.id for c in order)),
+                                                  schema) for order in asked]):
+                    if isinstance(result, LLMError):
+                        raise result
+                    reply, record = result
+                    out.calls.append(record)
+                    replies.append(reply.model_dump())
     except LLMError as e:
         out.error, out.failed = str(e), e
         return out
-    by_id, where = {c.id: c for c in cands}, told_places(domain)
-    agreed = [by_id[i] for p in replies[0] if (i := _voted([r[p] for r in replies], p in where))]
+    by_id, where, placed = {c.id: c for c in cands}, told_places(domain), replaced(domain)
+    agreed = [by_id[i] for p in replies[0] if (i := _voted([r[p] for r in replies], p in where, p not in placed))]
 
     @functools.cache
     def around() -> list[Candidate]:
@@ -575,10 +578,15 @@ def tell(llm: LLM, graph: WorldGraph, text: str, *, answers: dict[str, str] | No
     return _apply(llm, graph, first, out, agreed, (cands, around), named, answers, record.model, dry_run, lock)
 
 
-def _voted(answers: list[str], lenient: bool) -> str | None:
+def _voted(answers: list[str], lenient: bool, free: bool) -> str | None:
     """A predicate's choice from its answers in the orders asked: the one two of them give (both, of two); or,
     `lenient` (where a person is), the one place some order gives where the others answer none (the 0.5B answered
-    "none" for "Brian is in the kitchen" beside "the kitchen overhead light is on" in one order: seed145, 167)."""
+    "none" for "Brian is in the kitchen" beside "the kitchen overhead light is on" in one order: seed145, 167).
+    A `free` predicate (no exactly-one group gives it a value: a thing's dryness, a light) changes only where the
+    first two orders agree: the third order decides a value a thing must have, not a side effect the sentence does
+    not state ("picked up Margaret's socks": "no longer dry" in the second and third order, seed212)."""
+    if free and len(set(answers[:2])) > 1:
+        return None
     (top, n), *_ = Counter(answers).most_common()
     if top != NONE and n >= min(2, len(answers)):
         return top

@@ -105,9 +105,7 @@ def run_steps(run: Path) -> list[Path]:
     return sorted(p for p in run.iterdir() if p.is_dir() and (p / "problem.pddl").is_file())
 
 
-@pytest.fixture
-def server() -> Iterator[FakeServer]:
-    """A fake OpenAI-compatible endpoint on 127.0.0.1 for one test."""
+def _fake_server() -> Iterator[FakeServer]:
     from tests.support.fake_llm import FakeServer
 
     fake = FakeServer()
@@ -116,3 +114,15 @@ def server() -> Iterator[FakeServer]:
     yield fake
     fake.httpd.shutdown()
     fake.httpd.server_close()
+
+
+@pytest.fixture
+def server() -> Iterator[FakeServer]:
+    """A fake OpenAI-compatible endpoint on 127.0.0.1 for one test."""
+    yield from _fake_server()
+
+
+@pytest.fixture
+def replica() -> Iterator[FakeServer]:
+    """A second one (`LLMConfig.replicas`: another server of the same model)."""
+    yield from _fake_server()

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import socket
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -300,6 +301,39 @@ def test_recorded_replies_replay_in_order(server: FakeServer) -> None:
     assert old.sample(MESSAGES, 1, 0.6, 8)[0] == ["walk to kitchen"]
     with pytest.raises(LLMError, match="boom"):
         old.complete(MESSAGES, Fact)
+
+def test_complete_many_asks_every_replica_at_once(server: FakeServer, replica: FakeServer) -> None:
+    """Two endpoints of one model (two one-thread llama.cpp servers on a 2-core machine): the i-th request goes to
+    the i-th endpoint, all at once (each endpoint answers only once the other has its request); the results come
+    in order, a failure in its place (not raised); a recording keeps them in order and its replay answers alike.
+    Without replicas, or through a client that has none (ScriptedLLM), the requests go one after the other."""
+    met = threading.Barrier(2, timeout=10)
+
+    def meeting(reply: Script) -> Script:
+        def answer(request: dict) -> Response:
+            met.wait()
+            return reply(request)
+        return answer
+    other = {"predicate": "holding", "args": ["cup"]}
+    server.script, replica.script = [meeting(ok(FACT)), ok(FACT)], [meeting(ok(other)), error(400)]
+    llm = Recording(server.client(replicas=(replica.url,), max_attempts=1))
+    first, second = llm.complete_many([(MESSAGES, Fact), ([{"role": "user", "content": "2"}], Fact)])
+    assert not isinstance(first, LLMError) and not isinstance(second, LLMError)
+    assert (first[0].predicate, second[0].predicate) == ("at", "holding")
+    assert [r["messages"][-1]["content"] for r in (*server.requests, *replica.requests)] == [MESSAGES[-1]["content"],
+                                                                                             "2"]
+    ok_, failed = llm.complete_many([(MESSAGES, Fact), (MESSAGES, Fact)])
+    assert isinstance(failed, LLMError) and "request rejected" in str(failed) and not isinstance(ok_, LLMError)
+    assert [sorted(r) for r in llm.replies] == [["reply", "schema"]] * 3 + [["error", "raw", "schema"]]
+    replay = Replay(json.loads(json.dumps(llm.replies)))
+    again = replay.complete_many([(MESSAGES, Fact)] * 4)
+    assert [r[0] for r in again[:3]] == [first[0], second[0], ok_[0]] and str(again[3]) == failed.reason
+    assert len(server.client().complete_many([])) == 0
+    with pytest.raises(ValueError, match="an empty URL"):
+        LLMConfig.from_env({"KGPLAN_LLM_BASE_URL": "http://a/v1,"})
+    config = LLMConfig.from_env({"KGPLAN_LLM_BASE_URL": "http://a/v1, http://b/v1"})
+    assert (config.base_url, config.replicas) == ("http://a/v1", ("http://b/v1",))
+
 
 def test_first_token_replies_are_recorded_and_replayed(server: FakeServer) -> None:
     """MC-DML's log-probability calls: a recording keeps each first token's alternatives (and an endpoint without
