@@ -560,22 +560,36 @@ def tell(llm: LLM, graph: WorldGraph, text: str, *, answers: dict[str, str] | No
                     reply, record = result
                     out.calls.append(record)
                     replies.append(reply.model_dump())
+            by_id, where, placed = {c.id: c for c in cands}, told_places(domain), replaced(domain)
+            agreed = [by_id[i] for p in replies[0]
+                      if (i := _voted([r[p] for r in replies], p in where, p not in placed))]
     except LLMError as e:
         out.error, out.failed = str(e), e
         return out
-    by_id, where, placed = {c.id: c for c in cands}, told_places(domain), replaced(domain)
-    agreed = [by_id[i] for p in replies[0] if (i := _voted([r[p] for r in replies], p in where, p not in placed))]
 
     @functools.cache
     def around() -> list[Candidate]:
-        """The candidates over the named things and their static neighbours (a named shelf's levels): those whose
-        whole names the sentence spells out ("the 3rd level": shelf_level_3), else all."""
+        """The candidates over the named things and their static neighbours (a named shelf's levels), of those of a
+        type the ones the sentence tells apart (`told_apart_by`: "the 11th level": shelf_level_11)."""
         near = {x for a in found.static if scope & set(a.args) for x in a.args} - scope
-        said = set(tokens(text))
-        near = scope | ({x for x in near if set(tokens(x)) <= said} or near)
+        near = scope | told_apart_by(text, {x: found.types.get(x) for x in near})
         return sorted(candidates(domain, {e: found.types[e] for e in near if e in found.types},
                                  {f.atom for f in graph.facts_about(near)}), key=lambda c: (not c.value, c.id))
     return _apply(llm, graph, first, out, agreed, (cands, around), named, answers, record.model, dry_run, lock)
+
+
+def told_apart_by(text: str, entities: dict[str, str | None]) -> set[str]:
+    """Of each type among the entities (name -> type), those the text tells apart from the others: it says every
+    word of the name that not all of them share, and there is one ("on the 11th level of the pantry":
+    shelf_level_11, of shelf_level_1 to 12, though it does not say "shelf"); all of a type it tells none apart of."""
+    kinds: dict[str | None, list[str]] = defaultdict(list)
+    for x, t in entities.items():
+        kinds[t].append(x)
+    said, out = set(tokens(text)), set()
+    for xs in kinds.values():
+        shared = set.intersection(*(set(tokens(x)) for x in xs)) if len(xs) > 1 else set()
+        out |= {x for x in xs if (own := set(tokens(x)) - shared) and own <= said} or set(xs)
+    return out
 
 
 def _voted(answers: list[str], lenient: bool, free: bool) -> str | None:
@@ -628,9 +642,14 @@ def _apply(llm: LLM, graph: WorldGraph, first: Messages, out: Outcome, chosen: l
                 return out
             add = [a for a in add if a not in both or str(a) == picked]
         elif options := emptied(domain, add, [*drop, *replacements(domain, add, about)], *pools):
-            # by the option's text: by letter, the 0.5B answered "unclear" for "placed the book on the 3rd level of the
-            # shelf" with the one option "the book is on the bedroom shelf" (seed134, 138)
-            if (picked := ask([c.atom for c in options], "as what holds instead", by_text=True)) is None:
+            # one option is what the invariant requires (the 0.5B answered "unclear" to the one option "peanut butter
+            # is on shelf level 11" for "placed the peanut butter on the 11th level of the pantry": seed222); of
+            # several, by the option's text: by letter, the 0.5B answered "unclear" for "placed the book on the 3rd
+            # level of the shelf" with the one option "the book is on the bedroom shelf" (seed134, 138)
+            if len(options) == 1:
+                picked = str(options[0].atom)
+                asked[picked] = "the one candidate that gives it the value an exactly-one invariant requires"
+            elif (picked := ask([c.atom for c in options], "as what holds instead", by_text=True)) is None:
                 return out
             chosen.append(next(c for c in options if str(c.atom) == picked))
             add.append(chosen[-1].atom)
