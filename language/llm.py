@@ -245,13 +245,7 @@ class LLM(ABC):
     def complete_many(self, requests: Sequence[tuple[list[dict], type[M]]]) -> list[tuple[M, CallRecord] | LLMError]:
         """`complete` for each (messages, schema), the results in order, a failure as its `LLMError` (not raised):
         one after the other, unless a client can ask several endpoints at once."""
-        out: list[tuple[M, CallRecord] | LLMError] = []
-        for messages, schema in requests:
-            try:
-                out.append(self.complete(messages, schema))
-            except LLMError as e:
-                out.append(e)
-        return out
+        return [_or_error(self.complete, messages, schema) for messages, schema in requests]
 
     @property
     def usage(self) -> Usage:
@@ -292,10 +286,7 @@ class OpenAIClient(LLM):
             return super().complete_many(requests)
 
         def one(i: int) -> tuple[M, CallRecord] | LLMError:
-            try:
-                return self.complete(*requests[i], client=self._clients[i % len(self._clients)])
-            except LLMError as e:
-                return e
+            return _or_error(self.complete, *requests[i], client=self._clients[i % len(self._clients)])
         with ThreadPoolExecutor(len(self._clients)) as pool:
             return list(pool.map(one, range(len(requests))))
 
@@ -427,6 +418,14 @@ class OpenAIClient(LLM):
         return record
 
 
+def _or_error(call: Callable[..., tuple[M, CallRecord]], *args: Any, **kwargs: Any) -> tuple[M, CallRecord] | LLMError:
+    """`call`'s result, or the `LLMError` it raised (`complete_many`'s failures are returned in place)."""
+    try:
+        return call(*args, **kwargs)
+    except LLMError as e:
+        return e
+
+
 def _retried(e: openai.OpenAIError) -> bool:
     """Whether the openai client retried this error before raising it (connection errors, timeouts, 408/409/429,
     5xx)."""
@@ -527,22 +526,22 @@ class Recording(LLM):
         self.replies: list[dict] = []
 
     def complete(self, messages: list[dict], schema: type[M]) -> tuple[M, CallRecord]:
-        entry: dict = {"schema": schema.__name__}
-        try:
-            reply, record = self.inner.complete(messages, schema)
-        except LLMError as e:
-            self._keep(entry | {"error": e.reason, "raw": e.raw})
-            raise
-        self._keep(entry | {"reply": reply.model_dump_json()})
-        return reply, record
+        result = _or_error(self.inner.complete, messages, schema)
+        self._keep_result(schema, result)
+        if isinstance(result, LLMError):
+            raise result
+        return result
 
     def complete_many(self, requests: Sequence[tuple[list[dict], type[M]]]) -> list[tuple[M, CallRecord] | LLMError]:
         results = self.inner.complete_many(requests)
-        for (_, schema), r in zip(requests, results, strict=True):
-            entry: dict = {"schema": schema.__name__}
-            self._keep(entry | ({"error": r.reason, "raw": r.raw} if isinstance(r, LLMError)
-                                else {"reply": r[0].model_dump_json()}))
+        for (_, schema), result in zip(requests, results, strict=True):
+            self._keep_result(schema, result)
         return results
+
+    def _keep_result(self, schema: type[BaseModel], result: tuple[BaseModel, CallRecord] | LLMError) -> None:
+        self._keep({"schema": schema.__name__} | ({"error": result.reason, "raw": result.raw}
+                                                  if isinstance(result, LLMError)
+                                                  else {"reply": result[0].model_dump_json()}))
 
     def sample(self, messages: list[dict], n: int, temperature: float, max_tokens: int,
                stop: Sequence[str] = (), top_p: float = 1.0) -> tuple[list[str], list[CallRecord]]:
