@@ -143,7 +143,7 @@ def literals(domain: Domain, named: dict[str, str], scope: str, kinds: Collectio
                             if (v or p in negatable) and can_hold(atom, v, over)]
     # each is chosen by its gloss (a small model copies a gloss that fits the task better than it picks a letter)
     said = told_apart([gloss(domain, atom, value, over) for atom, value, over in out], [atom for atom, _, _ in out])
-    return [Literal(x, atom, value, over) for x, (atom, value, over) in zip(said, out, strict=True)]
+    return [Literal(x, atom, value, over=over) for x, (atom, value, over) in zip(said, out, strict=True)]
 
 
 def parts(facts: Iterable[GroundAtom], named: Collection[str], said: Collection[str] = ()) -> set[str]:

@@ -82,6 +82,13 @@ class Candidate:
     id: str
     atom: GroundAtom
     value: bool
+    key: str = ""  # the thing it gives a value, where the candidates give several things one of its predicate
+
+    @property
+    def field(self) -> str:
+        """Its reply's field: one choice per predicate, and per thing where its predicate gives each thing exactly
+        one value ("person_in_room_emily" beside "person_in_room_helen")."""
+        return f"{self.atom.predicate}_{self.key}" if self.key else self.atom.predicate
 
 
 def words(name: str) -> str:
@@ -284,7 +291,14 @@ def candidates(domain: Domain, entities: dict[str, str], state: Collection[Groun
     glosses = [f"{'now' if value else 'no longer'}: {domain.gloss(atom.predicate, [words(a) for a in atom.args])}"
                for atom, value in out]
     shown = told_apart(glosses, [atom for atom, _ in out])
-    return [Candidate(said, atom, value) for said, (atom, value) in zip(shown, out, strict=True)]
+    # a field per thing where several get a value of one predicate: with one field for where two people are, the
+    # 0.5B chose "helen is in brandon bedroom" (held already) for "Emily went to Brandon's bedroom and took
+    # Kenneth's phone from Helen", and Emily's move was lost (seed226, 229)
+    part = {p: parts[p] for parts in groups for p in parts}
+    key = {a: "_".join(part[a.predicate].key(a.args)) if a.predicate in part else "" for a, _ in out}
+    things = Counter(p for p, _ in {(a.predicate, key[a]) for a, _ in out})
+    return [Candidate(said, atom, value, key[atom] if things[atom.predicate] > 1 else "")
+            for said, (atom, value) in zip(shown, out, strict=True)]
 
 
 def told_apart(shown: list[str], atoms: list[GroundAtom]) -> list[str]:
@@ -295,19 +309,20 @@ def told_apart(shown: list[str], atoms: list[GroundAtom]) -> list[str]:
 
 
 def choice_schema(cands: list[Candidate]) -> type[BaseModel]:
-    """One choice per predicate among its candidates' ids, or "none" (a small model weighs each in turn)."""
+    """One choice per field (`Candidate.field`) among its candidates' ids, or "none" (a small model weighs each in
+    turn)."""
     groups: dict[str, list[str]] = {}
     for c in cands:
-        groups.setdefault(c.atom.predicate, []).append(c.id)
+        groups.setdefault(c.field, []).append(c.id)
     return enum_model("Choice", **{p: (choice([*ids, NONE]), NONE) for p, ids in groups.items()})
 
 
 def answer(cands: list[Candidate], chosen: Collection[str]) -> dict[str, str]:
-    """The reply to `choice_schema(cands)` that chooses the ids `chosen` (one per predicate)."""
-    out = {c.atom.predicate: NONE for c in cands}
+    """The reply to `choice_schema(cands)` that chooses the ids `chosen` (one per field)."""
+    out = {c.field: NONE for c in cands}
     for c in cands:
-        if c.id in chosen and out[c.atom.predicate] == NONE:
-            out[c.atom.predicate] = c.id
+        if c.id in chosen and out[c.field] == NONE:
+            out[c.field] = c.id
     return out
 
 
@@ -561,8 +576,9 @@ def tell(llm: LLM, graph: WorldGraph, text: str, *, answers: dict[str, str] | No
                     out.calls.append(record)
                     replies.append(reply.model_dump())
             by_id, where, placed = {c.id: c for c in cands}, told_places(domain), replaced(domain)
-            agreed = [by_id[i] for p in replies[0]
-                      if (i := _voted([r[p] for r in replies], p in where, p not in placed))]
+            of = {c.field: c.atom.predicate for c in cands}
+            agreed = [by_id[i] for f in replies[0]
+                      if (i := _voted([r[f] for r in replies], of[f] in where, of[f] not in placed))]
     except LLMError as e:
         out.error, out.failed = str(e), e
         return out

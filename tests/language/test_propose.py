@@ -566,6 +566,23 @@ def test_a_place_that_holds_already_and_does_not_move_is_a_candidate_that_exclud
     assert out.change.delta.remove == [F("(person_in_room otto the_den)")]
 
 
+def test_where_each_of_two_named_people_is_is_a_choice_of_its_own(server: FakeServer, world: WorldGraph) -> None:
+    """"Lena went to the kitchen and took the phone from Omar": where Lena is and where Omar is are two choices (with
+    one, the 0.5B chose Omar's place, held already, and Lena's move was lost: seed226, 229); a predicate that gives
+    one thing a value stays one choice."""
+    text = "Lena went to the kitchen and took the phone from Omar."
+    reply = {"held_by": "now: item omar phone is held by person lena", "person_at_lena": "now: person lena is in room "
+             "kitchen", "person_at_omar": "now: person omar is in room kitchen"}
+    server.script = [ok({"mentions": ["Lena", "the kitchen", "the phone", "Omar"]}), ok(reply), ok(reply)]
+    out = propose.tell(server.client(), world, text)
+    assert out.change is not None, out.error
+    fields = {p: v["enum"] for p, v in schema_of(server.requests[1])["properties"].items()}
+    assert fields["person_at_lena"] == ["now: person lena is in room kitchen", "none"]
+    assert fields["person_at_omar"] == ["now: person omar is in room kitchen", "none"]  # held already
+    assert fields["held_by"] == ["now: item omar phone is held by person lena", "none"] and "person_at" not in fields
+    assert set(out.change.delta.add) == {F("(person_at lena kitchen)"), F("(held_by omar_phone lena)")}
+
+
 def test_where_a_person_is_already_is_a_candidate_and_choosing_it_changes_nothing(world: WorldGraph) -> None:
     """"Lena went to the bedroom and switched the light on" with Lena in the bedroom: the move is shown beside the
     light (alone, "no longer: the light is on" was answered "none" by the 0.5B); chosen, it is no change."""
