@@ -399,7 +399,7 @@ def test_tell_asks_which_one_and_an_answer_completes_it(store: Path, server: Fak
     monkeypatch.setattr(cli_module, "interactive", lambda: True)
     server.script += [*unclear, *held("blue mug")]
     code, out = cli("tell", text, input="2\n")
-    assert code == 0 and "+ (held_by blue_mug sandra) chosen by fake among 2 candidates; the user said 'the mug' " \
+    assert code == 0 and "+ (held_by blue_mug sandra) chosen by fake among 1 candidate; the user said 'the mug' " \
                          "means blue_mug" in out, out
     monkeypatch.setattr(cli_module, "interactive", lambda: False)
     server.script += [*unclear, *held("red mug")]

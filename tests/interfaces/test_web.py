@@ -156,7 +156,7 @@ def test_page_inspect_correct_undo_tell_plan(agent: Agent, live_server: str,
         told.wait_for()
         page.wait_for_selector("#history li:first-child:has-text('Sandra picked up the mug')")
         added = told.locator(".add:has-text('(held_by blue_mug sandra)') .how").text_content()
-        assert "chosen by scripted among 2 candidates; the user said 'the mug' means blue_mug" in added
+        assert "chosen by scripted among 1 candidate; the user said 'the mug' means blue_mug" in added
         assert "removed by the invariant" in told.locator(".remove .how").text_content()  # its old place
 
         # plan for a PDDL goal: the steps with their effects, highlighted in the graph

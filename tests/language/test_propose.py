@@ -443,6 +443,24 @@ def test_a_thing_of_a_type_the_sentence_names_one_of_is_not_named_by_the_rest_of
 
 
 
+SINK = """(define (problem sink) (:domain simulation)
+  (:objects laura - person the_kitchen the_hall - room the_kitchen_sink - kitchensink fork - kitchenware)
+  (:init (person_in_room laura the_hall) (placed_at_kitchensink fork the_kitchen_sink)))"""
+
+
+def test_a_free_change_far_from_the_sentences_meaning_is_not_proposed(tmp_path: Path) -> None:
+    """"Washed the fork in the sink" names the sink, but its meaning (MiniLM) is far from "the faucet of the kitchen
+    sink is running": not a candidate (the 0.5B chose it in every washing sentence); "turned on the faucet of the
+    sink" is near it. A thing's place is proposed whatever its distance."""
+    g = small_world(tmp_path, SINK)
+    for text, shown in (("Laura went to the kitchen and washed the fork in the sink.", False),
+                        ("Laura went to the kitchen and turned on the faucet of the sink.", True)):
+        llm = ScriptedLLM([json.dumps({"mentions": ["Laura", "the kitchen", "the fork", "the sink"]}), "{}", "{}"])
+        propose.tell(llm, g, text, dry_run=True)
+        lines = llm.prompts[1][-1]["content"].split("\n")
+        assert ("- now: the faucet of the kitchen sink is running" in lines) is shown, lines
+        assert "- now: laura is in the kitchen" in lines
+
 SHELVES = """(define (domain shelves) (:requirements :typing)
   (:types person room cloth shelf shelf_level)
   (:predicates (person_in_room ?a - person ?b - room) (room_has ?a - room ?b - shelf)
