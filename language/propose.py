@@ -595,6 +595,15 @@ def tell(llm: LLM, graph: WorldGraph, text: str, *, answers: dict[str, str] | No
             of = {c.field: c.atom.predicate for c in cands}
             agreed = [by_id[i] for f in replies[0]
                       if (i := _voted([r[f] for r in replies], of[f] in where, of[f] not in placed))]
+            # a named person whom candidates would move and no order moved: asked where they are now (both orders
+            # answered "none" for the move of "Eric went to the kitchen and turned on the overhead light", seed218,
+            # 249; the move was chosen when asked)
+            for f in dict.fromkeys(c.field for c in cands if of[c.field] in where):
+                moves = {c.id: c for c in cands if c.field == f and c.atom not in state}
+                if moves and not any(c.field == f for c in agreed) and (
+                        picked := which(llm, first, "Which one is true now?", {i: i.split(": ", 1)[1] for i in moves},
+                                        out.calls, by_text=True)) is not None:
+                    agreed.append(moves[picked])
     except LLMError as e:
         out.error, out.failed = str(e), e
         return out

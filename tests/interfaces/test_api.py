@@ -255,7 +255,7 @@ def test_tell(client: TestClient, agent: Agent) -> None:
     assert r.status_code == 200 and r.json()["status"] == "applied" and r.json()["change"]["source"] == "nl"
     newest = client.get("/api/history").json()[0]
     assert newest["text"] == OFF
-    assert newest["how"] == {"(switched_on kitchen_light)": "chosen by scripted among 1 candidates"}
+    assert newest["how"] == {"(switched_on kitchen_light)": "chosen by scripted among 1 candidate"}
 
 
 def test_tell_asks_instead_of_guessing_and_the_answer_completes_it(client: TestClient, agent: Agent) -> None:
