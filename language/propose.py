@@ -23,15 +23,16 @@ A state change in English becomes a verified delta in four stages, each accounte
    thing);
 4. `choose`: the model picks, for each predicate with candidates, one as shown or "none" (enums in the schema;
    not letters, whose answer for a predicate the 0.5B copied from the worked examples). It is asked twice, the
-   second time with the candidates in reverse order, and only what it picks both times is taken (the 0.5B's
-   choice of a side effect, "no longer clean" for "picked up", changes with the order); where the two replies
-   differ, a third order (rotated by half, where that is new) decides: a predicate's answer two of the three give
-   is taken; a person's place one order gives where the others say none is taken too. The
-   old place or value of what it makes true is removed by the domain's exactly-one invariants, never by the
-   model; two chosen facts that the invariants exclude are a targeted question to the model, then (if the
-   sentence does not tell) a `Clarification` between them; so is a thing left with no value of an exactly-one
-   group, among its candidates, else among those over the named things' static neighbours (a named shelf's
-   levels: `emptied`). Each fact of the delta records how it was chosen (`Delta.how`).
+   second time with the candidates in reverse order and the fields of states (`states`) in reverse order among
+   their places, and only what it picks both times is taken (the 0.5B's choice of a side effect, "no longer clean"
+   for "picked up", changes with the order, and it answers a field by its place as much as by its meaning); where
+   the two replies differ, a third order (rotated by half, where that is new) decides: a predicate's answer two of
+   the three give is taken (a state's, only where the first two agree); a person's place one order gives where the
+   others say none is taken too. The old place or value of what it makes true is removed by the domain's exactly-one
+   invariants, never by the model; two chosen facts that the invariants exclude are a targeted question to the model,
+   then (if the sentence does not tell) a `Clarification` between them; so is a thing left with no value of an
+   exactly-one group, among its candidates, else among those over the named things' static neighbours (a named
+   shelf's levels: `emptied`). Each fact of the delta records how it was chosen (`Delta.how`).
 
 The worked examples come from domain.toml's `[[examples]]` (an invented sentence and mini-situation); their
 candidate lists and answers are computed by the same code, so they show exactly what the model will see.
@@ -70,6 +71,7 @@ OWNED_FIRST = 0.7  # an owned entity is taken when it fits at least this share o
 MAX_MENTIONS = 8
 ARTICLES = {("the",), ("a",), ("an",)}  # a phrase naming an entity by its whole name may start with one
 NONE = "none"  # a predicate none of whose candidates happened
+NOW, NO_LONGER = "now: ", "no longer: "  # how a candidate shows what becomes true, and what stops
 EVERY = "*every"  # the option "every <type>" of a goal's question which thing a word names
 Mentions = enum_model("Mentions", mentions=(
     list[Annotated[str, StringConstraints(min_length=1, max_length=48)]], Field(max_length=MAX_MENTIONS)))
@@ -91,10 +93,20 @@ class Candidate:
         one value ("person_in_room_emily" beside "person_in_room_helen")."""
         return f"{self.atom.predicate}_{self.key}" if self.key else self.atom.predicate
 
+    @property
+    def fact(self) -> str:
+        """What it shows, without "now: " or "no longer: "."""
+        return self.id.removeprefix(NOW if self.value else NO_LONGER)
+
 
 def words(name: str) -> str:
     """An entity's name as words, as the model reads it."""
     return name.replace("_", " ")
+
+
+def gloss(domain: Domain, atom: GroundAtom) -> str:
+    """A fact in English, its entities' names as words ("wren holds ivo scarf")."""
+    return domain.gloss(atom.predicate, [words(x) for x in atom.args])
 
 
 def tokens(text: str) -> list[str]:
@@ -248,6 +260,13 @@ def replaced(domain: Domain) -> set[str]:
     return {p for parts in keyed(domain) for p in parts}
 
 
+def states(domain: Domain) -> set[str]:
+    """Predicates that give a thing a state rather than a place: those no exactly-one group gives a value (a light
+    is on, a cloth is dry, a TV's channel) and those over the thing alone (a glass is empty, where an exactly-one
+    group says it is empty or holds one liquid)."""
+    return {p for p in changing(domain) if p not in replaced(domain) or domain.predicates[p].arity == 1}
+
+
 def told_places(domain: Domain) -> set[str]:
     """The `told_only` predicates an exactly-one invariant gives one value: where a person is."""
     return replaced(domain) & told_only(domain)
@@ -289,8 +308,7 @@ def candidates(domain: Domain, entities: dict[str, str], state: Collection[Groun
             elif p not in replaceable:
                 out.append((atom, False))
     out.sort(key=lambda c: not c[1])  # what may become true first
-    glosses = [f"{'now' if value else 'no longer'}: {domain.gloss(atom.predicate, [words(a) for a in atom.args])}"
-               for atom, value in out]
+    glosses = [(NOW if value else NO_LONGER) + gloss(domain, atom) for atom, value in out]
     shown = told_apart(glosses, [atom for atom, _ in out])
     # a field per thing where several get a value of one predicate: with one field for where two people are, the
     # 0.5B chose "helen is in brandon bedroom" (held already) for "Emily went to Brandon's bedroom and took
@@ -313,7 +331,7 @@ def relevant(domain: Domain, text: str, cands: list[Candidate]) -> list[Candidat
     free = [c for c in cands if c.atom.predicate not in replaced(domain)]
     if not free:
         return cands
-    near = similarity([text], [domain.gloss(c.atom.predicate, [words(x) for x in c.atom.args]) for c in free])[0]
+    near = similarity([text], [gloss(domain, c.atom) for c in free])[0]
     far = {c.id for c, s in zip(free, near, strict=True) if s < MIN_RELEVANCE}
     return [c for c in cands if c.id not in far]
 
@@ -325,13 +343,17 @@ def told_apart(shown: list[str], atoms: list[GroundAtom]) -> list[str]:
     return [f"{x} ({words(a.predicate)})" if x in twice else x for x, a in zip(shown, atoms, strict=True)]
 
 
-def choice_schema(cands: list[Candidate]) -> type[BaseModel]:
+def choice_schema(cands: list[Candidate], swapped: Collection[str] = ()) -> type[BaseModel]:
     """One choice per field (`Candidate.field`) among its candidates' ids, or "none" (a small model weighs each in
-    turn)."""
+    turn), in the order of the candidates, the fields `swapped` in reverse order among their places."""
     groups: dict[str, list[str]] = {}
     for c in cands:
         groups.setdefault(c.field, []).append(c.id)
-    return enum_model("Choice", **{p: (choice([*ids, NONE]), NONE) for p, ids in groups.items()})
+    fields = list(groups)
+    places = [i for i, f in enumerate(fields) if f in swapped]
+    for i, f in zip(places, [fields[i] for i in places][::-1], strict=True):
+        fields[i] = f
+    return enum_model("Choice", **{f: (choice([*groups[f], NONE]), NONE) for f in fields})
 
 
 def answer(cands: list[Candidate], chosen: Collection[str]) -> dict[str, str]:
@@ -573,38 +595,46 @@ def tell(llm: LLM, graph: WorldGraph, text: str, *, answers: dict[str, str] | No
                 ", ".join(map(words, sorted(scope))) if scope else "anything the graph holds")
             return out
         with _Stage(out, "choose"):
-            schema = choice_schema(cands)
+            schema, stated = choice_schema(cands), states(domain)
             replies = []
             # again in reverse order within what becomes true and what stops (as the worked examples show them):
-            # wholly reversed, the 0.5B answered "none" for the holder of what was picked up (seed136, 145, 159)
+            # wholly reversed, the 0.5B answered "none" for the holder of what was picked up (seed136, 145, 159).
+            # Its fields of states in reverse order too: the 0.5B answers a field by its place as much as by its
+            # meaning (after "none" to "now: glass is clean" it chose the next lone state, "now: glass is empty",
+            # for "picked up the glass"; "now: glass is clean" with the two swapped: seed202, 246, 266), so the
+            # two orders agree on a state where the meaning decides
             again = [c for c in cands if c.value][::-1] + [c for c in cands if not c.value][::-1]
+            swapped = choice_schema(cands, {c.field for c in cands if c.atom.predicate in stated})
             # where the two differ, a third order decides (the 0.5B answered "none" for the holder of a phone picked
             # up from a shelf in the second order alone: seed136, 159)
             third = cands[len(cands) // 2:] + cands[:len(cands) // 2]
-            orders = [cands] if len(cands) == 1 else [cands, again] + [third] * (third not in (cands, again))
-            for asked in (orders[:2], orders[2:]):  # the first two at once (to two servers, where there are)
+            orders = [(cands, schema)] if len(cands) == 1 else [(cands, schema), (again, swapped)] + [
+                (third, schema)] * (third not in (cands, again))
+            for batch in (orders[:2], orders[2:]):  # the first two at once (to two servers, where there are)
                 if len(replies) == 2 and replies[0] == replies[1]:
                     break
                 for result in llm.complete_many([(propose_messages(shown, text, candidate_lines(c.id for c in order)),
-                                                  schema) for order in asked]):
+                                                  form) for order, form in batch]):
                     if isinstance(result, LLMError):
                         raise result
                     reply, record = result
                     out.calls.append(record)
                     replies.append(reply.model_dump())
-            by_id, where, placed = {c.id: c for c in cands}, told_places(domain), replaced(domain)
+            by_id, where = {c.id: c for c in cands}, told_places(domain)
+            asked: dict[str, str] = {}  # a fact the model chose when asked -> how
             of = {c.field: c.atom.predicate for c in cands}
             agreed = [by_id[i] for f in replies[0]
-                      if (i := _voted([r[f] for r in replies], of[f] in where, of[f] not in placed))]
+                      if (i := _voted([r[f] for r in replies], of[f] in where, of[f] in stated))]
             # a named person whom candidates would move and no order moved: asked where they are now (both orders
             # answered "none" for the move of "Eric went to the kitchen and turned on the overhead light", seed218,
             # 249; the move was chosen when asked)
             for f in dict.fromkeys(c.field for c in cands if of[c.field] in where):
                 moves = {c.id: c for c in cands if c.field == f and c.atom not in state}
                 if moves and not any(c.field == f for c in agreed) and (
-                        picked := which(llm, first, "Which one is true now?", {i: i.split(": ", 1)[1] for i in moves},
+                        picked := which(llm, first, "Which one is true now?", {i: c.fact for i, c in moves.items()},
                                         out.calls, by_text=True)) is not None:
                     agreed.append(moves[picked])
+                    asked[str(moves[picked].atom)] = f"{out.calls[-1].model} chose it as where they are when asked"
     except LLMError as e:
         out.error, out.failed = str(e), e
         return out
@@ -617,7 +647,8 @@ def tell(llm: LLM, graph: WorldGraph, text: str, *, answers: dict[str, str] | No
         near = scope | told_apart_by(text, {x: found.types.get(x) for x in near})
         return sorted(candidates(domain, {e: found.types[e] for e in near if e in found.types},
                                  {f.atom for f in graph.facts_about(near)}), key=lambda c: (not c.value, c.id))
-    return _apply(llm, graph, first, out, agreed, (cands, around), named, answers, record.model, dry_run, lock)
+    return _apply(llm, graph, first, out, agreed, asked, (cands, around), named, answers, record.model, dry_run,
+                  lock)
 
 
 def told_apart_by(text: str, entities: dict[str, str | None]) -> set[str]:
@@ -634,14 +665,14 @@ def told_apart_by(text: str, entities: dict[str, str | None]) -> set[str]:
     return out
 
 
-def _voted(answers: list[str], lenient: bool, free: bool) -> str | None:
+def _voted(answers: list[str], lenient: bool, state: bool) -> str | None:
     """A predicate's choice from its answers in the orders asked: the one two of them give (both, of two); or,
     `lenient` (where a person is), the one place some order gives where the others answer none (the 0.5B answered
     "none" for "Brian is in the kitchen" beside "the kitchen overhead light is on" in one order: seed145, 167).
-    A `free` predicate (no exactly-one group gives it a value: a thing's dryness, a light) changes only where the
-    first two orders agree: the third order decides a value a thing must have, not a side effect the sentence does
-    not state ("picked up Margaret's socks": "no longer dry" in the second and third order, seed212)."""
-    if free and len(set(answers[:2])) > 1:
+    A `state` (`states`: a thing's dryness, a light, whether a glass is empty) changes only where the first two
+    orders agree: the third order decides where a thing is, not a side effect the sentence does not state ("picked
+    up Margaret's socks": "no longer dry" in the second and third order, seed212)."""
+    if state and len(set(answers[:2])) > 1:
         return None
     (top, n), *_ = Counter(answers).most_common()
     if top != NONE and n >= min(2, len(answers)):
@@ -650,23 +681,23 @@ def _voted(answers: list[str], lenient: bool, free: bool) -> str | None:
     return named.pop() if lenient and len(named) == 1 else None
 
 
-def _apply(llm: LLM, graph: WorldGraph, first: Messages, out: Outcome, chosen: list[Candidate],
+def _apply(llm: LLM, graph: WorldGraph, first: Messages, out: Outcome, chosen: list[Candidate], asked: dict[str, str],
            pools: tuple[list[Candidate], Callable[[], list[Candidate]]], named: dict[str, str],
            answers: dict[str, str], model: str, dry_run: bool,
            lock: AbstractContextManager) -> Outcome:
     """The chosen facts with the old values the invariants remove, as one verified change. Two chosen facts that
     cannot both hold, or a change that leaves a thing with none of what exactly one of must hold (`emptied`, among
     `pools`: the candidates, else the more a function proposes), are a targeted question to the model (after `first`,
-    the words question's messages) among the options, then (if the sentence does not tell) to the user."""
+    the words question's messages) among the options, then (if the sentence does not tell) to the user. `asked`: how
+    the model chose the facts it chose when asked (fact -> how), which this adds to."""
     domain = graph.domain
     add = [c.atom for c in chosen if c.value]
     drop = [c.atom for c in chosen if not c.value]
-    asked: dict[str, str] = {}  # a fact chosen when asked -> how
 
     def ask(options: list[GroundAtom], how: str, by_text: bool = False) -> str | None:
         """The option the user's answer or else the model picks (`which`), or None (`out.clarification` set)."""
         key = " or ".join(map(str, options))
-        glosses = {str(a): domain.gloss(a.predicate, [words(x) for x in a.args]) for a in options}
+        glosses = {str(a): gloss(domain, a) for a in options}
         if (picked := answers.get(key)) in glosses:
             asked[picked] = f"the user chose it {how} when asked"
         elif (picked := which(llm, first, "Which one is true now?", glosses, out.calls, by_text=by_text)) is not None:

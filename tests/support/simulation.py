@@ -11,7 +11,7 @@ from kgplan.graph.world import WorldGraph
 
 SIMULATION = """(define (domain simulation) (:requirements :typing :negative-preconditions)
   (:types room person light window cloth table shelf shelf_level phone kitchenware liquid pen sink tv book
-    remote agent - object kitchensink - sink)
+    remote agent - object kitchensink - sink liquidcontainer - kitchenware)
   (:predicates (person_in_room ?a - person ?b - room) (room_has ?a - room ?b - (either light window table shelf tv))
     (light_on ?a - light) (tv_on ?a - tv) (faucet_on ?a - sink) (window_open ?a - window) (phone_ringing ?a - phone)
     (cloth_is_clean ?a - cloth)
@@ -22,7 +22,8 @@ SIMULATION = """(define (domain simulation) (:requirements :typing :negative-pre
     (placed_at_shelf ?a - (either cloth phone kitchenware book) ?b - shelf)
     (shelf_has_level ?a - shelf ?b - shelf_level)
     (on_shelf_level ?a - (either cloth kitchenware) ?b - shelf_level)
-    (placed_at_kitchensink ?a - kitchenware ?b - kitchensink))
+    (placed_at_kitchensink ?a - kitchenware ?b - kitchensink)
+    (glass_empty ?a - liquidcontainer) (glass_has_liquid ?a - liquidcontainer ?b - liquid))
   (:action pick :parameters (?a - cloth ?b - person ?t - table ?s - shelf ?l - light ?w - window ?p - phone
                              ?k - kitchenware)
     :effect (and (in_person_hand ?a ?b) (not (placed_at_table ?a ?t)) (not (placed_at_shelf ?a ?s)) (light_on ?l)
@@ -35,7 +36,11 @@ SIMULATION = """(define (domain simulation) (:requirements :typing :negative-pre
                  (in_person_hand ?p ?h) (light_on ?l) (tv_on ?t) (faucet_on ?n) (in_agent_hand ?p ?r)))
   (:action stop :parameters (?w - window ?t - tv ?n - sink ?p - phone ?b - book ?d - table)
     :effect (and (not (window_open ?w)) (not (tv_on ?t)) (not (faucet_on ?n)) (not (phone_ringing ?p))
-                 (placed_at_table ?b ?d))))"""
+                 (placed_at_table ?b ?d)))
+  (:action empty_glass :parameters (?g - liquidcontainer ?q - liquid) :precondition (glass_has_liquid ?g ?q)
+    :effect (and (glass_empty ?g) (not (glass_has_liquid ?g ?q))))
+  (:action fill_glass :parameters (?g - liquidcontainer ?q - liquid) :precondition (glass_empty ?g)
+    :effect (and (glass_has_liquid ?g ?q) (not (glass_empty ?g)))))"""
 
 
 def simulation(folder: Path) -> Domain:
