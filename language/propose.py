@@ -23,16 +23,15 @@ A state change in English becomes a verified delta in four stages, each accounte
    thing);
 4. `choose`: the model picks, for each predicate with candidates, one as shown or "none" (enums in the schema;
    not letters, whose answer for a predicate the 0.5B copied from the worked examples). It is asked twice, the
-   second time with the candidates in reverse order and the fields of states (`states`) in reverse order among
-   their places, and only what it picks both times is taken (the 0.5B's choice of a side effect, "no longer clean"
-   for "picked up", changes with the order, and it answers a field by its place as much as by its meaning); where
-   the two replies differ, a third order (rotated by half, where that is new) decides: a predicate's answer two of
-   the three give is taken (a state's, only where the first two agree); a person's place one order gives where the
-   others say none is taken too. The old place or value of what it makes true is removed by the domain's exactly-one
-   invariants, never by the model; two chosen facts that the invariants exclude are a targeted question to the model,
-   then (if the sentence does not tell) a `Clarification` between them; so is a thing left with no value of an
-   exactly-one group, among its candidates, else among those over the named things' static neighbours (a named
-   shelf's levels: `emptied`). Each fact of the delta records how it was chosen (`Delta.how`).
+   second time with the candidates in reverse order, and only what it picks both times is taken (the 0.5B's choice of
+   a side effect, "no longer clean" for "picked up", changes with the order); where the two replies differ, a third
+   order (rotated by half, where that is new) decides: a predicate's answer two of the three give is taken (a free
+   one's, only where the first two agree); a person's place one order gives where the others say none is taken too.
+   The old place or value of what it makes true is removed by the domain's exactly-one invariants, never by the
+   model; two chosen facts that the invariants exclude are a targeted question to the model, then (if the sentence
+   does not tell) a `Clarification` between them; so is a thing left with no value of an exactly-one group, among its
+   candidates, else among those over the named things' static neighbours (a named shelf's levels: `emptied`). Each
+   fact of the delta records how it was chosen (`Delta.how`).
 
 The worked examples come from domain.toml's `[[examples]]` (an invented sentence and mini-situation); their
 candidate lists and answers are computed by the same code, so they show exactly what the model will see.
@@ -260,13 +259,6 @@ def replaced(domain: Domain) -> set[str]:
     return {p for parts in keyed(domain) for p in parts}
 
 
-def states(domain: Domain) -> set[str]:
-    """Predicates that give a thing a state rather than a place: those no exactly-one group gives a value (a light
-    is on, a cloth is dry, a TV's channel) and those over the thing alone (a glass is empty, where an exactly-one
-    group says it is empty or holds one liquid)."""
-    return {p for p in changing(domain) if p not in replaced(domain) or domain.predicates[p].arity == 1}
-
-
 def told_places(domain: Domain) -> set[str]:
     """The `told_only` predicates an exactly-one invariant gives one value: where a person is."""
     return replaced(domain) & told_only(domain)
@@ -343,17 +335,13 @@ def told_apart(shown: list[str], atoms: list[GroundAtom]) -> list[str]:
     return [f"{x} ({words(a.predicate)})" if x in twice else x for x, a in zip(shown, atoms, strict=True)]
 
 
-def choice_schema(cands: list[Candidate], swapped: Collection[str] = ()) -> type[BaseModel]:
+def choice_schema(cands: list[Candidate]) -> type[BaseModel]:
     """One choice per field (`Candidate.field`) among its candidates' ids, or "none" (a small model weighs each in
-    turn), in the order of the candidates, the fields `swapped` in reverse order among their places."""
+    turn)."""
     groups: dict[str, list[str]] = {}
     for c in cands:
         groups.setdefault(c.field, []).append(c.id)
-    fields = list(groups)
-    places = [i for i, f in enumerate(fields) if f in swapped]
-    for i, f in zip(places, [fields[i] for i in places][::-1], strict=True):
-        fields[i] = f
-    return enum_model("Choice", **{f: (choice([*groups[f], NONE]), NONE) for f in fields})
+    return enum_model("Choice", **{p: (choice([*ids, NONE]), NONE) for p, ids in groups.items()})
 
 
 def answer(cands: list[Candidate], chosen: Collection[str]) -> dict[str, str]:
@@ -595,36 +583,30 @@ def tell(llm: LLM, graph: WorldGraph, text: str, *, answers: dict[str, str] | No
                 ", ".join(map(words, sorted(scope))) if scope else "anything the graph holds")
             return out
         with _Stage(out, "choose"):
-            schema, stated = choice_schema(cands), states(domain)
+            schema = choice_schema(cands)
             replies = []
             # again in reverse order within what becomes true and what stops (as the worked examples show them):
-            # wholly reversed, the 0.5B answered "none" for the holder of what was picked up (seed136, 145, 159).
-            # Its fields of states in reverse order too: the 0.5B answers a field by its place as much as by its
-            # meaning (after "none" to "now: glass is clean" it chose the next lone state, "now: glass is empty",
-            # for "picked up the glass"; "now: glass is clean" with the two swapped: seed202, 246, 266), so the
-            # two orders agree on a state where the meaning decides
+            # wholly reversed, the 0.5B answered "none" for the holder of what was picked up (seed136, 145, 159)
             again = [c for c in cands if c.value][::-1] + [c for c in cands if not c.value][::-1]
-            swapped = choice_schema(cands, {c.field for c in cands if c.atom.predicate in stated})
             # where the two differ, a third order decides (the 0.5B answered "none" for the holder of a phone picked
             # up from a shelf in the second order alone: seed136, 159)
             third = cands[len(cands) // 2:] + cands[:len(cands) // 2]
-            orders = [(cands, schema)] if len(cands) == 1 else [(cands, schema), (again, swapped)] + [
-                (third, schema)] * (third not in (cands, again))
+            orders = [cands] if len(cands) == 1 else [cands, again] + [third] * (third not in (cands, again))
             for batch in (orders[:2], orders[2:]):  # the first two at once (to two servers, where there are)
                 if len(replies) == 2 and replies[0] == replies[1]:
                     break
                 for result in llm.complete_many([(propose_messages(shown, text, candidate_lines(c.id for c in order)),
-                                                  form) for order, form in batch]):
+                                                  schema) for order in batch]):
                     if isinstance(result, LLMError):
                         raise result
                     reply, record = result
                     out.calls.append(record)
                     replies.append(reply.model_dump())
-            by_id, where = {c.id: c for c in cands}, told_places(domain)
+            by_id, where, placed = {c.id: c for c in cands}, told_places(domain), replaced(domain)
             asked: dict[str, str] = {}  # a fact the model chose when asked -> how
             of = {c.field: c.atom.predicate for c in cands}
             agreed = [by_id[i] for f in replies[0]
-                      if (i := _voted([r[f] for r in replies], of[f] in where, of[f] in stated))]
+                      if (i := _voted([r[f] for r in replies], of[f] in where, of[f] not in placed))]
             # a named person whom candidates would move and no order moved: asked where they are now (both orders
             # answered "none" for the move of "Eric went to the kitchen and turned on the overhead light", seed218,
             # 249; the move was chosen when asked)
@@ -665,14 +647,14 @@ def told_apart_by(text: str, entities: dict[str, str | None]) -> set[str]:
     return out
 
 
-def _voted(answers: list[str], lenient: bool, state: bool) -> str | None:
+def _voted(answers: list[str], lenient: bool, free: bool) -> str | None:
     """A predicate's choice from its answers in the orders asked: the one two of them give (both, of two); or,
     `lenient` (where a person is), the one place some order gives where the others answer none (the 0.5B answered
     "none" for "Brian is in the kitchen" beside "the kitchen overhead light is on" in one order: seed145, 167).
-    A `state` (`states`: a thing's dryness, a light, whether a glass is empty) changes only where the first two
-    orders agree: the third order decides where a thing is, not a side effect the sentence does not state ("picked
-    up Margaret's socks": "no longer dry" in the second and third order, seed212)."""
-    if state and len(set(answers[:2])) > 1:
+    A `free` predicate (no exactly-one group gives it a value: a thing's dryness, a light) changes only where the
+    first two orders agree: the third order decides a value a thing must have, not a side effect the sentence does
+    not state ("picked up Margaret's socks": "no longer dry" in the second and third order, seed212)."""
+    if free and len(set(answers[:2])) > 1:
         return None
     (top, n), *_ = Counter(answers).most_common()
     if top != NONE and n >= min(2, len(answers)):

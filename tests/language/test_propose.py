@@ -241,10 +241,16 @@ def test_the_bundled_l3mp_examples_answer_with_their_candidates(tmp_path: Path) 
     for ex, meta in zip(shown, domain.meta["examples"], strict=True):
         picked = {i for i in ex.answer.values() if i != propose.NONE}
         assert all(f"- {i}" in ex.lines.split("\n") for i in picked)
-        wanted = {f"{how}: {domain.gloss(a.predicate, [propose.words(x) for x in a.args])}"
+        wanted = {f"{how}: {propose.gloss(domain, a)}"
                   for key, how in (("true", "now"), ("false", "no longer")) for a in (F(f).atom for f in meta[key])
                   if how == "now" or a.predicate not in replaced}
         assert picked == wanted, ex.text
+    # a dirty glass that holds tea, picked up: two lone states in a row answered "none" (the 0.5B, after "none" to
+    # "now: glass is clean", chose the next lone state, "now: glass is empty", for "picked up the glass": seed202,
+    # 246, 266; not with this example)
+    glass = next(ex for ex in shown if "Kai's glass" in ex.text)
+    assert list(glass.answer)[:2] == ["dish_is_clean", "glass_empty"]
+    assert glass.answer["dish_is_clean"] == glass.answer["glass_empty"] == propose.NONE
 
 
 def test_a_phrase_spelling_out_two_names_names_both(world: WorldGraph) -> None:
@@ -623,41 +629,6 @@ def test_where_each_of_two_named_people_is_is_a_choice_of_its_own(server: FakeSe
     assert fields["person_at_omar"] == ["now: person omar is in room kitchen", "none"]  # held already
     assert fields["held_by"] == ["now: item omar phone is held by person lena", "none"] and "person_at" not in fields
     assert set(out.change.delta.add) == {F("(person_at lena kitchen)"), F("(held_by omar_phone lena)")}
-
-
-JUICE = """(define (problem juice) (:domain simulation)
-  (:objects karen - person the_kitchen the_hall - room the_kitchen_sink - kitchensink glass - liquidcontainer
-            juice - liquid)
-  (:init (person_in_room karen the_hall) (placed_at_kitchensink glass the_kitchen_sink)
-         (glass_has_liquid glass juice)))"""
-
-
-def test_a_state_changes_only_where_both_orders_with_its_fields_swapped_choose_it(server: FakeServer,
-                                                                                 tmp_path: Path) -> None:
-    """The second order asks the fields of states (a dish's cleanness; whether a glass is empty, one value of an
-    exactly-one group over the glass alone) in reverse order among their places: the 0.5B answers a field by its
-    place as much as by its meaning (after "none" to "now: glass is clean" it chose "now: glass is empty" for
-    "picked up the glass", and the other with the two swapped: seed202, 246, 266). A state the first two orders
-    differ on does not change, whatever the third says; where a thing is, two of the three decide."""
-    g = small_world(tmp_path, JUICE)
-    text = "Karen went to the kitchen and picked up the glass."
-    clean, empty = "now: glass is clean", "now: glass is empty"
-    rest = {"in_person_hand": "now: karen holds glass", "person_in_room": "now: karen is in the kitchen"}
-    server.script = [ok({"mentions": ["Karen", "the kitchen", "the glass"]}),
-                     ok(rest | {"dish_is_clean": "none", "glass_empty": empty}),
-                     ok(rest | {"dish_is_clean": clean, "glass_empty": "none"}),
-                     ok(rest | {"dish_is_clean": "none", "glass_empty": empty})]
-    out = propose.tell(server.client(), g, text)
-    assert out.change is not None, out.error
-    states = propose.states(g.domain)
-    assert states >= {"dish_is_clean", "glass_empty", "light_on"}
-    assert not states & {"glass_has_liquid", "person_in_room"}
-    first, again, third = (list(schema_of(r)["properties"]) for r in server.requests[1:])
-    assert first == third == ["dish_is_clean", "glass_empty", "in_person_hand", "person_in_room"]
-    # (the stand-in's actions keep no thing in one place, so a holding is a state here too)
-    assert again == ["in_person_hand", "glass_empty", "dish_is_clean", "person_in_room"]
-    assert set(out.change.delta.add) == {F("(in_person_hand glass karen)"), F("(person_in_room karen the_kitchen)")}
-    assert F("(glass_has_liquid glass juice)") not in out.change.delta.remove
 
 
 def test_where_a_person_is_already_is_a_candidate_and_choosing_it_changes_nothing(world: WorldGraph) -> None:
