@@ -492,6 +492,9 @@ def ground(llm: LLM, graph: WorldGraph, first: Messages, text: str, mentions: li
         top = max(pool, key=lambda j: row[j])
         kind = [j for j in pool if types.get(names[j]) == types.get(names[top]) and row[j] >= MIN_SIMILARITY]
         if spelled := [j for j in kind if set(tokens(names[j])) <= said]:  # the sentence spells out its whole name
+            # of those, one a named thing owns ("Charles went to Carol's bedroom and closed the blinds of the window":
+            # carol_bedroom_window, not charles_bedroom_window, whose words it says too: seed309)
+            spelled = [j for j in spelled if any(names[j] in owns.get(a, ()) for a in anchors)] or spelled
             kind, top = spelled, max(spelled, key=lambda j: row[j])
         tied = sorted((j for j in kind if row[j] >= TIE * row[top]), key=lambda j: -row[j])[:MAX_OPTIONS]
         options = [names[j] for j in tied]

@@ -473,6 +473,27 @@ def test_a_thing_of_a_type_the_sentence_names_one_of_is_not_named_by_the_rest_of
 
 
 
+WINDOWS = """(define (problem windows) (:domain simulation)
+  (:objects charles - person carol_bedroom charles_bedroom the_living_room - room
+            carol_bedroom_window charles_bedroom_window the_living_room_window - window)
+  (:init (person_in_room charles charles_bedroom) (room_has carol_bedroom carol_bedroom_window)
+         (room_has charles_bedroom charles_bedroom_window) (room_has the_living_room the_living_room_window)
+         (window_open carol_bedroom_window)))"""
+
+
+def test_of_the_names_a_sentence_spells_out_one_a_named_room_owns_is_taken(tmp_path: Path) -> None:
+    """"Charles went to Carol's bedroom and closed the blinds of the window" says every word of charles_bedroom_window
+    too, and MiniLM puts "the window" nearer it (and nearest the living room's): the window Carol's bedroom owns is
+    the one named (seed309)."""
+    g = small_world(tmp_path, WINDOWS)
+    text = "Charles went to Carol's bedroom and closed the blinds of the window."
+    llm = ScriptedLLM([json.dumps({"mentions": ["Charles", "Carol's bedroom", "the window"]}), "{}", "{}"])
+    propose.tell(llm, g, text, dry_run=True)
+    lines = llm.prompts[1][-1]["content"].split("\n")
+    assert "- no longer: the blinds of carol bedroom window are open" in lines, lines
+    assert not any("charles bedroom window" in line for line in lines)
+
+
 SINK = """(define (problem sink) (:domain simulation)
   (:objects laura - person the_kitchen the_hall - room the_kitchen_sink - kitchensink fork - kitchenware)
   (:init (person_in_room laura the_hall) (placed_at_kitchensink fork the_kitchen_sink)))"""
