@@ -484,8 +484,9 @@ def ground(llm: LLM, graph: WorldGraph, first: Messages, text: str, mentions: li
         if m not in best:
             continue
         anchors = {named.get(w, e) for w, e in best.items() if w != m} | set(named.values())
+        theirs = {n for a in anchors for n in owns.get(a, ())}  # what the other named things own
         k = types.get(names[int(row.argmax())], "object")
-        pool = [j for j, n in enumerate(names) if any(n in owns.get(a, ()) for a in anchors)
+        pool = [j for j, n in enumerate(names) if n in theirs
                 and (graph.domain.is_subtype(t := types.get(n, "object"), k) or graph.domain.is_subtype(k, t))]
         if not pool or row[pool].max() < OWNED_FIRST * row.max():
             pool = list(range(len(names)))
@@ -494,7 +495,7 @@ def ground(llm: LLM, graph: WorldGraph, first: Messages, text: str, mentions: li
         if spelled := [j for j in kind if set(tokens(names[j])) <= said]:  # the sentence spells out its whole name
             # of those, one a named thing owns ("Charles went to Carol's bedroom and closed the blinds of the window":
             # carol_bedroom_window, not charles_bedroom_window, whose words it says too: seed309)
-            spelled = [j for j in spelled if any(names[j] in owns.get(a, ()) for a in anchors)] or spelled
+            spelled = [j for j in spelled if names[j] in theirs] or spelled
             kind, top = spelled, max(spelled, key=lambda j: row[j])
         tied = sorted((j for j in kind if row[j] >= TIE * row[top]), key=lambda j: -row[j])[:MAX_OPTIONS]
         options = [names[j] for j in tied]

@@ -241,9 +241,9 @@ def test_the_bundled_l3mp_examples_answer_with_their_candidates(tmp_path: Path) 
     for ex, meta in zip(shown, domain.meta["examples"], strict=True):
         picked = {i for i in ex.answer.values() if i != propose.NONE}
         assert all(f"- {i}" in ex.lines.split("\n") for i in picked)
-        wanted = {f"{how}: {propose.gloss(domain, a)}"
-                  for key, how in (("true", "now"), ("false", "no longer")) for a in (F(f).atom for f in meta[key])
-                  if how == "now" or a.predicate not in replaced}
+        wanted = {how + propose.gloss(domain, a)
+                  for key, how in (("true", propose.NOW), ("false", propose.NO_LONGER))
+                  for a in (F(f).atom for f in meta[key]) if how == propose.NOW or a.predicate not in replaced}
         assert picked == wanted, ex.text
     # a dirty glass that holds tea, picked up: two lone states in a row answered "none" (the 0.5B, after "none" to
     # "now: glass is clean", chose the next lone state, "now: glass is empty", for "picked up the glass": seed202,
