@@ -494,6 +494,22 @@ def test_of_the_names_a_sentence_spells_out_one_a_named_room_owns_is_taken(tmp_p
     assert not any("charles bedroom window" in line for line in lines)
 
 
+PHONES = """(define (problem phones) (:domain simulation)
+  (:objects sharon james tyler christine - person james_phone sharon_phone tyler_phone christine_phone - phone)
+  (:init))"""
+
+
+def test_a_word_the_sentence_names_a_thing_of_by_meaning_names_the_one_it_spells_out(tmp_path: Path) -> None:
+    """The 0.5B copied "ringing" from "Sharon's phone started ringing"; MiniLM puts it nearest another phone, and the
+    two orders chose different phones, so nothing changed (seed305). Of its type, the sentence spells out
+    sharon_phone's whole name: that one is named, and the only candidate."""
+    g = small_world(tmp_path, PHONES)
+    text = "Sharon's phone started ringing."
+    llm = ScriptedLLM([json.dumps({"mentions": [" Sharon's phone", "ringing"]}), "{}", "{}"])
+    propose.tell(llm, g, text, dry_run=True)
+    assert llm.prompts[1][-1]["content"].split("\n")[2:] == ["- now: sharon phone is ringing"]
+
+
 SINK = """(define (problem sink) (:domain simulation)
   (:objects laura - person the_kitchen the_hall - room the_kitchen_sink - kitchensink fork - kitchenware)
   (:init (person_in_room laura the_hall) (placed_at_kitchensink fork the_kitchen_sink)))"""
@@ -539,15 +555,48 @@ SCARF = """(define (problem scarf) (:domain shelves)
          (shelf_has_level the_hall_shelf shelf_level_3) (in_person_hand nell_scarf otto)))"""
 
 
-def shelves(tmp_path: Path, problem: str) -> WorldGraph:
+def shelves(tmp_path: Path, problem: str, domain: str = SHELVES, glosses: str = GLOSSES) -> WorldGraph:
     from kgplan.graph.backends import open_graph
 
-    (tmp_path / "domain.pddl").write_text(SHELVES)
-    (tmp_path / "domain.toml").write_text(GLOSSES)
+    (tmp_path / "domain.pddl").write_text(domain)
+    (tmp_path / "domain.toml").write_text(glosses)
     g = open_graph(f"sqlite:{tmp_path / 'g.db'}")
     g.init(Domain.load(tmp_path / "domain.pddl"))
     g.load_problem(Problem.parse(problem, "scarf"))
     return g
+
+
+WARDROBE = SHELVES.replace("shelf_level))", """shelf_level)
+    (cloth_is_clean ?a - cloth) (cloth_is_dry ?a - cloth))
+  (:action stain :parameters (?a - cloth) :effect (not (cloth_is_clean ?a)))
+  (:action soak :parameters (?a - cloth) :effect (not (cloth_is_dry ?a)))""")
+JACKET = """(define (problem jacket) (:domain shelves)
+  (:objects ronald matthew - person janet_bedroom charles_bedroom - room janet_bedroom_shelf - shelf
+    shelf_level_3 - shelf_level christopher_jacket - cloth)
+  (:init (person_in_room ronald charles_bedroom) (person_in_room matthew janet_bedroom)
+    (room_has janet_bedroom janet_bedroom_shelf) (shelf_has_level janet_bedroom_shelf shelf_level_3)
+    (placed_at_shelf christopher_jacket janet_bedroom_shelf) (on_shelf_level christopher_jacket shelf_level_3)
+    (cloth_is_clean christopher_jacket) (cloth_is_dry christopher_jacket)))"""
+
+
+def test_a_free_change_of_a_thing_the_sentence_moves_is_not_proposed(tmp_path: Path) -> None:
+    """"Picked up Christopher's jacket" means "ronald holds christopher jacket" much more than "christopher jacket is
+    dirty" or "is wet": those are not candidates (the 0.5B chose "no longer clean" and lost the holding in two orders
+    of three, seed309); a spill that makes it dirty is about as near as "matthew holds christopher jacket": shown."""
+    glosses = GLOSSES.replace("[[invariants]]", """cloth_is_clean = { gloss = "{0} is clean", negated = "{0} is dirty" }
+cloth_is_dry = { gloss = "{0} is dry", negated = "{0} is wet" }
+
+[[invariants]]""")
+    g = shelves(tmp_path, JACKET, WARDROBE, glosses)
+    for text, person, shown in (("Ronald went to Janet's bedroom and picked up Christopher's jacket.", "Ronald", False),
+                                ("Matthew accidentally spilled something on Christopher's jacket so now it's dirty.",
+                                 "Matthew", True)):
+        llm = ScriptedLLM([json.dumps({"mentions": [person, "Christopher's jacket"]}), "{}", "{}"])
+        propose.tell(llm, g, text, dry_run=True)
+        lines = llm.prompts[1][-1]["content"].split("\n")
+        assert f"- now: {person.lower()} holds christopher jacket" in lines, lines
+        assert ("- no longer: christopher jacket is clean" in lines) is shown, lines
+        assert "- no longer: christopher jacket is dry" not in lines  # both mean the holding more than "is wet"
 
 
 def test_a_choice_that_leaves_a_thing_with_none_of_an_exactly_one_group_is_filled_by_its_one_candidate(
