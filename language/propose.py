@@ -26,7 +26,8 @@ A state change in English becomes a verified delta in four stages, each accounte
    second time with the candidates in reverse order, and only what it picks both times is taken (the 0.5B's choice of
    a side effect, "no longer clean" for "picked up", changes with the order); where the two replies differ, a third
    order (rotated by half, where that is new) decides: a predicate's answer two of the three give is taken (a free
-   one's, only where the first two agree); a person's place one order gives where the others say none is taken too.
+   one's, only where the first two agree); a place (a person's or a thing's) one order gives where the others say none
+   is taken too.
    The old place or value of what it makes true is removed by the domain's exactly-one invariants, never by the
    model; two chosen facts that the invariants exclude are a targeted question to the model, then (if the sentence
    does not tell) a `Clarification` between them; so is a thing left with no value of an exactly-one group, among its
@@ -262,9 +263,14 @@ def held(parts: dict[str, InvariantPart], atoms: Iterable[GroundAtom]) -> set[tu
     return {parts[a.predicate].key(a.args) for a in atoms if a.predicate in parts}
 
 
+def parts_of(domain: Domain) -> dict[str, InvariantPart]:
+    """Each predicate of a `keyed` group -> its part there (which argument is the thing given a place)."""
+    return {p: parts[p] for parts in keyed(domain) for p in parts}
+
+
 def replaced(domain: Domain) -> set[str]:
     """Predicates whose old value an exactly-one invariant removes when a new one becomes true."""
-    return {p for parts in keyed(domain) for p in parts}
+    return set(parts_of(domain))
 
 
 def told_places(domain: Domain) -> set[str]:
@@ -313,7 +319,7 @@ def candidates(domain: Domain, entities: dict[str, str], state: Collection[Groun
     # a field per thing where several get a value of one predicate: with one field for where two people are, the
     # 0.5B chose "helen is in brandon bedroom" (held already) for "Emily went to Brandon's bedroom and took
     # Kenneth's phone from Helen", and Emily's move was lost (seed226, 229)
-    part = {p: parts[p] for parts in groups for p in parts}
+    part = parts_of(domain)
     key = {a: "_".join(part[a.predicate].key(a.args)) if a.predicate in part else "" for a, _ in out}
     things = Counter(p for p, _ in {(a.predicate, key[a]) for a, _ in out})
     return [Candidate(said, atom, value, key[atom] if things[atom.predicate] > 1 else "")
@@ -333,7 +339,7 @@ def relevant(domain: Domain, text: str, cands: list[Candidate]) -> list[Candidat
     "washed the spoon in the sink" (6 of 8 washing sentences)."""
     from kgplan.language.retrieval import similarity
 
-    part = {p: parts[p] for parts in keyed(domain) for p in parts}  # the predicates `replaced` names
+    part = parts_of(domain)
     free = [c for c in cands if c.atom.predicate not in part]
     if not free:
         return cands
