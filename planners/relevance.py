@@ -50,7 +50,7 @@ from kgplan.domains.formula import (
 )
 from kgplan.domains.model import Action, Domain
 from kgplan.planners.budget import tick
-from kgplan.planners.state import Binding, State, Step, ground
+from kgplan.planners.state import Binding, State, Step, ground, pattern
 
 Pattern = tuple[str | None, ...]
 Lit = tuple[formula.GroundAtom, bool]  # a ground literal: (atom, positive)
@@ -100,11 +100,6 @@ def _conjuncts(f: Formula) -> list[Atom]:
 
 def _condition(act: Action, eff: Effect) -> Formula:
     return act.precondition if eff.condition == TRUE else And((act.precondition, eff.condition))
-
-
-def _pattern(atom: Atom, b: Binding) -> Pattern:
-    """The atom's arguments under `b`, None for a variable `b` does not bind."""
-    return tuple(b.get(a) if a.startswith("?") else a for a in atom.args)
 
 
 def _subsumes(general: Pattern, specific: Pattern) -> bool:
@@ -367,7 +362,7 @@ class Relevance:
         skipped: set[tuple[str, Pattern, bool]] = set()
 
         def note(atom: Atom, b: Binding, pos: bool, reason: _Reason | None) -> None:
-            pat = _pattern(atom, b)
+            pat = pattern(atom, b)
             known = patterns[atom.predicate, pos]
             covering = [p for p in known if _subsumes(p, pat)] or [pat]
             if covering == [pat] and pat not in known:
@@ -629,7 +624,7 @@ class _Explorer:
 
     def _count(self, atom: Atom, b: Binding) -> int:
         """At most how many reached facts match `atom` under `b`."""
-        key = atom.predicate, _pattern(atom, b)
+        key = atom.predicate, pattern(atom, b)
         if self.counts is not None and (n := self.counts.get(key)) is not None:
             return n
         n = self.state.count(*key) + self.new.count(*key)
@@ -650,7 +645,7 @@ class _Explorer:
             return
         i = min(range(len(atoms)), key=lambda j: self._count(atoms[j], b)) if len(atoms) > 1 else 0
         atom, rest = atoms[i], atoms[:i] + atoms[i + 1:]
-        for args in list(self.match(atom.predicate, _pattern(atom, b))):
+        for args in list(self.match(atom.predicate, pattern(atom, b))):
             nb = self._unify(atom, args, b, types, allowed)
             if nb is not None:
                 yield from self._join(rest, nb, types, allowed)

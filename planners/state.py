@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass
+from itertools import islice
 
 from kgplan.domains.formula import (
     And,
@@ -161,7 +162,49 @@ class State:
                 return to_pddl(substitute(part, b or {}))
         return None
 
+    def unify(self, variables: tuple[str, ...], args: tuple[str, ...], b: Binding,
+              types: Mapping[str, tuple[str, ...]]) -> Binding | None:
+        """`b` extended so that `variables` (names or constants) match `args`, within the variables' types."""
+        out = dict(b)
+        for v, a in zip(variables, args, strict=True):
+            if not v.startswith("?"):
+                if v != a:
+                    return None
+            elif out.setdefault(v, a) != a or not self.domain.accepts(types.get(v, ("object",)),
+                                                                       self.objects.get(a, "")):
+                return None
+        return out
+
+    def join(self, atoms: list[Atom], b: Binding, types: Mapping[str, tuple[str, ...]]) -> Iterator[Binding]:
+        """Bindings extending `b` under which every atom is a fact of the state."""
+        if not atoms:
+            yield b
+            return
+        for args in self.match(atoms[0].predicate, pattern(atoms[0], b)):
+            if (nb := self.unify(atoms[0].args, args, b, types)) is not None:
+                yield from self.join(atoms[1:], nb, types)
+
     # ---- actions -----------------------------------------------------------------------------
+    def makers(self, atom: GroundAtom, add: bool, limit: int = 1000) -> list[Step]:
+        """The steps applicable in this state that make `atom` true (`add`) or false, by an effect of their action
+        (the preconditions' facts joined first; at most `limit` bindings of an effect tried)."""
+        out = []
+        for act in self.domain.actions.values():
+            for e in act.effects:
+                if e.add != add or e.atom.predicate != atom.predicate:
+                    continue
+                params = (*act.params, *e.params)
+                types = {p.name: p.types for p in params}
+                if (b := self.unify(e.atom.args, atom.args, {}, types)) is None:
+                    continue
+                facts = [c for c in (act.precondition.args if isinstance(act.precondition, And)
+                                     else (act.precondition,)) if isinstance(c, Atom)]
+                full = (jb | nb for jb in self.join(facts, b, types)
+                        for nb in self.bindings(tuple(p for p in params if p.name not in jb)))
+                out += [Step(act.name, tuple(fb[p.name] for p in act.params)) for fb in islice(full, limit)
+                        if self.holds(act.precondition, fb) and self.holds(e.condition, fb)]
+        return list(dict.fromkeys(out))
+
     def bind(self, step: Step) -> tuple[Action, Binding]:
         """The action of a step and its parameter binding; checks arity and argument types."""
         act = self.domain.actions.get(step.action)
@@ -214,6 +257,30 @@ class State:
         for a in added:
             self.add(a)
         return added, removed
+
+
+def implied(state: State, add: Collection[GroundAtom], remove: Collection[GroundAtom]) -> dict[GroundAtom, GroundAtom]:
+    """The facts of `state` (as a change that made `add` true and `remove` false left it) that every step making one
+    of those literals so, applicable where it alone is undone, also makes false; each with that literal. "Switched
+    the channel of the TV to ESPN" tells the new channel, not the old one, and no invariant says a TV plays one
+    channel (FD's synthesis cannot use turn_tv_on's negative precondition), but the one action that changes a
+    playing TV's channel removes the old one; "turned off the TV" so removes the channel it played."""
+    out: dict[GroundAtom, GroundAtom] = {}
+    for x, made in [*((a, True) for a in add), *((a, False) for a in remove)]:
+        before = state.copy()
+        (before.discard if made else before.add)(x)
+        common: set[GroundAtom] | None = None
+        for step in before.makers(x, made):
+            adds, dels = before.effects(step)
+            gone = {a for a in dels - adds if a in state.facts and a not in add}
+            common = gone if common is None else common & gone
+        out |= {GroundAtom(*a): x for a in common or ()}
+    return out
+
+
+def pattern(atom: Atom, b: Binding) -> tuple[str | None, ...]:
+    """The atom's arguments under `b`, None where a variable is unbound (for `State.match`)."""
+    return tuple(b.get(a) if a.startswith("?") else a for a in atom.args)
 
 
 def ground(atom: Atom, b: Binding) -> GroundAtom:

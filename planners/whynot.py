@@ -25,7 +25,7 @@ from kgplan.errors import InputError
 from kgplan.graph.check import check_graph
 from kgplan.graph.world import WorldGraph
 from kgplan.planners.relevance import Relevance
-from kgplan.planners.state import Binding, PlanError, State, Step, ground, substitute
+from kgplan.planners.state import Binding, PlanError, State, Step, ground, pattern, substitute
 
 if TYPE_CHECKING:
     from kgplan.planners.relevance import _Explorer
@@ -287,7 +287,7 @@ class _Links:
         """How close the action comes to making the atom's literal hold; None if it cannot for these objects."""
         params = (*act.params, *effect_params)
         types = {p.name: p.types for p in params}
-        b = self._unify(effect_args, atom[1], {}, types)
+        b = self.state.unify(effect_args, atom[1], {}, types)
         if b is None:
             return None
         step = _step(act, b)
@@ -298,7 +298,7 @@ class _Links:
         conds = [*conjuncts(act.precondition), *conjuncts(condition)]
         statics = [c for c in conds if isinstance(c, Atom) and c.predicate in self.static]
         best: tuple[tuple[int, int, int], Binding, list[Formula]] | None = None
-        candidates = (jb | nb for jb in self._join(statics, b, types)
+        candidates = (jb | nb for jb in self.state.join(statics, b, types)
                       for nb in self.state.bindings(tuple(p for p in params if p.name not in jb)))
         for full in islice(candidates, BINDINGS):
             unmet = [c for c in conds if self.explorer.support(c, full) is None]
@@ -310,8 +310,8 @@ class _Links:
             if score <= (0, 0, 1):
                 break
         if best is None:  # no binding of the static preconditions: a fact the graph lacks and no action adds
-            gone = next((a for a in statics if not any(self._unify(a.args, args, b, types) is not None
-                                                       for args in self.state.match(a.predicate, _pattern(a, b)))),
+            gone = next((a for a in statics if not any(self.state.unify(a.args, args, b, types) is not None
+                                                       for args in self.state.match(a.predicate, pattern(a, b)))),
                         statics[-1] if statics else None)
             if gone is None:  # the types alone leave no binding (the achieved atom's object of another type)
                 return None
@@ -335,34 +335,8 @@ class _Links:
     def _can(self, lit: Lit) -> bool:
         """Whether some action could make the literal hold, by its objects' types."""
         atom, pos = lit
-        return any(self._unify(eff.atom.args, atom[1], {}, {p.name: p.types for p in (*act.params, *eff.params)})
+        return any(self.state.unify(eff.atom.args, atom[1], {}, {p.name: p.types for p in (*act.params, *eff.params)})
                    is not None for act, eff in self.relevance.achievers.get((atom[0], pos), ()))
-
-    def _unify(self, variables: tuple[str, ...], args: tuple[str, ...], b: Binding,
-               types: dict[str, tuple[str, ...]]) -> Binding | None:
-        """`b` extended so that `variables` match `args`, within the variables' types."""
-        out = dict(b)
-        for v, a in zip(variables, args, strict=True):
-            if not v.startswith("?"):
-                if v != a:
-                    return None
-            elif out.setdefault(v, a) != a or not self.domain.accepts(types.get(v, ("object",)),
-                                                                       self.state.objects.get(a, "")):
-                return None
-        return out
-
-    def _join(self, atoms: list[Atom], b: Binding, types: dict[str, tuple[str, ...]]) -> Iterator[Binding]:
-        """Bindings extending `b` under which every (static) atom is a fact of the state."""
-        if not atoms:
-            yield b
-            return
-        for args in self.state.match(atoms[0].predicate, _pattern(atoms[0], b)):
-            if (nb := self._unify(atoms[0].args, args, b, types)) is not None:
-                yield from self._join(atoms[1:], nb, types)
-
-
-def _pattern(atom: Atom, b: Binding) -> tuple[str | None, ...]:
-    return tuple(b.get(a) if a.startswith("?") else a for a in atom.args)
 
 
 def _ground(f: Formula, b: Binding) -> Lit | None:

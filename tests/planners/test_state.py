@@ -1,0 +1,35 @@
+"""What a change implies by the actions that make it so (`implied`)."""
+
+from __future__ import annotations
+
+from kgplan.domains.formula import GroundAtom
+from kgplan.domains.model import Domain
+from kgplan.planners.state import State, Step, implied
+
+RADIOS = """(define (domain radios) (:requirements :typing :negative-preconditions)
+  (:types radio station)
+  (:predicates (radio_on ?r - radio) (tuned_to ?r - radio ?s - station))
+  (:action switch_on :parameters (?r - radio ?s - station) :precondition (not (radio_on ?r))
+    :effect (and (radio_on ?r) (tuned_to ?r ?s)))
+  (:action retune :parameters (?r - radio ?s ?t - station) :precondition (tuned_to ?r ?s)
+    :effect (and (tuned_to ?r ?t) (not (tuned_to ?r ?s)))))"""
+OBJECTS = {"radio": "radio", "jazz": "station", "news": "station"}
+ON, JAZZ, NEWS = GroundAtom("radio_on", ("radio",)), GroundAtom("tuned_to", ("radio", "jazz")), \
+    GroundAtom("tuned_to", ("radio", "news"))
+
+
+def test_a_fact_every_applicable_action_making_the_change_removes_is_implied() -> None:
+    domain = Domain.parse(RADIOS)
+    after = State(domain, OBJECTS, {ON, JAZZ, NEWS})  # retuned to news, jazz left over
+    assert set(State(domain, OBJECTS, {ON, JAZZ}).makers(NEWS, True)) == {Step("retune", ("radio", "jazz", "news"))}
+    assert implied(after, [NEWS], []) == {JAZZ: NEWS}
+    # switched on and tuned (it was off): the one action that does so removes nothing
+    assert implied(State(domain, OBJECTS, {ON, NEWS}), [ON, NEWS], []) == {}
+
+
+def test_actions_that_disagree_imply_nothing() -> None:
+    """A second way to tune a playing radio that keeps the old station: nothing is common to both."""
+    domain = Domain.parse(RADIOS.replace("(:action retune", """(:action add_station :parameters (?r - radio ?s ?t -
+    station) :precondition (tuned_to ?r ?s) :effect (tuned_to ?r ?t))
+  (:action retune"""))
+    assert implied(State(domain, OBJECTS, {ON, JAZZ, NEWS}), [NEWS], []) == {}
