@@ -185,9 +185,9 @@ class State:
                 yield from self.join(atoms[1:], nb, types)
 
     # ---- actions -----------------------------------------------------------------------------
-    def makers(self, atom: GroundAtom, add: bool, limit: int = 1000) -> list[Step]:
+    def makers(self, atom: GroundAtom, add: bool, limit: int = 1000) -> list[Step] | None:
         """The steps applicable in this state that make `atom` true (`add`) or false, by an effect of their action
-        (the preconditions' facts joined first; at most `limit` bindings of an effect tried)."""
+        (the preconditions' facts joined first); None where an effect leaves more than `limit` bindings to try."""
         out = []
         for act in self.domain.actions.values():
             for e in act.effects:
@@ -201,7 +201,9 @@ class State:
                                      else (act.precondition,)) if isinstance(c, Atom)]
                 full = (jb | nb for jb in self.join(facts, b, types)
                         for nb in self.bindings(tuple(p for p in params if p.name not in jb)))
-                out += [Step(act.name, tuple(fb[p.name] for p in act.params)) for fb in islice(full, limit)
+                if len(tried := list(islice(full, limit + 1))) > limit:
+                    return None
+                out += [Step(act.name, tuple(fb[p.name] for p in act.params)) for fb in tried
                         if self.holds(act.precondition, fb) and self.holds(e.condition, fb)]
         return list(dict.fromkeys(out))
 
@@ -270,7 +272,7 @@ def implied(state: State, add: Collection[GroundAtom], remove: Collection[Ground
         before = state.copy()
         (before.discard if made else before.add)(x)
         common: set[GroundAtom] | None = None
-        for step in before.makers(x, made):
+        for step in before.makers(x, made) or ():  # none, or too many to tell: nothing implied
             adds, dels = before.effects(step)
             gone = {a for a in dels - adds if a in state.facts and a not in add}
             common = gone if common is None else common & gone

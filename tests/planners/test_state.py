@@ -23,6 +23,7 @@ def test_a_fact_every_applicable_action_making_the_change_removes_is_implied() -
     after = State(domain, OBJECTS, {ON, JAZZ, NEWS})  # retuned to news, jazz left over
     assert set(State(domain, OBJECTS, {ON, JAZZ}).makers(NEWS, True)) == {Step("retune", ("radio", "jazz", "news"))}
     assert implied(after, [NEWS], []) == {JAZZ: NEWS}
+    assert State(domain, OBJECTS, {ON, JAZZ}).makers(NEWS, True, limit=0) is None  # too many bindings to tell
     # switched on and tuned (it was off): the one action that does so removes nothing
     assert implied(State(domain, OBJECTS, {ON, NEWS}), [ON, NEWS], []) == {}
 
