@@ -236,7 +236,7 @@ def test_the_bundled_l3mp_examples_answer_with_their_candidates(tmp_path: Path) 
     value an invariant removes), and the answer chooses exactly that."""
     domain = simulation(tmp_path)
     shown = propose.examples(domain)
-    assert len(shown) == len(domain.meta["examples"]) == 12
+    assert len(shown) == len(domain.meta["examples"]) == 9
     replaced = propose.replaced(domain)
     for ex, meta in zip(shown, domain.meta["examples"], strict=True):
         picked = {i for i in ex.answer.values() if i != propose.NONE}

@@ -11,10 +11,9 @@ from kgplan.graph.world import WorldGraph
 
 SIMULATION = """(define (domain simulation) (:requirements :typing :negative-preconditions)
   (:types room person light window cloth table shelf shelf_level phone kitchenware liquid pen sink tv book
-    remote agent channel - object kitchensink - sink liquidcontainer - kitchenware)
+    remote agent - object kitchensink - sink liquidcontainer - kitchenware)
   (:predicates (person_in_room ?a - person ?b - room) (room_has ?a - room ?b - (either light window table shelf tv))
-    (light_on ?a - light) (tv_on ?a - tv) (tv_playing_channel ?a - tv ?b - channel)
-    (faucet_on ?a - sink) (window_open ?a - window) (phone_ringing ?a - phone)
+    (light_on ?a - light) (tv_on ?a - tv) (faucet_on ?a - sink) (window_open ?a - window) (phone_ringing ?a - phone)
     (cloth_is_clean ?a - cloth)
     (cloth_is_dry ?a - cloth) (dish_is_clean ?a - kitchenware)
     (in_person_hand ?a - (either pen cloth phone kitchenware book remote) ?b - person)
@@ -41,9 +40,7 @@ SIMULATION = """(define (domain simulation) (:requirements :typing :negative-pre
   (:action empty_glass :parameters (?g - liquidcontainer ?q - liquid) :precondition (glass_has_liquid ?g ?q)
     :effect (and (glass_empty ?g) (not (glass_has_liquid ?g ?q))))
   (:action fill_glass :parameters (?g - liquidcontainer ?q - liquid) :precondition (glass_empty ?g)
-    :effect (and (glass_has_liquid ?g ?q) (not (glass_empty ?g))))
-  (:action tune :parameters (?t - tv ?a ?b - channel) :precondition (tv_playing_channel ?t ?a)
-    :effect (and (tv_playing_channel ?t ?b) (not (tv_playing_channel ?t ?a)))))"""
+    :effect (and (glass_has_liquid ?g ?q) (not (glass_empty ?g)))))"""
 
 
 def simulation(folder: Path) -> Domain:
