@@ -28,7 +28,7 @@ from kgplan.domains.model import Domain
 from kgplan.errors import InputError
 from kgplan.planners.engines import PLANNERS
 from kgplan.planners.problem import Task
-from kgplan.planners.state import State, Step, substitute
+from kgplan.planners.state import State, Step, conjuncts, substitute
 from kgplan.planners.worker import PLAN_FILE, worker
 
 FALSE = Or(())
@@ -200,8 +200,7 @@ def prepare(planner: str = "fd", domain: Domain | None = None) -> None:
 
 def _literals_only(goal: Formula) -> bool:
     """Whether a goal is a conjunction of literals (what Fast Downward's LM-cut accepts as a goal)."""
-    parts = goal.args if isinstance(goal, And) else (goal,)
-    return all(isinstance(p.arg if isinstance(p, Not) else p, Atom) for p in parts)
+    return all(isinstance(p.arg if isinstance(p, Not) else p, Atom) for p in conjuncts(goal))
 
 
 def _existential(f: Formula, positive: bool = True) -> bool:

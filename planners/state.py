@@ -157,7 +157,7 @@ class State:
 
     def failed_conjunct(self, f: Formula, b: Binding | None = None) -> str | None:
         """The first top-level conjunct of `f` that is false, written as PDDL; None if `f` holds."""
-        for part in f.args if isinstance(f, And) else (f,):
+        for part in conjuncts(f):
             if not self.holds(part, b):
                 return to_pddl(substitute(part, b or {}))
         return None
@@ -197,8 +197,7 @@ class State:
                 types = {p.name: p.types for p in params}
                 if (b := self.unify(e.atom.args, atom.args, {}, types)) is None:
                     continue
-                facts = [c for c in (act.precondition.args if isinstance(act.precondition, And)
-                                     else (act.precondition,)) if isinstance(c, Atom)]
+                facts = [c for c in conjuncts(act.precondition) if isinstance(c, Atom)]
                 full = (jb | nb for jb in self.join(facts, b, types)
                         for nb in self.bindings(tuple(p for p in params if p.name not in jb)))
                 if len(tried := list(islice(full, limit + 1))) > limit:
@@ -278,6 +277,11 @@ def implied(state: State, add: Collection[GroundAtom], remove: Collection[Ground
             common = gone if common is None else common & gone
         out |= {GroundAtom(*a): x for a in common or ()}
     return out
+
+
+def conjuncts(f: Formula) -> list[Formula]:
+    """The parts of a top-level conjunction (the formula itself if it is none)."""
+    return list(f.args) if isinstance(f, And) else [f]
 
 
 def pattern(atom: Atom, b: Binding) -> tuple[str | None, ...]:

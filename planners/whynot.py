@@ -25,7 +25,7 @@ from kgplan.errors import InputError
 from kgplan.graph.check import check_graph
 from kgplan.graph.world import WorldGraph
 from kgplan.planners.relevance import Relevance
-from kgplan.planners.state import Binding, PlanError, State, Step, ground, pattern, substitute
+from kgplan.planners.state import Binding, PlanError, State, Step, conjuncts, ground, pattern, substitute
 
 if TYPE_CHECKING:
     from kgplan.planners.relevance import _Explorer
@@ -88,10 +88,6 @@ def say(domain: Domain, atom: GroundAtom | Atom, positive: bool = True) -> str:
     """A literal in words (its predicate's gloss, where domain.toml has one) and as PDDL."""
     text = glossed(domain, GroundAtom(atom.predicate, atom.args) if isinstance(atom, Atom) else atom)
     return text if positive else f"not {text}"
-
-
-def conjuncts(goal: Formula) -> list[Formula]:
-    return list(goal.args) if isinstance(goal, And) else [goal]
 
 
 def _literal(f: Formula) -> Lit | None:
