@@ -18,7 +18,9 @@ Variants: R- shows the LLM the whole graph, R+ the neighbourhood of the entities
 the entity list, RS the neighbourhood of its query graph grounded by embeddings and search
 (language/retrieval.py); a trailing V verifies each change and re-prompts with the issues. PC
 proposes and chooses (language/propose.py: the model names the entities and chooses among the
-changes the domain admits for them; a clarification it asks for counts as a failure; goals likewise by
+changes the domain admits for them; a clarification it asks for counts as a failure, and is answered as the user
+who sees the world would (the option the true change tells), so the next sentence starts from the completed change
+as it would where the agent is deployed; goals likewise by
 language/goals.py: named things or all things of a kind, then a choice among the goal literals the domain admits).
 `--changes oracle` gives the state changes the true change, to measure the goals alone.
 A run without a domain.toml whose domain has every predicate that kgplan's metadata for the
@@ -67,7 +69,15 @@ from kgplan.language.llm import (
     parse_reply,
     strict_schema,
 )
-from kgplan.language.update import Outcome, Retrieval, full_graph, select_entities, update, write_goal
+from kgplan.language.update import (
+    Clarification,
+    Outcome,
+    Retrieval,
+    full_graph,
+    select_entities,
+    update,
+    write_goal,
+)
 from kgplan.planners.execute import execute
 from kgplan.planners.pipeline import PlanReport, parse_goal, plan
 from kgplan.planners.problem import Task
@@ -309,18 +319,23 @@ def evaluate(run: Path, variant: str, llm: Counting, oracle: Oracle | None, cons
                     after, prev = after_goal(g, report, truth, true_init, states[i + 1][1], unrecorded)
                     row |= after
             else:
+                asked = None
                 if change_oracle:
                     update(change_oracle, g, text, retrieval, out=out)
                 elif retriever == "propose":
-                    propose.tell(llm, g, text, out=out)
+                    asked = _told(llm, g, text, out, prev, true_init)
                 else:
                     update(llm, g, text, retrieval, verify=verify, max_rounds=max_rounds, out=out)
+                asked = asked or out.clarification
                 after = _atoms(g)
                 new_disc, changed, wanted = after ^ true_init, before ^ after, prev ^ true_init
-                row |= {"strict": not new_disc, "success": new_disc <= before ^ prev, "error": out.error,
-                        "retries": len(out.rounds), "discrepancies": len(new_disc),
-                        "clarification": out.clarification.question if out.clarification else None,
-                        "exact": changed == wanted, "facts_changed": len(changed), "facts_wanted": len(wanted),
+                right = asked is None  # a question is no success, answered or not
+                row |= {"strict": right and not new_disc, "success": right and new_disc <= before ^ prev,
+                        "error": out.error, "retries": len(out.rounds), "discrepancies": len(new_disc),
+                        "clarification": asked.question if asked else None,
+                        "answered": asked is not None and out.clarification is None,
+                        "exact": right and changed == wanted, "facts_changed": len(changed),
+                        "facts_wanted": len(wanted),
                         "facts_right": len(changed & wanted),
                         "stages": out.stages}
                 row |= _corruption(llm.corruptions(calls_before), out, expected)
@@ -415,6 +430,30 @@ def _required(goal: Formula) -> dict[GroundAtom, bool]:
     return out
 
 
+def _told(llm: LLM, g: WorldGraph, text: str, out: Outcome, prev: Atoms, truth: Atoms) -> Clarification | None:
+    """`propose.tell`, its questions answered as the user who sees the world would (`_answer`): the deployed agent
+    asks and the change completes, so the sentences after one are scored from there. The first question, if any."""
+    propose.tell(llm, g, text, out=out)
+    first, answers = out.clarification, {}
+    while (c := out.clarification) and c.word not in answers and (pick := _answer(c, prev, truth)) is not None:
+        answers[c.word], out.clarification = pick, None
+        propose.tell(llm, g, text, answers=answers, out=out)
+    return first
+
+
+def _answer(c: Clarification, prev: Atoms, truth: Atoms) -> str | None:
+    """The option of a question that the true change tells: the one fact that holds after it, or the one entity its
+    new facts (else all it changed) are about; None where it tells none or several."""
+    if all(o.startswith("(") for o in c.options):
+        fits = [o for o in c.options if Fact.parse(o).atom in truth]
+    else:
+        fits = []
+        for facts in (truth - prev, truth ^ prev):
+            if len(fits := [o for o in c.options if any(o in args for _, args in facts)]) == 1:
+                break
+    return fits[0] if len(fits) == 1 else None
+
+
 def _retrieve(retriever: str, llm: LLM, g: WorldGraph, text: str, depth: int, out: Outcome) -> Retrieval:
     if retriever == "select":
         return select_entities(llm, g, text, depth, out)
@@ -500,8 +539,9 @@ def summarise(rows: list[dict]) -> dict:
                     out[name][k] += v / len(xs)
         return out
 
-    right, changed, wanted = (sum(r.get(k, 0) for r in changes)
-                              for k in ("facts_right", "facts_changed", "facts_wanted"))
+    own = [r for r in changes if not r.get("clarification")]  # an answered question's facts are the user's
+    right, changed = (sum(r.get(k, 0) for r in own) for k in ("facts_right", "facts_changed"))
+    wanted = sum(r.get("facts_wanted", 0) for r in changes)
     facts = {"state_exact_rate": rate(changes, "exact"), "fact_precision": right / changed if changed else 0.0,
              "fact_recall": right / wanted if wanted else 0.0,
              "clarification_rate": rate(changes, "clarification"),

@@ -406,16 +406,16 @@ def replacements(domain: Domain, add: Iterable[GroundAtom], facts_about: Callabl
     return out
 
 
-def with_actions(domain: Domain, tx: Tx, add: list[GroundAtom], remove: list[GroundAtom]
-                 ) -> dict[GroundAtom, GroundAtom]:
+def with_actions(domain: Domain, tx: Tx, add: list[GroundAtom], remove: list[GroundAtom], named: Collection[str]
+                 ) -> tuple[dict[GroundAtom, GroundAtom], dict[GroundAtom, GroundAtom]]:
     """`planners.state.implied` on the state the change leaves (read in `tx`, of the predicates that the actions
-    making its literals so read or change): facts every such action removes too, each with its literal."""
+    making its literals so read or change): the facts such actions remove and add too, each with its literal."""
     changed = {a.predicate for a in [*add, *remove]}
     acts = [a for a in domain.actions.values() if any(e.atom.predicate in changed for e in a.effects)]
     preds = {x.predicate for a in acts for e in a.effects for f in (a.precondition, e.condition, e.atom)
              for x in atoms(f)}
     state = State(domain, {e.name: e.type for e in tx.entities()}, set(tx.facts_of(preds)) - set(remove) | set(add))
-    return implied(state, add, remove)
+    return implied(state, add, remove, named)
 
 
 def conflict(domain: Domain, add: list[GroundAtom]) -> tuple[GroundAtom, ...] | None:
@@ -544,6 +544,10 @@ def ground(llm: LLM, graph: WorldGraph, first: Messages, text: str, mentions: li
             # of those, one a named thing owns ("Charles went to Carol's bedroom and closed the blinds of the window":
             # carol_bedroom_window, not charles_bedroom_window, whose words it says too: seed309)
             spelled = [j for j in spelled if names[j] in theirs] or spelled
+            # of those, the ones it spells one word after another (the 0.5B copied "the bedroom" from "Anna went to
+            # Helen's bedroom and opened the blinds of the window": helen_bedroom, not anna_bedroom: seed391)
+            runs = set(whole_names([w for w in tokens(text) if w != "s"], [names[j] for j in spelled]))
+            spelled = [j for j in spelled if names[j] in runs] or spelled
             kind, top = spelled, max(spelled, key=lambda j: row[j])
         tied = sorted((j for j in kind if row[j] >= TIE * row[top]), key=lambda j: -row[j])[:MAX_OPTIONS]
         options = [names[j] for j in tied]
@@ -779,12 +783,15 @@ def _apply(llm: LLM, graph: WorldGraph, first: Messages, out: Outcome, chosen: l
 
     def make(tx: Tx) -> Delta:
         gone = replacements(domain, add, tx.facts_about)
-        also = with_actions(domain, tx, add, [*drop, *gone])
+        also, more = with_actions(domain, tx, add, [*drop, *gone], set(named.values()))
+        gone |= {a: g for a, g in replacements(domain, more, tx.facts_about).items() if a not in add}
         notes = how | {str(a): f"removed by the invariant: {g.describe()}" for a, g in gone.items()}
         notes |= {str(a): f"removed as every action that makes {x} {'true' if x in add else 'false'} does"
                   for a, x in also.items()}
-        return Delta(add=[Fact.of(a) for a in add], remove=[Fact.of(a) for a in [*drop, *gone, *also]], source="nl",
-                     text=out.text, model=model, how=notes, tokens={
+        notes |= {str(a): f"added as every action that makes {x} true with the things the sentence names does"
+                  for a, x in more.items()}
+        return Delta(add=[Fact.of(a) for a in [*add, *more]], remove=[Fact.of(a) for a in [*drop, *gone, *also]],
+                     source="nl", text=out.text, model=model, how=notes, tokens={
                          "prompt": out.prompt_tokens, "completion": sum(c.completion_tokens for c in out.calls)})
 
     with _Stage(out, "apply"):

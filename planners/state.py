@@ -260,23 +260,34 @@ class State:
         return added, removed
 
 
-def implied(state: State, add: Collection[GroundAtom], remove: Collection[GroundAtom]) -> dict[GroundAtom, GroundAtom]:
-    """The facts of `state` (as a change that made `add` true and `remove` false left it) that every step making one
-    of those literals so, applicable where it alone is undone, also makes false; each with that literal. "Switched
-    the channel of the TV to ESPN" tells the new channel, not the old one, and no invariant says a TV plays one
-    channel (FD's synthesis cannot use turn_tv_on's negative precondition), but the one action that changes a
-    playing TV's channel removes the old one; "turned off the TV" so removes the channel it played."""
-    out: dict[GroundAtom, GroundAtom] = {}
+def implied(state: State, add: Collection[GroundAtom], remove: Collection[GroundAtom], named: Collection[str] = ()
+            ) -> tuple[dict[GroundAtom, GroundAtom], dict[GroundAtom, GroundAtom]]:
+    """What the steps making the literals of a change so imply, in `state` (as the change that made `add` true and
+    `remove` false left it): (removed, added), each fact with its literal. Removed: the facts that every step making
+    one of the literals so, applicable where it alone is undone, also makes false. "Switched the channel of the TV to
+    ESPN" tells the new channel, not the old one, and no invariant says a TV plays one channel (FD's synthesis cannot
+    use turn_tv_on's negative precondition), but the one action that changes a playing TV's channel removes the old
+    one; "turned off the TV" so removes the channel it played. Added: the facts that every such step making an added
+    literal true also makes true, of the steps whose arguments are `named` wherever an object of their type is ("turned
+    on the TV and set it to Fox News" with the TV on chosen and Fox News named: turn_tv_on(tv, fox_news) plays it)."""
+    kinds = {state.objects.get(n) for n in named}
+    removed: dict[GroundAtom, GroundAtom] = {}
+    added: dict[GroundAtom, GroundAtom] = {}
     for x, made in [*((a, True) for a in add), *((a, False) for a in remove)]:
         before = state.copy()
         (before.discard if made else before.add)(x)
-        common: set[GroundAtom] | None = None
+        gone: set[GroundAtom] | None = None
+        also: set[GroundAtom] | None = None
         for step in before.makers(x, made) or ():  # none, or too many to tell: nothing implied
             adds, dels = before.effects(step)
-            gone = {a for a in dels - adds if a in state.facts and a not in add}
-            common = gone if common is None else common & gone
-        out |= {GroundAtom(*a): x for a in common or ()}
-    return out
+            mine = {a for a in dels - adds if a in state.facts and a not in add}
+            gone = mine if gone is None else gone & mine
+            if made and named and all(a in named or state.objects.get(a) not in kinds for a in step.args):
+                mine = {a for a in adds - dels if a not in state.facts}
+                also = mine if also is None else also & mine
+        removed |= {GroundAtom(*a): x for a in gone or ()}
+        added |= {GroundAtom(*a): x for a in also or ()}
+    return removed, added
 
 
 def conjuncts(f: Formula) -> list[Formula]:

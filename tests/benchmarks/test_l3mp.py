@@ -261,7 +261,8 @@ def pick(**glosses: str) -> Callable[[list[dict]], str]:
 
 def test_propose_and_choose_scored_with_facts_clarifications_and_stages(tmp_path: Path,
                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
-    """PC: the model names and chooses; a clarification is a failure, counted apart; record and replay exact.
+    """PC: the model names and chooses; a clarification is a failure, counted apart, and answered as the user who
+    sees the world would (the mug the true change washed), so the change completes; record and replay exact.
     Strict: the graph is the true state; exact: the sentence changed exactly the facts it should."""
     s0 = change(INIT, *SANDRA)
     s1 = change(s0, *WINDOW)
@@ -273,13 +274,15 @@ def test_propose_and_choose_scored_with_facts_clarifications_and_stages(tmp_path
                             pick(person_at="now: person sandra is in room kitchen"),
                             json.dumps({"mentions": ["Lena", "the bedroom window"]}),
                             pick(),  # misses that the window closed
-                            json.dumps({"mentions": ["Omar", "the mug"]}), json.dumps({"answer": "unclear"})])
+                            json.dumps({"mentions": ["Omar", "the mug"]}), json.dumps({"answer": "unclear"}),
+                            json.dumps({"mentions": ["Omar", "the mug"]}), *[pick(clean="now: red mug is clean")] * 2])
     monkeypatch.setattr(l3mp, "OpenAIClient", lambda config: scripted)
     first, second = tmp_path / "a.json", tmp_path / "b.json"
     assert l3mp.main([str(run), "--variant", "PC", "--no-recall", "--json", str(first), "--record"]) == 0
     rows = json.loads(first.read_text())["steps"]["PC"]["run"]
     assert [(r["strict"], r["exact"]) for r in rows] == [(True, True), (False, False), (False, False)]
     assert "'the mug'" in rows[2]["clarification"] and rows[1]["clarification"] is None
+    assert rows[2]["answered"] and rows[2]["facts_changed"] == rows[2]["facts_right"] == 1 and rows[2]["llm_calls"] == 5
     assert (rows[0]["facts_changed"], rows[0]["facts_wanted"], rows[0]["facts_right"]) == (2, 2, 2)
     assert (rows[1]["facts_changed"], rows[1]["facts_wanted"], rows[1]["error"]) == (0, 1, "the sentence changes "
                                                                                       "nothing in the graph")
@@ -310,3 +313,20 @@ def test_pc_goals_are_chosen_and_scored_with_the_changes_from_the_oracle(tmp_pat
     assert set(goal["stages"]) == {"words", "ground", "candidates", "choose"}
     s = summarise(rows)
     assert s["plan_success_rate"] == s["goal_exact_rate"] == 1.0 and s["goal_clarification_rate"] == 0.0
+
+
+def test_a_question_is_answered_with_the_option_the_true_change_tells() -> None:
+    """Between facts, the one that holds after the change; between things, the one its new facts are about, else the
+    one all it changed is about; none where it tells none or several."""
+    from kgplan.language.update import Clarification
+
+    washed = change(INIT, ["(clean red_mug)"])
+    held = Clarification("(holding robot red_mug) or (clean red_mug)", "?",
+                         ["(holding robot red_mug)", "(clean red_mug)"])
+    assert l3mp._answer(held, INIT, washed) == "(clean red_mug)"
+    mug = Clarification("the mug", "?", ["red_mug", "blue_mug"])
+    assert l3mp._answer(mug, INIT, washed) == "red_mug"
+    assert l3mp._answer(mug, INIT, INIT) is None
+    moved = change(INIT, *SANDRA)  # sandra leaves the living room for the kitchen: the kitchen is the new one
+    assert l3mp._answer(Clarification("the room", "?", ["kitchen", "living_room"]), INIT, moved) == "kitchen"
+    assert l3mp._answer(Clarification("the room", "?", ["kitchen", "living_room"]), moved, moved) is None

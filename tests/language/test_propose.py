@@ -497,6 +497,26 @@ def test_of_the_names_a_sentence_spells_out_one_a_named_room_owns_is_taken(tmp_p
     assert not any("charles bedroom window" in line for line in lines)
 
 
+
+def test_of_the_names_a_sentence_spells_out_one_it_says_word_after_word_is_taken(tmp_path: Path) -> None:
+    """"Anna went to Helen's bedroom and opened the blinds of the window", copied as "Anna", "the bedroom", "the
+    window": the sentence says every word of anna_bedroom too, not one after the other (seed391: a question)."""
+    g = small_world(tmp_path, """(define (problem windows) (:domain simulation)
+  (:objects anna helen - person anna_bedroom helen_bedroom the_kitchen - room
+            anna_bedroom_window helen_bedroom_window the_kitchen_window - window
+            anna_bedroom_light helen_bedroom_light the_kitchen_light - light)
+  (:init (person_in_room anna the_kitchen) (room_has anna_bedroom anna_bedroom_window)
+         (room_has helen_bedroom helen_bedroom_window) (room_has the_kitchen the_kitchen_window)
+         (room_has anna_bedroom anna_bedroom_light) (room_has helen_bedroom helen_bedroom_light)
+         (room_has the_kitchen the_kitchen_light) (window_open helen_bedroom_window)))""")
+    text = "Anna went to Helen's bedroom and opened the blinds of the window."
+    llm = ScriptedLLM([json.dumps({"mentions": ["Anna", "the bedroom", "the window"]}), "{}", "{}"])
+    out = propose.tell(llm, g, text, dry_run=True)
+    assert out.clarification is None
+    lines = llm.prompts[1][-1]["content"].split("\n")
+    assert {"- now: anna is in helen bedroom", "- no longer: the blinds of helen bedroom window are open"} <= set(lines)
+    assert not any("anna bedroom" in line for line in lines), lines
+
 PHONES = """(define (problem phones) (:domain simulation)
   (:objects sharon james tyler christine - person james_phone sharon_phone tyler_phone christine_phone - phone)
   (:init))"""
@@ -753,3 +773,31 @@ tuned_to = { gloss = "{0} plays {1}" }
         assert out.error is None and out.delta is not None, out.error
         assert F(old) in out.delta.remove and len(out.delta.remove) + len(out.delta.add) == 2, out.delta
         assert out.delta.how[old] == f"removed as every action that makes {told} does"
+
+
+def test_what_every_action_making_the_change_with_the_named_things_adds_is_added_too(tmp_path: Path) -> None:
+    """"Turned on the TV and set it to Fox News": the 0.5B chose the TV on and "none" for the channel it named
+    (seed374). The one way to switch the radio on with the station the sentence names tunes it there; with no station
+    named, nothing is added."""
+    off = RADIO.replace("(radio_on kitchen_radio) (tuned_to kitchen_radio jazz_fm)", "")
+    g = shelves(tmp_path, off, RADIOS, """[predicates]
+radio_on = { gloss = "{0} is on", negated = "{0} is off" }
+tuned_to = { gloss = "{0} plays {1}" }
+""")
+    new = "(tuned_to kitchen_radio news_am)"
+    for text, mentions, added in (
+            ("Ada switched on the kitchen radio and set it to News AM.", ["Ada", "the kitchen radio", "News AM"],
+             [F("(radio_on kitchen_radio)"), F(new)]),
+            ("Ada switched on the kitchen radio.", ["Ada", "the kitchen radio"], [F("(radio_on kitchen_radio)")])):
+        llm = ScriptedLLM([json.dumps({"mentions": mentions}),
+                           *[lambda m: json.dumps(chosen(m, radio_on="now: kitchen radio is on"))] * 2])
+        out = propose.tell(llm, g, text, dry_run=True)
+        assert out.error is None and out.delta is not None, out.error
+        assert out.delta.add == added and out.delta.remove == []
+    assert out.delta.how.get(new) is None
+    out = propose.tell(ScriptedLLM([json.dumps({"mentions": ["Ada", "the kitchen radio", "News AM"]}),
+                                    *[lambda m: json.dumps(chosen(m, radio_on="now: kitchen radio is on"))] * 2]),
+                       g, "Ada switched on the kitchen radio and set it to News AM.")
+    assert out.change is not None and F(new) in out.change.delta.add
+    assert out.change.delta.how[new] == ("added as every action that makes (radio_on kitchen_radio) true with the "
+                                         "things the sentence names does")

@@ -266,7 +266,7 @@ def test_expand_quantifiers(household: Domain, world_problem: Problem) -> None:
 
 def test_planning_imports_no_heavy_library() -> None:
     """`kgplan plan` loads neither unified-planning nor torch."""
-    code = ("import sys, kgplan.interfaces.cli, kgplan.planners.pipeline, planners.solve; "
+    code = ("import sys, kgplan.interfaces.cli, kgplan.planners.pipeline, kgplan.planners.solve; "
             "print(sorted(m for m in ('unified_planning', 'torch', 'lapkt') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"

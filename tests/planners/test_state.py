@@ -1,4 +1,4 @@
-"""What a change implies by the actions that make it so (`implied`)."""
+"""What a change implies by the actions that make it so (`implied`): (removed, added)."""
 
 from __future__ import annotations
 
@@ -22,10 +22,10 @@ def test_a_fact_every_applicable_action_making_the_change_removes_is_implied() -
     domain = Domain.parse(RADIOS)
     after = State(domain, OBJECTS, {ON, JAZZ, NEWS})  # retuned to news, jazz left over
     assert set(State(domain, OBJECTS, {ON, JAZZ}).makers(NEWS, True)) == {Step("retune", ("radio", "jazz", "news"))}
-    assert implied(after, [NEWS], []) == {JAZZ: NEWS}
+    assert implied(after, [NEWS], []) == ({JAZZ: NEWS}, {})
     assert State(domain, OBJECTS, {ON, JAZZ}).makers(NEWS, True, limit=0) is None  # too many bindings to tell
     # switched on and tuned (it was off): the one action that does so removes nothing
-    assert implied(State(domain, OBJECTS, {ON, NEWS}), [ON, NEWS], []) == {}
+    assert implied(State(domain, OBJECTS, {ON, NEWS}), [ON, NEWS], []) == ({}, {})
 
 
 def test_actions_that_disagree_imply_nothing() -> None:
@@ -33,4 +33,15 @@ def test_actions_that_disagree_imply_nothing() -> None:
     domain = Domain.parse(RADIOS.replace("(:action retune", """(:action add_station :parameters (?r - radio ?s ?t -
     station) :precondition (tuned_to ?r ?s) :effect (tuned_to ?r ?t))
   (:action retune"""))
-    assert implied(State(domain, OBJECTS, {ON, JAZZ, NEWS}), [NEWS], []) == {}
+    assert implied(State(domain, OBJECTS, {ON, JAZZ, NEWS}), [NEWS], []) == ({}, {})
+
+
+def test_what_every_action_making_the_change_with_the_named_things_adds_is_implied() -> None:
+    """Switched on, and the sentence names the news station: the one way to switch it on with it tunes to it."""
+    domain = Domain.parse(RADIOS)
+    after = State(domain, OBJECTS, {ON})
+    assert implied(after, [ON], [], named={"radio", "news"}) == ({}, {NEWS: ON})
+    assert implied(after, [ON], []) == ({}, {})  # no station named: switched on to either
+    assert implied(after, [ON], [], named={"radio"}) == ({}, {})
+    # a station named beside the radio tuned to it already: nothing more to add
+    assert implied(State(domain, OBJECTS, {ON, NEWS}), [ON, NEWS], [], named={"radio", "news"}) == ({}, {})
