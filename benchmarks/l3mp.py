@@ -445,13 +445,11 @@ def _answer(c: Clarification, prev: Atoms, truth: Atoms) -> str | None:
     """The option of a question that the true change tells: the one fact that holds after it, or the one entity its
     new facts (else all it changed) are about; None where it tells none or several."""
     if all(o.startswith("(") for o in c.options):
-        fits = [o for o in c.options if Fact.parse(o).atom in truth]
+        tells = [[o for o in c.options if Fact.parse(o).atom in truth]]
     else:
-        fits = []
-        for facts in (truth - prev, truth ^ prev):
-            if len(fits := [o for o in c.options if any(o in args for _, args in facts)]) == 1:
-                break
-    return fits[0] if len(fits) == 1 else None
+        tells = [[o for o in c.options if any(o in args for _, args in facts)]
+                 for facts in (truth - prev, truth ^ prev)]  # its new facts first
+    return next((fits[0] for fits in tells if len(fits) == 1), None)
 
 
 def _retrieve(retriever: str, llm: LLM, g: WorldGraph, text: str, depth: int, out: Outcome) -> Retrieval:

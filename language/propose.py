@@ -126,6 +126,11 @@ def tokens(text: str) -> list[str]:
     return [re.sub(r"^(\d+)(?:st|nd|rd|th)$", r"\1", t) for t in re.findall(r"[a-z0-9]+", text.lower())]
 
 
+def spoken(text: str) -> list[str]:
+    """`tokens` without a possessive's "s" ("Helen's bedroom": helen, bedroom)."""
+    return [w for w in tokens(text) if w != "s"]
+
+
 def said_with(text: str, named: Collection[str], types: dict[str, str], owns: dict[str, set[str]]) -> dict[str, str]:
     """The entities a named one owns (a named room's fixtures), or whose names hold a named one's whole name (the
     remote of michael_bedroom_tv), where the sentence says the other words of their names ("placed the robe in the
@@ -180,7 +185,7 @@ def spelled_out(mention: str, names: Iterable[str]) -> list[str]:
     """The entities whose whole names a copied phrase spells out ("Jennifer the magenta pen": jennifer, magenta_pen;
     a possessive's "s" is skipped); [] where it spells fewer than two (the phrase then names one thing, matched by
     meaning)."""
-    out = whole_names([w for w in tokens(mention) if w != "s"], names)
+    out = whole_names(spoken(mention), names)
     return out if len(out) > 1 else []
 
 
@@ -188,9 +193,9 @@ def unsaid(text: str, mentions: Iterable[str], names: Iterable[str]) -> list[str
     """The entities whose whole names the text spells outside the phrases the model copied (it copied "Karen's
     bedroom" from "Place the watermelon on the shelf in Karen's bedroom": watermelon): a small model leaves phrases
     out."""
-    said: list[str | None] = [w for w in tokens(text) if w != "s"]
+    said: list[str | None] = [*spoken(text)]
     for m in mentions:
-        copied = [w for w in tokens(m) if w != "s"]
+        copied = spoken(m)
         for i in range(len(said) - len(copied) + 1):
             if copied and said[i:i + len(copied)] == copied:
                 said[i:i + len(copied)] = [None] * len(copied)
@@ -211,7 +216,7 @@ def besides(mention: str, entity: str, names: Collection[str]) -> tuple[list[str
     seed180; not ryan_bedroom_tv in "the remote for Ryan's bedroom TV"); and where it spells out `entity`'s whole name
     and its other words say a word of another entity's name, those words, to match by meaning ("Brian's cardigan on
     the 6th level of the shelf": brian_cardigan, then "on the 6 level of the shelf")."""
-    said = [w for w in tokens(mention) if w != "s"]
+    said = spoken(mention)
     own = set(tokens(entity))
     spelled = [e for e in between([w if w not in own else None for w in said], names) if e != entity]
     if spelled or whole_names(said, [entity]) != [entity]:
@@ -511,7 +516,7 @@ def ground(llm: LLM, graph: WorldGraph, first: Messages, text: str, mentions: li
     named = {m: a for m, a in answers.items() if m in mentions and a in index.texts}
     whole = {tuple(tokens(n)): n for n in names}
     for m in [m for m in mentions if m not in named]:
-        said = tuple(w for w in tokens(m) if w != "s")  # a possessive's "s"
+        said = tuple(spoken(m))
         if e := whole.get(said) or whole.get(said[1:] if said[:1] in ARTICLES else ()):  # "the glass": glass
             named[m] = e
         elif parts := spelled_out(m, names):  # one phrase copied for two things: each by its whole name
@@ -546,7 +551,7 @@ def ground(llm: LLM, graph: WorldGraph, first: Messages, text: str, mentions: li
             spelled = [j for j in spelled if names[j] in theirs] or spelled
             # of those, the ones it spells one word after another (the 0.5B copied "the bedroom" from "Anna went to
             # Helen's bedroom and opened the blinds of the window": helen_bedroom, not anna_bedroom: seed391)
-            runs = set(whole_names([w for w in tokens(text) if w != "s"], [names[j] for j in spelled]))
+            runs = set(whole_names(spoken(text), [names[j] for j in spelled]))
             spelled = [j for j in spelled if names[j] in runs] or spelled
             kind, top = spelled, max(spelled, key=lambda j: row[j])
         tied = sorted((j for j in kind if row[j] >= TIE * row[top]), key=lambda j: -row[j])[:MAX_OPTIONS]

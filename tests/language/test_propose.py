@@ -497,7 +497,6 @@ def test_of_the_names_a_sentence_spells_out_one_a_named_room_owns_is_taken(tmp_p
     assert not any("charles bedroom window" in line for line in lines)
 
 
-
 def test_of_the_names_a_sentence_spells_out_one_it_says_word_after_word_is_taken(tmp_path: Path) -> None:
     """"Anna went to Helen's bedroom and opened the blinds of the window", copied as "Anna", "the bedroom", "the
     window": the sentence says every word of anna_bedroom too, not one after the other (seed391: a question)."""
@@ -516,6 +515,7 @@ def test_of_the_names_a_sentence_spells_out_one_it_says_word_after_word_is_taken
     lines = llm.prompts[1][-1]["content"].split("\n")
     assert {"- now: anna is in helen bedroom", "- no longer: the blinds of helen bedroom window are open"} <= set(lines)
     assert not any("anna bedroom" in line for line in lines), lines
+
 
 PHONES = """(define (problem phones) (:domain simulation)
   (:objects sharon james tyler christine - person james_phone sharon_phone tyler_phone christine_phone - phone)
