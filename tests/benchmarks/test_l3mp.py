@@ -34,8 +34,9 @@ def change(state: Atoms, add: list[str] = (), remove: list[str] = ()) -> Atoms:
     return (state - atoms(remove)) | atoms(add)
 
 
-def write_run(root: Path, steps: list[tuple[str, str, Atoms, str | None]]) -> Path:
-    """A run in the L3M+P layout: the household domain, its world, and (kind, text, true state, goal) steps."""
+def write_run(root: Path, steps: list[tuple[str, str, Atoms, str | None]], start: Atoms = INIT) -> Path:
+    """A run in the L3M+P layout: the household domain, its world (`start`), and (kind, text, true state, goal)
+    steps."""
     def problem(state: Atoms, goal: str | None) -> str:
         objects = "\n".join(f"    {o} - {t}" for o, t in sorted(START.objects.items()))
         init = "\n".join(f"    ({' '.join((p, *args))})" for p, args in sorted(state))
@@ -44,7 +45,7 @@ def write_run(root: Path, steps: list[tuple[str, str, Atoms, str | None]]) -> Pa
 
     root.mkdir(parents=True)
     shutil.copy(HOUSEHOLD / "domain.pddl", root / "domain.pddl")
-    (root / "problem.pddl").write_text(problem(INIT, None))
+    (root / "problem.pddl").write_text(problem(start, None))
     for i, (kind, text, state, goal) in enumerate(steps):
         step = root / f"time_{i:04d}_{kind}"
         step.mkdir()
@@ -298,6 +299,24 @@ def test_propose_and_choose_scored_with_facts_clarifications_and_stages(tmp_path
         (r["strict"], r["clarification"], r["facts_changed"]) for r in rows]
     with pytest.raises(SystemExit):
         l3mp.main([str(run), "--variant", "PC", "--llm", "oracle"])
+
+
+def test_facts_of_a_predicate_no_state_records_are_not_scored(tmp_path: Path) -> None:
+    """As the generator never writes `dish_is_clean`: a sentence that makes the mug clean as well is exact on what the
+    run records (the clean mug counted apart), and the clean mug does not count against the sentences after it."""
+    start = {a for a in INIT if a[0] != "clean"}
+    s0 = change(start, *SANDRA)
+    run = write_run(tmp_path / "run", [("state_change", "Sandra went to the kitchen and washed the red mug.", s0, None),
+                                       ("state_change", "Lena closed the bedroom window.", change(s0, *WINDOW), None)],
+                    start)
+    shutil.copy(HOUSEHOLD / "domain.toml", run / "domain.toml")
+    sandra = pick(person_at="now: person sandra is in room kitchen", clean="now: red mug is clean")
+    window = pick(window_open="no longer: window bedroom window is open")
+    llm = ScriptedLLM([fake_llm.mentions("Sandra", "the kitchen", "the red mug"), sandra, sandra,
+                       fake_llm.mentions("Lena", "the bedroom window"), window])
+    rows = evaluate(run, "PC", Counting(llm), None, Console(quiet=True))
+    assert [(r["strict"], r["exact"], r["facts_unscored"]) for r in rows] == [(True, True, 1), (True, True, 0)]
+    assert (rows[0]["facts_changed"], rows[0]["facts_right"]) == (2, 2)
 
 
 def test_pc_goals_are_chosen_and_scored_with_the_changes_from_the_oracle(tmp_path: Path) -> None:
