@@ -74,7 +74,8 @@ class LLMConfig:
     (exponential backoff with jitter, honouring Retry-After), `timeout_s` is per request. `max_tokens` bounds a
     reply (unset: the endpoint's own bound, which for a llama.cpp server is the whole context window).
     `replicas` are further endpoints serving the same model (a second one-thread llama.cpp server on a 2-core
-    machine): `complete_many` sends its requests to all of them at once.
+    machine): `complete_many` sends its requests to all of them at once, and `complete` has them read its prompt
+    meanwhile (`OpenAIClient.mirror`).
     """
 
     model: str = "gpt-4o-mini"
@@ -279,6 +280,7 @@ class OpenAIClient(LLM):
             max_retries=self.config.max_attempts - 1,
         ) for url in (self.config.base_url, *self.config.replicas)]
         self._client = self._clients[0]
+        self._mirrors = ThreadPoolExecutor(len(self.config.replicas)) if self.config.replicas else None
 
     def complete_many(self, requests: Sequence[tuple[list[dict], type[M]]]) -> list[tuple[M, CallRecord] | LLMError]:
         """With `replicas`, the i-th request to endpoint i (modulo their number), all at once."""
@@ -294,6 +296,8 @@ class OpenAIClient(LLM):
                  ) -> tuple[M, CallRecord]:
         import openai
 
+        if client is None:
+            self.mirror(messages)
         start, attempts, client = time.perf_counter(), 0, client or self._client
 
         def fail(message: str, raw: str | None = None, usage: Any = None) -> LLMError:
@@ -327,6 +331,28 @@ class OpenAIClient(LLM):
                 reason += "; the reply was cut at its length limit (max_tokens)"
             raise fail(reason, raw=e.raw, usage=response.usage) from e
         return reply, self._record(start, attempts, response.usage)
+
+    def mirror(self, messages: list[dict]) -> None:
+        """Has each replica read `messages` (a reply of one token) while the first endpoint answers them, without
+        waiting: a llama.cpp server's prompt cache then holds their beginning, which the next requests share (the
+        choice in two orders after the words question: the second server had to read the sentence first; on a
+        cold start, the instructions and worked examples). Free where the replicas are idle meanwhile (one server
+        per core); a failure only leaves the cache cold, and is recorded."""
+        import openai
+
+        if self._mirrors is None:
+            return
+        body = {"model": self.config.model, "messages": messages, "max_tokens": 1}
+
+        def read(client: openai.OpenAI) -> None:
+            start = time.perf_counter()
+            try:
+                response = client.with_options(max_retries=0).chat.completions.create(**body)
+                self._record(start, 1, response.usage)
+            except openai.OpenAIError as e:  # a cold cache is all it costs
+                self._record(start, 1, None, f"{self.config.model}: mirror failed: {type(e).__name__}: {e}")
+        for client in self._clients[1:]:
+            self._mirrors.submit(read, client)
 
     def first_token(self, messages: list[dict], top: int = 20, max_tokens: int = 2) -> tuple[TokenChoice, CallRecord]:
         """Asks the endpoint for `logprobs` with `top_logprobs` (OpenAI allows at most 20; a llama.cpp server

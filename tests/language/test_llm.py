@@ -408,10 +408,12 @@ def test_the_local_model_server_keeps_a_prompt_cache_unless_told_not_to() -> Non
     from kgplan.language.local_model import server_argv
 
     def args(cache_mb: int) -> argparse.Namespace:
-        return argparse.Namespace(model="0.5b", port=8123, threads=1, ctx=8192, logprobs=False, cache_mb=cache_mb)
+        return argparse.Namespace(model="0.5b", port=8123, threads=1, ctx=8192, logprobs=False, cache_mb=cache_mb,
+                                  batch=64)
 
     argv = server_argv(Path("m.gguf"), args(512))
     assert argv[argv.index("--cache") + 1] == "true" and argv[argv.index("--cache_size") + 1] == str(512 << 20)
+    assert argv[argv.index("--n_batch") + 1] == "64"  # the logits each kept prompt copies: 64 rows, not 512
     assert "--cache" not in server_argv(Path("m.gguf"), args(0))
 
 
