@@ -338,10 +338,10 @@ class OpenAIClient(LLM):
         choice in two orders after the words question: the second server had to read the sentence first; on a
         cold start, the instructions and worked examples). Free where the replicas are idle meanwhile (one server
         per core); a failure only leaves the cache cold, and is recorded."""
-        import openai
-
         if self._mirrors is None:
             return
+        import openai
+
         body = {"model": self.config.model, "messages": messages, "max_tokens": 1}
 
         def read(client: openai.OpenAI) -> None:

@@ -673,15 +673,14 @@ def tell(llm: LLM, graph: WorldGraph, text: str, *, answers: dict[str, str] | No
             # were among the options (both orders answered "none" for the move of "Eric went to the kitchen and
             # turned on the overhead light", seed218, 249; the move was chosen when asked; asked with the move alone,
             # the 1.5B moved 4 of 20 people who turned on a TV in another room)
-            parts = parts_of(domain)
             for f in dict.fromkeys(c.field for c in cands if of[c.field] in where):
                 moves = {c.id: c for c in cands if c.field == f and c.atom not in state}
-                key = parts[of[f]].key
-                was = sorted(gloss(domain, a) for a in state if a.predicate == of[f]
-                             and key(a.args) in {key(c.atom.args) for c in moves.values()})
-                if moves and not any(c.field == f for c in agreed) and (picked := which(
-                        llm, first, "Which one is true now?", {i: c.fact for i, c in moves.items()} | {
-                            g: g for g in was}, out.calls, by_text=True)) in moves:
+                if not moves or any(c.field == f for c in agreed):
+                    continue
+                was = sorted(gloss(domain, a) for a in replacements(
+                    domain, [c.atom for c in moves.values()], lambda names: (x.atom for x in graph.facts_about(names))))
+                if (picked := which(llm, first, "Which one is true now?", {i: c.fact for i, c in moves.items()} | {
+                        g: g for g in was}, out.calls, by_text=True)) in moves:
                     agreed.append(moves[picked])
                     asked[str(moves[picked].atom)] = f"{out.calls[-1].model} chose it as where they are when asked"
     except LLMError as e:

@@ -258,12 +258,12 @@ def test_the_bundled_l3mp_examples_answer_with_their_candidates(tmp_path: Path) 
     # a dirty glass that holds tea, picked up: two lone states in a row answered "none" (the 0.5B, after "none" to
     # "now: glass is clean", chose the next lone state, "now: glass is empty", for "picked up the glass": seed202,
     # 246, 266; not with this example)
-    # a TV turned on in another room: the move is a candidate, and no answer (the 1.5B moved 18 of 20 people who
-    # did so without it: dev runs)
+    # a TV turned on in another room: the move is a candidate, answered "none" (the 1.5B moved 18 of 20 people who
+    # did so without this example: dev runs)
     tv = next(ex for ex in shown if "weather channel" in ex.text)
     assert tv.answer["person_in_room"] == propose.NONE and "- now: nell is in ivo bedroom" in tv.lines.split("\n")
-    # a dirty, wet scarf picked up in the laundry room: it becomes neither clean nor dry (the 1.5B made 13 of 13 dirty
-    # clothes picked up there clean without it)
+    # a dirty, wet scarf picked up in the laundry room: it becomes neither clean nor dry (the 1.5B made clean 10 of 10
+    # dirty clothes picked up there with a clean scarf in this example, 0 of 13 with this one: dev runs)
     scarf = next(ex for ex in shown if "Ivo's scarf" in ex.text)
     assert scarf.answer["cloth_is_clean"] == scarf.answer["cloth_is_dry"] == propose.NONE
     assert {"- now: ivo scarf is clean", "- now: ivo scarf is dry"} <= set(scarf.lines.split("\n"))
