@@ -246,19 +246,23 @@ def propose_messages(examples: Iterable[tuple[str, list[str], str, dict[str, str
     worked examples (sentence, its words, its candidates, the choice per predicate), so that a llama.cpp server
     computes it once; the sentence comes last."""
     shots = [(ex, {"mentions": words}, lines, ids) for ex, words, lines, ids in examples]
-    return _two_questions(PROPOSE_SYSTEM, "Sentence", shots, text, candidates)
+    return _two_questions(PROPOSE_SYSTEM, "Sentence", shots, text, candidates, separators=(",", ":"))
 
 
 def _two_questions(system: str, label: str, examples: Iterable[tuple[str, dict, str, dict]], text: str,
-                   candidates: str | None) -> Messages:
+                   candidates: str | None, separators: tuple[str, str] = (", ", ": ")) -> Messages:
     """The first question (what the text names) or the second (which candidates it says), after one shared prefix:
-    the instructions, then each worked example (text, first answer, candidates, choice) as both questions."""
+    the instructions, then each worked example (text, first answer, candidates, choice) as both questions, the
+    answers' JSON written with `separators`, which the model's replies copy. Without spaces, a field of a choice
+    takes two tokens fewer (Qwen's '":"' is one token, '": "' two): the 1.5B told 67 dev sentences 8% faster, every
+    one the same; its choices for 4 of 32 dev goals changed (an exact one became a quantified one): goals keep the
+    spaces."""
     def ask(said: str, lines: str | None) -> dict:
         return {"role": "user", "content": f"{label}: {said}" + (f"\nCandidates:\n{lines}" if lines else "")}
 
     shots = [m for ex, first, lines, ids in examples for m in (
-        ask(ex, None), {"role": "assistant", "content": json.dumps(first)},
-        ask(ex, lines), {"role": "assistant", "content": json.dumps(ids)})]
+        ask(ex, None), {"role": "assistant", "content": json.dumps(first, separators=separators)},
+        ask(ex, lines), {"role": "assistant", "content": json.dumps(ids, separators=separators)})]
     return [{"role": "system", "content": system}, *shots, ask(text, candidates)]
 
 

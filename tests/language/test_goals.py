@@ -52,6 +52,7 @@ def test_words_then_typed_goal_literals_then_the_choice(server: FakeServer, worl
     assert "- ines scarf is clean\n- not: ines scarf is clean" in shots[2]["content"]
     assert json.loads(shots[3]["content"])["on"] == "item ines scarf is on hall table"
     assert json.loads(shots[7]["content"]) == {"switched_on": "no device is switched on"}
+    assert shots[7]["content"] == '{"switched_on": "no device is switched on"}'  # spaced: compact changed 4 of 32
     assert last["content"] == f"Task: {TURN_OFF}"
     # 3: the literals over the named light, with its negation; one choice per predicate among its own, or none
     assert choose["messages"][-1]["content"] == (

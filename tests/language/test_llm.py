@@ -415,24 +415,3 @@ def test_the_local_model_server_keeps_a_prompt_cache_unless_told_not_to() -> Non
     assert argv[argv.index("--cache") + 1] == "true" and argv[argv.index("--cache_size") + 1] == str(512 << 20)
     assert argv[argv.index("--n_batch") + 1] == "64"  # the logits each kept prompt copies: 64 rows, not 512
     assert "--cache" not in server_argv(Path("m.gguf"), args(0))
-
-
-def test_the_prompt_cache_counts_the_logits_each_prompt_keeps(monkeypatch) -> None:
-    """llama-cpp-python counts only each kept prompt's KV state, not its copy of a batch of logits (about 300 MB for
-    Qwen's vocabulary): a 512 MB cache of the 0.5B held 10 GB. Counted, it keeps what fits."""
-    llama_cpp = pytest.importorskip("llama_cpp", reason="the local-llm extra (llama-cpp-python) is not installed")
-    import numpy as np
-
-    from kgplan.language.local_model import counted_cache
-
-    monkeypatch.setattr(llama_cpp, "LlamaRAMCache", llama_cpp.LlamaRAMCache)  # restored after the test
-    counted_cache()
-    cache = llama_cpp.LlamaRAMCache(capacity_bytes=10_000)
-
-    def state(n: int) -> llama_cpp.llama.LlamaState:
-        return llama_cpp.llama.LlamaState(input_ids=np.arange(n, dtype=np.intc), scores=np.zeros((n, 500), np.single),
-                                          n_tokens=n, llama_state=b"x" * 100, llama_state_size=100, seed=0)
-
-    for k in range(3):  # 100 bytes of state and 4000 of logits each: two fit
-        cache[[k, 1, 2, 3]] = state(2)
-    assert cache.cache_size == 8200 and [key[0] for key in cache.cache_state] == [1, 2]

@@ -71,6 +71,9 @@ def test_mentions_then_typed_candidates_then_the_choice_applied(server: FakeServ
         "- no longer: study lamp is switched on")
     assert json.loads(ids["content"]) == {"person_at": "now: person ines is in room the study",
                                           "switched_on": "no longer: study lamp is switched on"}
+    # the answers' JSON without spaces, which the replies copy: two tokens fewer per field
+    assert ids["content"].startswith('{"person_at":"now: ') and '","switched_on":"' in ids["content"]
+    assert words["content"].startswith('{"mentions":["')
     # one prefix (instructions, then the examples) for both questions and every sentence: a server computes it once
     assert choose["messages"][:-1] == mentions["messages"][:-1] == propose_prefix(world)
     # 4: the old room goes by the invariant, not by the model; each fact says how it was chosen
