@@ -141,9 +141,10 @@ def prompt_cache(keep: Path | None = None, keep_bytes: int = 0) -> None:
 
         def __setitem__(self, key: Sequence[int], value: Any) -> None:
             key = tuple(key)
-            read = len(key) - max((llama_cpp.Llama.longest_token_prefix(k, key) for k in self.cache_state), default=0)
+            long_read = bool(keep and keep_bytes) and len(key) - max(
+                (llama_cpp.Llama.longest_token_prefix(k, key) for k in self.cache_state), default=0) >= LONG_READ
             super().__setitem__(key, value)
-            if keep and keep_bytes and read >= LONG_READ:
+            if long_read:
                 self.write(key, value)
 
         def write(self, key: tuple[int, ...], value: Any) -> None:

@@ -493,6 +493,11 @@ class _Stage(AbstractContextManager):
             "completion_tokens": sum(c.completion_tokens for c in calls)}
 
 
+def atoms_about(graph: WorldGraph, names: Collection[str]) -> list[GroundAtom]:
+    """The graph's true facts about `names`, as atoms (what `replacements` looks old values up in)."""
+    return [f.atom for f in graph.facts_about(names)]
+
+
 def statics(graph: WorldGraph) -> list[GroundAtom]:
     """The graph's binary facts that no change touches (what `owned` reads)."""
     domain = graph.domain
@@ -638,7 +643,7 @@ def tell(llm: LLM, graph: WorldGraph, text: str, *, answers: dict[str, str] | No
             named = found.entities | said_with(text, set(found.entities.values()), found.types, found.owns)
             scope = set(named.values())
             entities = {e: found.types[e] for e in scope if e in found.types}
-            state = {f.atom for f in graph.facts_about(scope)}
+            state = set(atoms_about(graph, scope))
             cands = relevant(domain, text, candidates(domain, entities, state))
         if not cands:
             out.error = "the sentence could not be grounded: no change of the domain names " + (
@@ -678,7 +683,7 @@ def tell(llm: LLM, graph: WorldGraph, text: str, *, answers: dict[str, str] | No
                 if not moves or any(c.field == f for c in agreed):
                     continue
                 was = sorted(gloss(domain, a) for a in replacements(
-                    domain, [c.atom for c in moves.values()], lambda names: (x.atom for x in graph.facts_about(names))))
+                    domain, [c.atom for c in moves.values()], functools.partial(atoms_about, graph)))
                 if (picked := which(llm, first, "Which one is true now?", {i: c.fact for i, c in moves.items()} | {
                         g: g for g in was}, out.calls, by_text=True)) in moves:
                     agreed.append(moves[picked])
@@ -694,7 +699,7 @@ def tell(llm: LLM, graph: WorldGraph, text: str, *, answers: dict[str, str] | No
         near = {x for a in found.static if scope & set(a.args) for x in a.args} - scope
         near = scope | told_apart_by(text, {x: found.types.get(x) for x in near})
         return sorted(candidates(domain, {e: found.types[e] for e in near if e in found.types},
-                                 {f.atom for f in graph.facts_about(near)}), key=lambda c: (not c.value, c.id))
+                                 set(atoms_about(graph, near))), key=lambda c: (not c.value, c.id))
     return _apply(llm, graph, first, out, agreed, asked, (cands, around), named, answers, record.model, dry_run,
                   lock)
 
@@ -744,6 +749,8 @@ def _apply(llm: LLM, graph: WorldGraph, first: Messages, out: Outcome, chosen: l
     add = [c.atom for c in chosen if c.value]
     drop = [c.atom for c in chosen if not c.value]
 
+    about = functools.partial(atoms_about, graph)
+
     def ask(options: list[GroundAtom], how: str, by_text: bool = False) -> str | None:
         """The option the user's answer or else the model picks (`which`), or None (`out.clarification` set)."""
         key = " or ".join(map(str, options))
@@ -757,8 +764,6 @@ def _apply(llm: LLM, graph: WorldGraph, first: Messages, out: Outcome, chosen: l
                                               list(glosses), list(glosses.values()))
         return picked
 
-    def about(names: list[str]) -> list[GroundAtom]:
-        return [f.atom for f in graph.facts_about(names)]
     while True:
         if (both := conflict(domain, add)) is not None:
             if (picked := ask(list(both), "over the other")) is None:
